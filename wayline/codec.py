@@ -1,0 +1,223 @@
+"""The binary codec: msgpack (via ormsgpack) with typed extensions and an explicit registry.
+
+Reading a checkpoint must never execute code, so there is no pickle here. Standard types
+(tuple, set, datetime, UUID, Decimal, ...) have fixed extension codes; user types
+(dataclasses, pydantic models, enums) decode only when registered by name, and decoding
+builds them field by field without calling ``__init__`` or validators: a restore is the
+value that was stored, not a re-validation of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import ormsgpack
+
+from wayline.errors import CodecError
+
+__all__ = ["Codec", "default_codec", "register_type"]
+
+_PACK_OPTS = (
+    ormsgpack.OPT_NON_STR_KEYS
+    | ormsgpack.OPT_PASSTHROUGH_TUPLE
+    | ormsgpack.OPT_PASSTHROUGH_DATACLASS
+    | ormsgpack.OPT_PASSTHROUGH_DATETIME
+    | ormsgpack.OPT_PASSTHROUGH_UUID
+    | ormsgpack.OPT_PASSTHROUGH_ENUM
+    | ormsgpack.OPT_PASSTHROUGH_SUBCLASS
+    | ormsgpack.OPT_PASSTHROUGH_BIG_INT
+)
+
+# Extension codes are part of the on-disk format: never renumber, only add.
+EXT_TUPLE = 1
+EXT_SET = 2
+EXT_FROZENSET = 3
+EXT_DATETIME = 4
+EXT_DATE = 5
+EXT_TIME = 6
+EXT_TIMEDELTA = 7
+EXT_UUID = 8
+EXT_DECIMAL = 9
+EXT_BIGINT = 10
+EXT_ENUM = 11
+EXT_DATACLASS = 12
+EXT_PYDANTIC = 13
+EXT_KEYED_DICT = 14
+EXT_REF = 15
+
+
+class Codec:
+    """Encodes values to bytes and back; user types must be registered to decode."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, type] = {}
+        self._names: dict[type, str] = {}
+        self._lock = threading.Lock()
+        self._failure = threading.local()
+        self.ref_hook: Callable[[bytes], Any] | None = None
+
+    def register(self, cls: type, name: str | None = None) -> type:
+        """Allow ``cls`` (a dataclass, pydantic model or enum) to be decoded by ``name``."""
+        if not (dataclasses.is_dataclass(cls) or _is_pydantic(cls) or issubclass(cls, enum.Enum)):
+            raise CodecError(
+                f"cannot register {cls.__qualname__}: only dataclasses, pydantic models and "
+                "enums are registrable; convert other types to one of these or to plain data"
+            )
+        key = name or f"{cls.__module__}.{cls.__qualname__}"
+        with self._lock:
+            other = self._by_name.get(key)
+            if other is not None and other is not cls:
+                raise CodecError(f"type name {key!r} is already registered to {other!r}")
+            self._by_name[key] = cls
+            self._names[cls] = key
+        return cls
+
+    def is_registered(self, cls: type) -> bool:
+        return cls in self._names
+
+    def dumps(self, value: Any) -> bytes:
+        self._failure.error = None
+        try:
+            return ormsgpack.packb(value, default=self._default, option=_PACK_OPTS)
+        except CodecError:
+            raise
+        except (TypeError, ValueError, OverflowError) as exc:
+            # ormsgpack replaces the error raised in ``default`` by its own: recover ours.
+            ours = self._failure.error
+            if ours is not None:
+                raise ours from None
+            raise CodecError(f"cannot encode value: {exc}") from exc
+
+    def loads(self, data: bytes) -> Any:
+        try:
+            return ormsgpack.unpackb(data, ext_hook=self._ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
+        except CodecError:
+            raise
+        except Exception as exc:
+            raise CodecError(f"cannot decode stored bytes: {exc}") from exc
+
+    # -- encoding ---------------------------------------------------------------------
+
+    def _pack(self, value: Any) -> bytes:
+        return ormsgpack.packb(value, default=self._default, option=_PACK_OPTS)
+
+    def _default(self, obj: Any) -> ormsgpack.Ext:
+        cls = type(obj)
+        if cls is tuple:
+            return ormsgpack.Ext(EXT_TUPLE, self._pack(list(obj)))
+        if cls is set or cls is frozenset:
+            items = sorted(obj, key=_sort_key)  # set order is not stable across processes
+            code = EXT_SET if cls is set else EXT_FROZENSET
+            return ormsgpack.Ext(code, self._pack(items))
+        if cls is dt.datetime:
+            return ormsgpack.Ext(EXT_DATETIME, obj.isoformat().encode())
+        if cls is dt.date:
+            return ormsgpack.Ext(EXT_DATE, obj.isoformat().encode())
+        if cls is dt.time:
+            return ormsgpack.Ext(EXT_TIME, obj.isoformat().encode())
+        if cls is dt.timedelta:
+            return ormsgpack.Ext(EXT_TIMEDELTA, self._pack([obj.days, obj.seconds, obj.microseconds]))
+        if cls is uuid.UUID:
+            return ormsgpack.Ext(EXT_UUID, obj.bytes)
+        if cls is decimal.Decimal:
+            return ormsgpack.Ext(EXT_DECIMAL, str(obj).encode())
+        if cls is int:
+            return ormsgpack.Ext(EXT_BIGINT, str(obj).encode())
+        if cls is dict:  # reached only for keys msgpack cannot hold natively (tuples)
+            return ormsgpack.Ext(EXT_KEYED_DICT, self._pack([[k, v] for k, v in obj.items()]))
+        name = self._names.get(cls)
+        if name is None:
+            self._failure.error = CodecError(
+                f"values of type {cls.__module__}.{cls.__qualname__} cannot be encoded: "
+                f"register the type with wayline.register_type({cls.__qualname__}) "
+                "(dataclasses, pydantic models, enums) or convert it to plain data"
+            )
+            raise self._failure.error
+        if isinstance(obj, enum.Enum):
+            return ormsgpack.Ext(EXT_ENUM, self._pack([name, obj.value]))
+        if dataclasses.is_dataclass(obj):
+            fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+            return ormsgpack.Ext(EXT_DATACLASS, self._pack([name, fields]))
+        fields = {k: getattr(obj, k) for k in type(obj).model_fields}
+        return ormsgpack.Ext(EXT_PYDANTIC, self._pack([name, fields]))
+
+    # -- decoding ---------------------------------------------------------------------
+
+    def _unpack(self, data: bytes) -> Any:
+        return ormsgpack.unpackb(data, ext_hook=self._ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
+
+    def _ext_hook(self, code: int, data: bytes) -> Any:
+        if code == EXT_TUPLE:
+            return tuple(self._unpack(data))
+        if code == EXT_SET:
+            return set(self._unpack(data))
+        if code == EXT_FROZENSET:
+            return frozenset(self._unpack(data))
+        if code == EXT_DATETIME:
+            return dt.datetime.fromisoformat(data.decode())
+        if code == EXT_DATE:
+            return dt.date.fromisoformat(data.decode())
+        if code == EXT_TIME:
+            return dt.time.fromisoformat(data.decode())
+        if code == EXT_TIMEDELTA:
+            days, seconds, micros = self._unpack(data)
+            return dt.timedelta(days=days, seconds=seconds, microseconds=micros)
+        if code == EXT_UUID:
+            return uuid.UUID(bytes=data)
+        if code == EXT_DECIMAL:
+            return decimal.Decimal(data.decode())
+        if code == EXT_BIGINT:
+            return int(data.decode())
+        if code == EXT_KEYED_DICT:
+            return {_hashable(k): v for k, v in self._unpack(data)}
+        if code == EXT_REF:
+            if self.ref_hook is None:
+                raise CodecError("found a blob reference but no blob resolver is configured")
+            return self.ref_hook(data)
+        if code in (EXT_ENUM, EXT_DATACLASS, EXT_PYDANTIC):
+            name, payload = self._unpack(data)
+            cls = self._by_name.get(name)
+            if cls is None:
+                raise CodecError(
+                    f"stored value has type {name!r}, which is not registered in this process: "
+                    "call wayline.register_type on it (or compile the graph whose state uses it) "
+                    "before reading"
+                )
+            if code == EXT_ENUM:
+                return cls(payload)
+            if code == EXT_PYDANTIC:
+                return cls.model_construct(**payload)  # type: ignore[attr-defined]
+            obj = object.__new__(cls)
+            for key, val in payload.items():
+                object.__setattr__(obj, key, val)
+            return obj
+        raise CodecError(f"unknown extension code {code} in stored bytes")
+
+
+def _is_pydantic(cls: type) -> bool:
+    return isinstance(getattr(cls, "model_fields", None), dict) and hasattr(cls, "model_construct")
+
+
+def _sort_key(value: Any) -> tuple[str, str]:
+    return (type(value).__name__, repr(value))
+
+
+def _hashable(key: Any) -> Any:
+    if isinstance(key, list):
+        return tuple(_hashable(k) for k in key)
+    return key
+
+
+default_codec = Codec()
+
+
+def register_type(cls: type, name: str | None = None) -> type:
+    """Register a user type with the default codec; usable as a class decorator."""
+    return default_codec.register(cls, name)

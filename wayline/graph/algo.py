@@ -1,0 +1,126 @@
+"""The superstep fold: pure functions over plain data, shared by execution and replay.
+
+A step's tasks each produce a ``TaskResult`` (their writes, including routing writes).
+``apply_step`` folds them into the channels in one defined order and returns the tasks of
+the next step. Execution calls it after running the nodes; reconstruction calls it on the
+stored delta. It is the same function with the same batches, which is what makes replay
+exact even for reducers whose result depends on how writes are grouped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from wayline.graph.channels import MISSING, Barrier, Channel
+from wayline.graph.types import END, Send
+
+__all__ = [
+    "PULL",
+    "PUSH",
+    "ROUTE",
+    "SEND",
+    "TaskResult",
+    "TaskSpec",
+    "apply_step",
+    "derive_id",
+    "values_of",
+]
+
+PULL = "pull"
+PUSH = "push"
+ROUTE = "__route__"
+"""A write to ROUTE names a node that runs next step (edges, conditional edges, goto)."""
+SEND = "__send__"
+"""A write to SEND carries a ``Send``: a task with its own input next step."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TaskSpec:
+    """A task to run: a node triggered by edges (PULL) or by a Send (PUSH, with ``arg``)."""
+
+    name: str
+    path: tuple[Any, ...]
+    arg: Any = MISSING
+
+    def to_wire(self) -> list[Any]:
+        return [self.name, list(self.path), None if self.arg is MISSING else self.arg]
+
+    @classmethod
+    def from_wire(cls, item: Sequence[Any]) -> TaskSpec:
+        name, path, arg = item
+        kind = path[0]
+        return cls(name, tuple(path), MISSING if kind == PULL else arg)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TaskResult:
+    """What one finished task wrote, routing included, in the order it wrote it."""
+
+    name: str
+    path: tuple[Any, ...]
+    writes: tuple[tuple[str, Any], ...]
+
+    def to_wire(self) -> list[Any]:
+        return [self.name, list(self.path), [[k, v] for k, v in self.writes]]
+
+    @classmethod
+    def from_wire(cls, item: Sequence[Any]) -> TaskResult:
+        name, path, writes = item
+        return cls(name, tuple(path), tuple((k, v) for k, v in writes))
+
+
+def fold_order(path: Sequence[Any]) -> tuple[Any, ...]:
+    """PULL tasks by node name, then PUSH tasks in the order they were sent (as LangGraph)."""
+    return (0, path[1], 0) if path[0] == PULL else (1, "", path[1])
+
+
+def apply_step(
+    channels: Mapping[str, Channel], results: Iterable[TaskResult]
+) -> list[TaskSpec]:
+    """Fold one step's results into ``channels`` (in place) and plan the next step.
+
+    ``results`` must already be in fold order (``sorted_results``); the stored delta keeps
+    them in that order, so replay folds identical batches.
+    """
+    batches: dict[str, list[Any]] = {}
+    routes: set[str] = set()
+    sends: list[Send] = []
+    for result in results:
+        for key, value in result.writes:
+            if key == ROUTE:
+                routes.add(value)
+            elif key == SEND:
+                sends.append(value)
+            else:
+                batches.setdefault(key, []).append(value)
+    for key, values in batches.items():
+        channels[key].update(values)
+    for channel in channels.values():
+        if isinstance(channel, Barrier) and channel.complete():
+            routes.add(channel.key.rsplit(":", 1)[-1])
+            channel.consume()
+    routes.discard(END)
+    tasks = [TaskSpec(name, (PULL, name)) for name in sorted(routes)]
+    tasks.extend(TaskSpec(s.node, (PUSH, i), s.arg) for i, s in enumerate(sends))
+    return tasks
+
+
+def sorted_results(results: Iterable[TaskResult]) -> list[TaskResult]:
+    return sorted(results, key=lambda r: fold_order(r.path))
+
+
+def values_of(channels: Mapping[str, Channel]) -> dict[str, Any]:
+    """The user-visible state: declared keys that hold a value, in declaration order."""
+    return {
+        k: c.get()
+        for k, c in channels.items()
+        if not isinstance(c, Barrier) and c.value is not MISSING
+    }
+
+
+def derive_id(*parts: Any) -> str:
+    """A deterministic id: a replay or another process computes the same one."""
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:32]

@@ -1,0 +1,51 @@
+"""Reducer channels: ``Annotated[T, reducer]`` folds each write with ``reducer(old, new)``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from wayline.errors import ReducerError
+from wayline.graph.channels.base import MISSING, Channel
+
+__all__ = ["ReducerChannel"]
+
+
+class ReducerChannel(Channel):
+    """Folds writes one at a time, in fold order, through a binary reducer.
+
+    The initial value is ``factory()`` when the declared type can be built empty (``list``,
+    ``dict``, ``int``...), as LangGraph does; otherwise the first write becomes the value.
+    """
+
+    __slots__ = ("factory", "reducer")
+
+    def __init__(
+        self, key: str, reducer: Callable[[Any, Any], Any], factory: Callable[[], Any] | None
+    ) -> None:
+        super().__init__(key)
+        self.reducer = reducer
+        self.factory = factory
+        if factory is not None:
+            try:
+                self.value = factory()
+            except Exception:
+                self.factory = None
+
+    def update(self, values: Sequence[Any]) -> bool:
+        if not values:
+            return False
+        value = self.value
+        for item in values:
+            if value is MISSING:
+                value = item
+                continue
+            try:
+                value = self.reducer(value, item)
+            except Exception as exc:
+                raise ReducerError(self.key, exc) from exc
+        self.value = value
+        return True
+
+    def fresh(self) -> ReducerChannel:
+        return ReducerChannel(self.key, self.reducer, self.factory)

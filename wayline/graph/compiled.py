@@ -1,0 +1,359 @@
+"""CompiledGraph: invoke, stream and inspect runs. The sync and async drivers differ only
+in how they call nodes; everything else is the shared ``RunLoop``."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import datetime as dt
+import inspect
+import uuid
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import TYPE_CHECKING, Any
+
+from wayline.errors import GraphInterrupt, WaylineError
+from wayline.graph.algo import derive_id, values_of
+from wayline.graph.channels import Barrier, Channel
+from wayline.graph.checkpoint import decode_delta, reconstruct, state_digest
+from wayline.graph.context import reset_scope, set_scope
+from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome
+from wayline.graph.types import Interrupt, PregelTask, Send, StateSnapshot
+from wayline.store.base import Store
+
+if TYPE_CHECKING:
+    from wayline.graph.builder import StateGraph
+
+__all__ = ["CompiledGraph"]
+
+DEFAULT_STEP_LIMIT = 10_000
+"""LangGraph 1.2 defaults ``recursion_limit`` to 10,007; wayline rounds it."""
+DEFAULT_TENANT = "default"
+STREAM_MODES = ("values", "updates")
+
+
+class CompiledGraph:
+    """A validated graph bound to a store. Thread-safe: one instance serves many runs."""
+
+    def __init__(
+        self,
+        *,
+        builder: StateGraph,
+        store: Store,
+        snapshot_every: int,
+        name: str,
+        version: str,
+    ) -> None:
+        self.builder = builder
+        self.store = store
+        self.codec = builder.codec
+        self.schema = builder.schema
+        self.snapshot_every = snapshot_every
+        self.name = name
+        self.version = version
+        self.nodes = dict(builder.nodes)
+        self.branches = {k: tuple(v) for k, v in builder.branches.items()}
+        edges: dict[str, list[str]] = {}
+        for src, dst in sorted(builder.edges):
+            edges.setdefault(src, []).append(dst)
+        self.static_edges = {k: tuple(v) for k, v in edges.items()}
+        self.barriers: dict[str, Barrier] = {}
+        joins: dict[str, list[str]] = {}
+        for srcs, dst in sorted(builder.waiting_edges):
+            key = f"__join__:{'+'.join(srcs)}:{dst}"
+            self.barriers[key] = Barrier(key, srcs)
+            for src in srcs:
+                joins.setdefault(src, []).append(key)
+        self.joins_from = {k: tuple(v) for k, v in joins.items()}
+        if not self.codec.is_registered(Send):
+            self.codec.register(Send, "wayline.Send")
+
+    @property
+    def checkpointer(self) -> Store:
+        return self.store
+
+    def new_channels(self) -> dict[str, Channel]:
+        channels = self.schema.new_channels()
+        channels.update({k: b.fresh() for k, b in self.barriers.items()})
+        return channels
+
+    # -- running ----------------------------------------------------------------------
+
+    def invoke(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        durability: str = "sync",
+    ) -> dict[str, Any]:
+        """Run until the graph finishes or interrupts; return the state.
+
+        An interrupted run's result carries ``"__interrupt__"``: the pending questions.
+        """
+        loop = self._loop(config, durability)
+        for _ in self._drive(loop, input):
+            pass
+        return _result(loop)
+
+    def stream(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        stream_mode: str | Sequence[str] = "values",
+        durability: str = "sync",
+    ) -> Iterator[Any]:
+        modes, single = _modes(stream_mode)
+        loop = self._loop(config, durability)
+        for mode, chunk in self._drive(loop, input):
+            if mode in modes:
+                yield chunk if single else (mode, chunk)
+
+    async def ainvoke(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        durability: str = "sync",
+    ) -> dict[str, Any]:
+        loop = self._loop(config, durability)
+        async for _ in self._adrive(loop, input):
+            pass
+        return _result(loop)
+
+    async def astream(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        stream_mode: str | Sequence[str] = "values",
+        durability: str = "sync",
+    ) -> AsyncIterator[Any]:
+        modes, single = _modes(stream_mode)
+        loop = self._loop(config, durability)
+        async for mode, chunk in self._adrive(loop, input):
+            if mode in modes:
+                yield chunk if single else (mode, chunk)
+
+    def _loop(self, config: Mapping[str, Any] | None, durability: str) -> RunLoop:
+        config = dict(config or {})
+        tenant, run_id = _ids(config, create=True)
+        config.setdefault("configurable", {})
+        config["configurable"] = {**config["configurable"], "thread_id": run_id}
+        if durability not in ("sync", "async", "exit"):
+            raise WaylineError(
+                f"durability must be 'sync', 'async' or 'exit', got {durability!r}"
+            )
+        return RunLoop(
+            self,
+            tenant_id=tenant,
+            run_id=run_id,
+            durability=durability,
+            step_limit=int(config.get("recursion_limit", DEFAULT_STEP_LIMIT)),
+            config=config,
+        )
+
+    def _drive(self, loop: RunLoop, input: Any) -> Iterator[tuple[str, Any]]:
+        error: BaseException | None = None
+        pool: ThreadPoolExecutor | None = None
+        try:
+            yield from loop.begin(input)
+            while (tasks := loop.next_step()) is not None:
+                if len(tasks) > 1 and pool is None:
+                    pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="wayline-node")
+                yield from loop.after_step(self._execute(loop, tasks, pool))
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+            loop.close(error)
+
+    async def _adrive(self, loop: RunLoop, input: Any) -> AsyncIterator[tuple[str, Any]]:
+        error: BaseException | None = None
+        try:
+            for event in loop.begin(input):
+                yield event
+            while (tasks := loop.next_step()) is not None:
+                for event in loop.after_step(await self._aexecute(loop, tasks)):
+                    yield event
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            loop.close(error)
+
+    def _execute(
+        self, loop: RunLoop, tasks: list[ExecTask], pool: ThreadPoolExecutor | None
+    ) -> list[TaskOutcome]:
+        if len(tasks) <= 1 or pool is None:
+            outcomes = [_run_task(loop, t) for t in tasks]
+            for o in outcomes:
+                loop.task_done(o)
+            return outcomes
+        futures = [
+            pool.submit(contextvars.copy_context().run, _run_task, loop, t) for t in tasks
+        ]
+        outcomes = []
+        for future in as_completed(futures):
+            outcome = future.result()
+            loop.task_done(outcome)
+            outcomes.append(outcome)
+        return outcomes
+
+    async def _aexecute(self, loop: RunLoop, tasks: list[ExecTask]) -> list[TaskOutcome]:
+        futures = [asyncio.ensure_future(_arun_task(loop, t)) for t in tasks]
+        outcomes = []
+        for next_done in asyncio.as_completed(futures):
+            outcome = await next_done
+            loop.task_done(outcome)
+            outcomes.append(outcome)
+        return outcomes
+
+    # -- inspecting -------------------------------------------------------------------
+
+    def get_state(self, config: Mapping[str, Any]) -> StateSnapshot:
+        """The state at the run's last committed step (or at ``configurable.step``)."""
+        tenant, run_id = _ids(config, create=False)
+        run = self.store.get_run(tenant, run_id)
+        cfg = {"configurable": {"thread_id": run_id, "tenant": tenant}}
+        if run is None:
+            return StateSnapshot({}, (), cfg, {}, None, None, ())
+        at = config.get("configurable", {}).get("step", run.step)
+        at = min(int(at), run.step)
+        rec = reconstruct(self.store, self.codec, self.new_channels(), tenant, run_id, at)
+        interrupts: list[Interrupt] = []
+        tasks = []
+        latest = at == run.step
+        pending = {}
+        records = []
+        if latest:
+            pending = {
+                p.task_id: decode_delta(self.codec, p.payload)[0]
+                for p in self.store.load_pending(tenant, run_id, at + 1)
+            }
+            records = self.store.load_interrupts(tenant, run_id, at + 1)
+        for spec in rec.next_tasks:
+            task_id = derive_id(tenant, run_id, at + 1, *spec.path)
+            mine = tuple(
+                Interrupt(self.codec.loads(r.value), r.interrupt_id)
+                for r in records
+                if r.task_id == task_id and r.resume is None
+            )
+            interrupts.extend(mine)
+            done = pending.get(task_id)
+            result = dict(w for w in done.writes if not w[0].startswith("__")) if done else None
+            tasks.append(PregelTask(task_id, spec.name, spec.path, mine, result))
+        meta = {
+            "step": at,
+            "status": run.status if latest else "running",
+            "graph": run.graph_name,
+            "graph_version": run.graph_version,
+            "snapshot_step": rec.snapshot_step,
+            "replayed_steps": rec.folds,
+        }
+        step_cfg = {"configurable": {**cfg["configurable"], "step": at}}
+        parent = {"configurable": {**cfg["configurable"], "step": at - 1}} if at > 0 else None
+        updated = dt.datetime.fromtimestamp(run.updated_at, dt.UTC).isoformat()
+        return StateSnapshot(
+            values=values_of(rec.channels),
+            next=tuple(t.name for t in rec.next_tasks),
+            config=step_cfg,
+            metadata=meta,
+            created_at=updated if latest else None,
+            parent_config=parent,
+            tasks=tuple(tasks),
+            interrupts=tuple(interrupts),
+        )
+
+    def get_state_history(
+        self, config: Mapping[str, Any], *, limit: int | None = None
+    ) -> Iterator[StateSnapshot]:
+        """Snapshots from the newest committed step back to the input step."""
+        tenant, run_id = _ids(config, create=False)
+        run = self.store.get_run(tenant, run_id)
+        if run is None:
+            return
+        base = {**config.get("configurable", {}), "thread_id": run_id, "tenant": tenant}
+        for n, step in enumerate(range(run.step, -1, -1)):
+            if limit is not None and n >= limit:
+                return
+            yield self.get_state({"configurable": {**base, "step": step}})
+
+    def state_digest(self, config: Mapping[str, Any]) -> str:
+        """Digest of the reconstructed current state, comparable with the committed one."""
+        tenant, run_id = _ids(config, create=False)
+        run = self.store.get_run(tenant, run_id)
+        if run is None:
+            raise WaylineError(f"no run {run_id!r} for tenant {tenant!r}")
+        rec = reconstruct(self.store, self.codec, self.new_channels(), tenant, run_id, run.step)
+        return state_digest(self.codec, rec.channels)
+
+
+def _run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
+    token = set_scope(task.scope)
+    try:
+        fn, args = loop.node_call(task)
+        output = fn(*args)
+        if inspect.isawaitable(output):
+            output = asyncio.run(_await(output))
+        return loop.outcome(task, output)
+    except (Exception, GraphInterrupt) as exc:
+        return loop.failed(task, exc)
+    finally:
+        reset_scope(token)
+
+
+async def _arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
+    token = set_scope(task.scope)
+    try:
+        fn, args = loop.node_call(task)
+        if loop.graph.nodes[task.spec.name].is_async:
+            output = await fn(*args)
+        else:
+            output = await asyncio.to_thread(fn, *args)
+        return loop.outcome(task, output)
+    except (Exception, GraphInterrupt) as exc:
+        return loop.failed(task, exc)
+    finally:
+        reset_scope(token)
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _result(loop: RunLoop) -> dict[str, Any]:
+    out = loop.values()
+    if loop.raised:
+        out["__interrupt__"] = list(loop.raised)
+    return out
+
+
+def _modes(stream_mode: str | Sequence[str]) -> tuple[set[str], bool]:
+    single = isinstance(stream_mode, str)
+    modes = {stream_mode} if isinstance(stream_mode, str) else set(stream_mode)
+    unknown = modes - set(STREAM_MODES)
+    if unknown:
+        raise WaylineError(
+            f"unsupported stream_mode {sorted(unknown)}; supported: {list(STREAM_MODES)}"
+        )
+    return modes, single
+
+
+def _ids(config: Mapping[str, Any] | None, *, create: bool) -> tuple[str, str]:
+    conf = (config or {}).get("configurable", {}) or {}
+    tenant = str(conf.get("tenant", DEFAULT_TENANT))
+    run_id = conf.get("thread_id") or conf.get("run_id")
+    if run_id is None:
+        if not create:
+            raise WaylineError(
+                "config needs {'configurable': {'thread_id': ...}} to find a run's state"
+            )
+        run_id = uuid.uuid4().hex
+    return tenant, str(run_id)

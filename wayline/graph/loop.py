@@ -1,0 +1,403 @@
+"""The run loop: the I/O shell around the pure fold, shared by the sync and async drivers.
+
+A driver asks ``next_step`` for tasks, runs them (threads or coroutines: the only part that
+differs), hands each outcome to ``task_done`` and the step to ``after_step``. Everything
+that touches the store or decides what happens next lives here, once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from wayline.errors import (
+    GraphInterrupt,
+    LeaseLost,
+    ResumeError,
+    StepLimitError,
+)
+from wayline.graph.algo import (
+    PULL,
+    TaskResult,
+    TaskSpec,
+    apply_step,
+    derive_id,
+    fold_order,
+    sorted_results,
+    values_of,
+)
+from wayline.graph.channels import Channel
+from wayline.graph.checkpoint import (
+    decode_delta,
+    encode_delta,
+    encode_snapshot,
+    reconstruct,
+    state_digest,
+)
+from wayline.graph.context import NodeContext, TaskScope
+from wayline.graph.node import route_writes, split_output
+from wayline.graph.types import START, Command, Interrupt
+from wayline.store.records import (
+    CommitBatch,
+    DeltaRecord,
+    InterruptRecord,
+    PendingWriteRecord,
+    RunStatus,
+    RunUpdate,
+    SnapshotRecord,
+)
+from wayline.store.writer import CommitSink, make_sink
+
+if TYPE_CHECKING:
+    from wayline.graph.compiled import CompiledGraph
+
+__all__ = ["ExecTask", "RunLoop", "TaskOutcome"]
+
+Event = tuple[str, Any]
+
+
+@dataclasses.dataclass(slots=True)
+class ExecTask:
+    spec: TaskSpec
+    id: str
+    step: int
+    scope: TaskScope
+    ctx: NodeContext
+
+
+@dataclasses.dataclass(slots=True)
+class TaskOutcome:
+    task: ExecTask
+    result: TaskResult | None = None
+    update: Any = None
+    error: BaseException | None = None
+    interrupts: tuple[tuple[int, Interrupt], ...] = ()
+
+
+def default_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class RunLoop:
+    """One invocation of one run: load, step, commit, release."""
+
+    def __init__(
+        self,
+        graph: CompiledGraph,
+        *,
+        tenant_id: str,
+        run_id: str,
+        durability: str,
+        step_limit: int,
+        config: Mapping[str, Any],
+        owner: str | None = None,
+        lease_seconds: float = 300.0,
+    ) -> None:
+        self.graph = graph
+        self.store = graph.store
+        self.codec = graph.codec
+        self.tenant_id = tenant_id
+        self.run_id = run_id
+        self.durability = durability
+        self.step_limit = step_limit
+        self.config = config
+        self.owner = owner or default_owner()
+        self.lease_seconds = lease_seconds
+        self.channels: dict[str, Channel] = {}
+        self.next_tasks: list[TaskSpec] = []
+        self.step = -1
+        self.steps_run = 0
+        self.pending: dict[str, TaskResult] = {}
+        self.saved_pending: set[str] = set()
+        self.interrupts: list[InterruptRecord] = []
+        self.raised: tuple[Interrupt, ...] = ()
+        self.token = 0
+        self.sink: CommitSink | None = None
+        self.multi_task_step = False
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def begin(self, input: Any) -> Iterator[Event]:
+        g = self.graph
+        run = self.store.create_run(
+            self.tenant_id,
+            self.run_id,
+            graph_name=g.name,
+            graph_version=g.version,
+            durability=self.durability,
+        )
+        self.token = self.store.claim(
+            self.tenant_id,
+            self.run_id,
+            owner=self.owner,
+            lease_seconds=self.lease_seconds,
+            steal=True,
+        )
+        self.sink = make_sink(self.durability, self.store, self.tenant_id, self.run_id, self.token)
+        rec = reconstruct(
+            self.store, self.codec, g.new_channels(), self.tenant_id, self.run_id, run.step
+        )
+        self.channels, self.next_tasks, self.step = rec.channels, rec.next_tasks, rec.step
+        self._load_unfinished_step()
+        if isinstance(input, Command):
+            if input.resume is not None:
+                self._resolve(input.resume)
+            if input.update is not None or input.goto:
+                update, goto = split_output(input, START)
+                yield from self._input_step(update, goto)
+        elif input is not None:
+            yield from self._input_step(input, [])
+        elif not self.next_tasks and run.step < 0:
+            raise ResumeError(
+                f"run {self.run_id!r} has no input yet: pass an input to invoke, not None"
+            )
+
+    def close(self, error: BaseException | None) -> None:
+        """Make what was submitted durable (exit mode: now), then give the lease up."""
+        if self.sink is None:
+            return
+        if isinstance(error, LeaseLost):
+            return
+        try:
+            if error is not None and not isinstance(error, GraphInterrupt):
+                self._submit_status("failed", error=_describe(error))
+            self.sink.close()
+        finally:
+            self.store.release(self.tenant_id, self.run_id, self.token)
+
+    # -- stepping ---------------------------------------------------------------------
+
+    def next_step(self) -> list[ExecTask] | None:
+        """Tasks of the next superstep, or None when the run has finished or stopped."""
+        if self.raised or not self.next_tasks:
+            return None
+        if self.steps_run >= self.step_limit:
+            raise StepLimitError(
+                f"run {self.run_id!r} reached its limit of {self.step_limit} supersteps at step "
+                f"{self.step} without finishing; its steps are committed. Resume it with "
+                "invoke(None, config) and a larger config['recursion_limit'] if it is meant to "
+                "run longer"
+            )
+        step = self.step + 1
+        tasks = []
+        for spec in self.next_tasks:
+            task_id = derive_id(self.tenant_id, self.run_id, step, *spec.path)
+            if task_id in self.pending:
+                continue  # finished before a crash or an interrupt: its writes are kept
+            answers = sorted(
+                (i for i in self.interrupts if i.task_id == task_id and i.resume is not None),
+                key=lambda i: i.idx,
+            )
+            resume = [self.codec.loads(i.resume) for i in answers if i.resume is not None]
+            ctx = NodeContext(self.run_id, self.tenant_id, spec.name, step, task_id, self.config)
+            tasks.append(ExecTask(spec, task_id, step, TaskScope(task_id, resume), ctx))
+        self.multi_task_step = len(self.next_tasks) > 1
+        return tasks
+
+    def node_call(self, task: ExecTask) -> tuple[Any, tuple[Any, ...]]:
+        """The callable and arguments for a task; the driver calls them in the task scope."""
+        spec = self.graph.nodes[task.spec.name]
+        arg = task.spec.arg
+        if task.spec.path[0] == PULL:
+            arg = self.graph.schema.to_node_input(values_of(self.channels))
+        args = (arg, task.ctx) if spec.takes_ctx else (arg,)
+        return spec.fn, args
+
+    def outcome(self, task: ExecTask, output: Any) -> TaskOutcome:
+        """Turn a node's return value into its writes, routing included (runs branches)."""
+        name = task.spec.name
+        update, goto = split_output(output, name)
+        updates = update if isinstance(update, list) else [update]
+        writes: list[tuple[str, Any]] = []
+        schema = self.graph.schema
+        for part in updates:
+            as_dict = schema.input_to_dict(part)
+            schema.check_keys(as_dict, f"node {name!r}")
+            writes.extend(as_dict.items())
+        writes.extend(self._routing(name, writes, goto))
+        return TaskOutcome(task, TaskResult(name, task.spec.path, tuple(writes)), update)
+
+    def failed(self, task: ExecTask, exc: BaseException) -> TaskOutcome:
+        if isinstance(exc, GraphInterrupt):
+            first = task.scope.counter - 1
+            return TaskOutcome(task, interrupts=tuple((first, i) for i in exc.interrupts))
+        return TaskOutcome(task, error=exc)
+
+    def task_done(self, outcome: TaskOutcome) -> None:
+        """Keep a finished peer's writes durable at once in sync mode (invariant 5)."""
+        if outcome.result is None or not self.multi_task_step or self.durability != "sync":
+            return
+        self._save_pending([outcome])
+
+    def after_step(self, outcomes: list[TaskOutcome]) -> Iterator[Event]:
+        ordered = sorted(outcomes, key=lambda o: fold_order(o.task.spec.path))
+        done = [o for o in ordered if o.result is not None]
+        for o in done:
+            yield ("updates", {o.task.spec.name: o.update})
+        errors = [o for o in ordered if o.error is not None]
+        asked = [o for o in ordered if o.interrupts]
+        if errors or asked:
+            self._save_pending(done)
+            if errors:
+                self._submit_status("failed", error=_describe(errors[0].error))
+                assert self.sink is not None
+                self.sink.flush()
+                raise errors[0].error  # type: ignore[misc]
+            yield from self._suspend(asked)
+            return
+        results = dict(self.pending)
+        results.update((o.task.id, o.result) for o in done if o.result is not None)
+        self._commit_step(list(results.values()))
+        self.steps_run += 1
+        yield ("values", self.values())
+
+    def values(self) -> dict[str, Any]:
+        return values_of(self.channels)
+
+    # -- internals --------------------------------------------------------------------
+
+    def _load_unfinished_step(self) -> None:
+        step = self.step + 1
+        self.pending = {}
+        for rec in self.store.load_pending(self.tenant_id, self.run_id, step):
+            (result,) = decode_delta(self.codec, rec.payload)
+            self.pending[rec.task_id] = result
+        self.saved_pending = set(self.pending)
+        self.interrupts = self.store.load_interrupts(self.tenant_id, self.run_id, step)
+
+    def _resolve(self, resume: Any) -> None:
+        """Record answers to pending interrupts durably before any node sees them."""
+        open_ = [i for i in self.interrupts if i.resume is None]
+        if not open_:
+            raise ResumeError(
+                f"run {self.run_id!r} has no pending interrupt to resume; "
+                "call invoke(None, config) to continue it or pass a new input"
+            )
+        by_id = {i.interrupt_id: i for i in open_}
+        if isinstance(resume, Mapping) and resume and set(resume) <= set(by_id):
+            answers = {iid: resume[iid] for iid in resume}
+        elif len(open_) == 1:
+            answers = {open_[0].interrupt_id: resume}
+        else:
+            raise ResumeError(
+                f"run {self.run_id!r} has {len(open_)} pending interrupts; resume with "
+                "Command(resume={interrupt_id: value, ...}) naming the ones you answer "
+                f"(pending ids: {sorted(by_id)})"
+            )
+        resolved = [
+            dataclasses.replace(by_id[iid], resume=self.codec.dumps(value))
+            for iid, value in answers.items()
+        ]
+        self.store.commit(
+            self.tenant_id, self.run_id, self.token, CommitBatch(interrupts=resolved)
+        )
+        done = {r.interrupt_id for r in resolved}
+        self.interrupts = [i for i in self.interrupts if i.interrupt_id not in done] + resolved
+
+    def _input_step(self, update: Any, goto: list[Any]) -> Iterator[Event]:
+        """New input (or a Command's update/goto) is a superstep of its own, run by START."""
+        as_dict = self.graph.schema.input_to_dict(update)
+        self.graph.schema.check_keys(as_dict, "the input")
+        writes = list(as_dict.items())
+        writes.extend(self._routing(START, writes, goto))
+        self.pending, self.saved_pending, self.interrupts = {}, set(), []
+        self._commit_step([TaskResult(START, (PULL, START), tuple(writes))])
+        yield ("values", self.values())
+
+    def _routing(
+        self, name: str, writes: list[tuple[str, Any]], goto: list[Any]
+    ) -> list[tuple[str, Any]]:
+        g = self.graph
+        targets: list[Any] = list(g.static_edges.get(name, ()))
+        routing = [(key, name) for key in g.joins_from.get(name, ())]
+        branches = g.branches.get(name, ())
+        if branches:
+            local = {k: c.copy() for k, c in self.channels.items()}
+            apply_step(local, [TaskResult(name, (PULL, name), tuple(writes))])
+            state = g.schema.to_node_input(values_of(local))
+            for branch in branches:
+                targets.extend(branch.resolve(branch.path(state), name))
+        targets.extend(goto)
+        routing.extend(route_writes(targets, g.nodes, name))
+        return routing
+
+    def _commit_step(self, results: list[TaskResult]) -> None:
+        ordered = sorted_results(results)
+        payload = encode_delta(self.codec, ordered)  # a bad value fails here, nothing folded
+        staged = {k: c.copy() for k, c in self.channels.items()}
+        next_tasks = apply_step(staged, ordered)
+        step = self.step + 1
+        finished = not next_tasks
+        batch = CommitBatch(
+            deltas=[DeltaRecord(step, payload)],
+            clear_pending_through=step,
+            run=RunUpdate(
+                status="done" if finished else "running",
+                step=step,
+                next_nodes=tuple(t.name for t in next_tasks),
+                state_digest=state_digest(self.codec, staged) if finished else None,
+            ),
+        )
+        if step > 0 and step % self.graph.snapshot_every == 0:
+            batch.snapshots.append(
+                SnapshotRecord(step, encode_snapshot(self.codec, staged, next_tasks))
+            )
+        assert self.sink is not None
+        self.sink.submit(batch)
+        self.channels, self.next_tasks, self.step = staged, next_tasks, step
+        self.pending, self.saved_pending, self.interrupts = {}, set(), []
+
+    def _save_pending(self, outcomes: list[TaskOutcome]) -> None:
+        records = []
+        for o in outcomes:
+            if o.result is None or o.task.id in self.saved_pending:
+                continue
+            payload = encode_delta(self.codec, [o.result])
+            records.append(PendingWriteRecord(o.task.step, o.task.id, payload))
+            self.saved_pending.add(o.task.id)
+            self.pending[o.task.id] = o.result
+        if records:
+            assert self.sink is not None
+            self.sink.submit(CommitBatch(pending=records))
+
+    def _suspend(self, asked: list[TaskOutcome]) -> Iterator[Event]:
+        records = []
+        raised: list[Interrupt] = []
+        for o in asked:
+            for idx, intr in o.interrupts:
+                value = self.codec.dumps(intr.value)
+                records.append(
+                    InterruptRecord(o.task.step, o.task.id, idx, intr.id, value, None)
+                )
+                raised.append(intr)
+        assert self.sink is not None
+        self.sink.submit(
+            CommitBatch(
+                interrupts=records,
+                run=RunUpdate(
+                    "interrupted", self.step, tuple(t.name for t in self.next_tasks)
+                ),
+            )
+        )
+        self.sink.flush()
+        self.raised = tuple(raised)
+        yield ("updates", {"__interrupt__": self.raised})
+        yield ("values", {"__interrupt__": self.raised})
+
+    def _submit_status(self, status: RunStatus, *, error: str | None = None) -> None:
+        assert self.sink is not None
+        self.sink.submit(
+            CommitBatch(
+                run=RunUpdate(
+                    status, self.step, tuple(t.name for t in self.next_tasks), error=error
+                )
+            )
+        )
+
+
+def _describe(exc: BaseException | None) -> str:
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,157 @@
+"""Nodes and branches as the builder records them, and how a node's output becomes writes."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any
+
+from wayline.errors import InvalidUpdateError, UnknownNodeError
+from wayline.graph.algo import ROUTE, SEND
+from wayline.graph.types import END, Command, Send
+
+__all__ = ["Branch", "NodeSpec", "possible_ends"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NodeSpec:
+    name: str
+    fn: Callable[..., Any]
+    is_async: bool
+    takes_ctx: bool
+    ends: tuple[str, ...] | None
+    """Targets a returned ``Command(goto=...)`` may name, from a ``Command[Literal[...]]``
+    return annotation; None when the node may route anywhere (or never returns a Command)."""
+
+    @classmethod
+    def of(cls, name: str, fn: Callable[..., Any]) -> NodeSpec:
+        target = getattr(fn, "__call__", fn) if not inspect.isroutine(fn) else fn
+        is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
+        try:
+            params = [
+                p
+                for p in inspect.signature(fn).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+            ]
+        except (TypeError, ValueError):
+            params = []
+        takes_ctx = len(params) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+        return cls(name, fn, is_async, takes_ctx, _command_ends(fn))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Branch:
+    """A conditional edge: ``path(state)`` names the next node(s), maybe via ``path_map``."""
+
+    path: Callable[..., Any]
+    path_map: Mapping[Hashable, str] | None
+    ends: tuple[str, ...] | None
+
+    @classmethod
+    def of(
+        cls,
+        path: Callable[..., Any],
+        path_map: Mapping[Hashable, str] | Sequence[str] | None,
+    ) -> Branch:
+        mapping: Mapping[Hashable, str] | None
+        if path_map is None:
+            mapping = None
+        elif isinstance(path_map, Mapping):
+            mapping = dict(path_map)
+        else:
+            mapping = {name: name for name in path_map}
+        ends = tuple(mapping.values()) if mapping is not None else possible_ends(path)
+        return cls(path, mapping, ends)
+
+    def resolve(self, result: Any, source: str) -> list[str | Send]:
+        items = result if isinstance(result, list | tuple) else [result]
+        out: list[str | Send] = []
+        for item in items:
+            if isinstance(item, Send):
+                out.append(item)
+            elif self.path_map is not None:
+                try:
+                    out.append(self.path_map[item])
+                except (KeyError, TypeError):
+                    raise UnknownNodeError(
+                        f"conditional edge from {source!r} returned {item!r}, which is not a "
+                        f"key of its path_map {list(self.path_map)}"
+                    ) from None
+            else:
+                out.append(item)
+        return out
+
+
+def possible_ends(fn: Callable[..., Any]) -> tuple[str, ...] | None:
+    """Targets named by a ``Literal[...]`` return annotation, if there is one."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:
+        return None
+    ret = hints.get("return")
+    if ret is None:
+        return None
+    if typing.get_origin(ret) is typing.Literal:
+        return tuple(str(a) for a in typing.get_args(ret))
+    return None
+
+
+def _command_ends(fn: Callable[..., Any]) -> tuple[str, ...] | None:
+    try:
+        ret = typing.get_type_hints(fn).get("return")
+    except Exception:
+        return None
+    if ret is None:
+        return ()
+    if ret is Command:
+        return None
+    if typing.get_origin(ret) is Command:
+        (arg,) = typing.get_args(ret) or (None,)
+        if typing.get_origin(arg) is typing.Literal:
+            return tuple(str(a) for a in typing.get_args(arg))
+        return None
+    return ()
+
+
+def split_output(output: Any, node: str) -> tuple[Any, list[str | Send]]:
+    """A node's return value as (state update, goto targets)."""
+    if isinstance(output, Command):
+        if output.graph is not None:
+            raise InvalidUpdateError(
+                f"node {node!r} returned Command(graph=...): subgraphs are not supported yet"
+            )
+        goto = output.goto
+        targets = [goto] if isinstance(goto, str | Send) else list(goto)
+        return output.update, targets
+    if isinstance(output, list | tuple) and output and all(isinstance(o, Command) for o in output):
+        update: list[Any] = []
+        targets = []
+        for cmd in output:
+            part, more = split_output(cmd, node)
+            update.append(part)
+            targets.extend(more)
+        return update, targets
+    return output, []
+
+
+def route_writes(targets: Sequence[str | Send], nodes: Mapping[str, Any], source: str) -> list[
+    tuple[str, Any]
+]:
+    """Routing writes for ``targets``, each checked against the graph's nodes."""
+    writes: list[tuple[str, Any]] = []
+    for target in targets:
+        if isinstance(target, Send):
+            if target.node not in nodes:
+                raise UnknownNodeError(
+                    f"{source!r} sent to unknown node {target.node!r}; known nodes: {sorted(nodes)}"
+                )
+            writes.append((SEND, target))
+        elif target == END or target in nodes:
+            writes.append((ROUTE, target))
+        else:
+            raise UnknownNodeError(
+                f"{source!r} routed to unknown node {target!r}; known nodes: {sorted(nodes)}"
+            )
+    return writes

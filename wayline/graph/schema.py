@@ -1,0 +1,148 @@
+"""State schemas (TypedDict, dataclass, pydantic) turned into channels.
+
+A key annotated ``Annotated[T, reducer]`` becomes a reducer channel; any other key keeps
+its last value. Dataclasses, pydantic models and enums found in the annotations are
+registered with the codec, because the graph that declares them is the one that stores them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from wayline.codec import Codec
+from wayline.errors import GraphError, InvalidUpdateError
+from wayline.graph.channels import Channel, LastValue, ReducerChannel
+
+__all__ = ["StateSchema"]
+
+SchemaKind = Literal["typeddict", "dataclass", "pydantic", "dict"]
+
+
+@dataclasses.dataclass(frozen=True)
+class StateSchema:
+    """What a graph's state is: its class, its kind and a channel template per key."""
+
+    cls: type
+    kind: SchemaKind
+    channels: Mapping[str, Channel]
+
+    @classmethod
+    def from_class(cls, schema: type, codec: Codec) -> StateSchema:
+        kind = _kind_of(schema)
+        try:
+            hints = typing.get_type_hints(schema, include_extras=True)
+        except Exception as exc:
+            raise GraphError(
+                f"cannot read the annotations of state schema {schema!r}: {exc}"
+            ) from exc
+        if kind == "pydantic":
+            hints = {k: v for k, v in hints.items() if k in schema.model_fields}  # type: ignore[attr-defined]
+        elif kind == "dataclass":
+            names = {f.name for f in dataclasses.fields(schema)}
+            hints = {k: v for k, v in hints.items() if k in names}
+        channels: dict[str, Channel] = {}
+        for key, hint in hints.items():
+            channels[key] = _channel_for(key, hint)
+            _register_types(hint, codec, set())
+        if kind in ("dataclass", "pydantic") and not codec.is_registered(schema):
+            codec.register(schema)
+        return cls(schema, kind, channels)
+
+    def new_channels(self) -> dict[str, Channel]:
+        return {k: c.fresh() for k, c in self.channels.items()}
+
+    def to_node_input(self, values: Mapping[str, Any]) -> Any:
+        """The state a node receives, as the type the user declared."""
+        if self.kind in ("typeddict", "dict"):
+            return dict(values)
+        return self.cls(**values)
+
+    def input_to_dict(self, value: Any) -> dict[str, Any]:
+        """Normalize an input or node update (dict, dataclass, pydantic model) to a dict."""
+        if value is None:
+            return {}
+        if isinstance(value, Mapping):
+            return dict(value)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        fields = getattr(type(value), "model_fields", None)
+        if isinstance(fields, dict):
+            return {k: getattr(value, k) for k in value.model_fields_set or fields}
+        raise InvalidUpdateError(
+            f"expected a dict of state updates, got {type(value).__name__}: return a dict "
+            "whose keys are state keys, a Command, or None"
+        )
+
+    def check_keys(self, update: Mapping[str, Any], who: str) -> None:
+        unknown = [k for k in update if k not in self.channels]
+        if unknown:
+            raise InvalidUpdateError(
+                f"{who} wrote to undeclared state key(s) {sorted(unknown)}; declared keys are "
+                f"{sorted(self.channels)}. Add them to the state schema {self.cls.__name__}."
+            )
+
+
+def _kind_of(schema: type) -> SchemaKind:
+    if schema is dict:
+        return "dict"
+    if dataclasses.is_dataclass(schema):
+        return "dataclass"
+    if isinstance(getattr(schema, "model_fields", None), dict):
+        return "pydantic"
+    if typing.is_typeddict(schema):
+        return "typeddict"
+    raise GraphError(
+        f"state schema must be a TypedDict, a dataclass or a pydantic model, got {schema!r}"
+    )
+
+
+def _channel_for(key: str, hint: Any) -> Channel:
+    if typing.get_origin(hint) is typing.Annotated:
+        base, *meta = typing.get_args(hint)
+        reducer = next((m for m in reversed(meta) if _is_reducer(m)), None)
+        if reducer is not None:
+            return ReducerChannel(key, reducer, _factory(base))
+    return LastValue(key)
+
+
+def _is_reducer(obj: Any) -> bool:
+    if not callable(obj) or isinstance(obj, type):
+        return False
+    try:
+        params = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        return True  # builtins such as operator.add have no signature on some versions
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) == 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+def _factory(base: Any) -> Callable[[], Any] | None:
+    origin = typing.get_origin(base) or base
+    if isinstance(origin, type) and not typing.is_typeddict(origin):
+        return origin
+    return None
+
+
+def _register_types(hint: Any, codec: Codec, seen: set[int]) -> None:
+    if id(hint) in seen:
+        return
+    seen.add(id(hint))
+    if isinstance(hint, type):
+        is_model = isinstance(getattr(hint, "model_fields", None), dict)
+        if dataclasses.is_dataclass(hint) or is_model or issubclass(hint, enum.Enum):
+            if not codec.is_registered(hint):
+                codec.register(hint)
+            try:
+                inner = typing.get_type_hints(hint)
+            except Exception:
+                inner = {}
+            for sub in inner.values():
+                _register_types(sub, codec, seen)
+            return
+    for arg in typing.get_args(hint):
+        _register_types(arg, codec, seen)

@@ -1,0 +1,85 @@
+"""The small value types of the graph API, named as LangGraph names them."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, Literal
+
+__all__ = [
+    "END",
+    "START",
+    "Command",
+    "Durability",
+    "Interrupt",
+    "Send",
+    "StateSnapshot",
+    "StreamMode",
+]
+
+START = "__start__"
+END = "__end__"
+
+Durability = Literal["sync", "async", "exit"]
+StreamMode = Literal["values", "updates"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Send:
+    """Run ``node`` in the next superstep with ``arg`` as its input (dynamic fan-out)."""
+
+    node: str
+    arg: Any
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Command:
+    """Returned by a node to update state and route; passed to ``invoke`` to resume.
+
+    ``goto`` names the next node(s) or Sends; ``resume`` answers a pending ``interrupt``
+    (one value, or a mapping from interrupt id to value when several are pending).
+    """
+
+    update: Any = None
+    goto: str | Send | Sequence[str | Send] = ()
+    resume: Any = None
+    graph: str | None = None
+
+    PARENT = "__parent__"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Interrupt:
+    """A pending question a node asked with ``interrupt(value)``.
+
+    ``id`` is derived from the task and the interrupt's index within it, so it is the same
+    in every process that computes it.
+    """
+
+    value: Any
+    id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PregelTask:
+    """A task of the next superstep, as ``get_state`` reports it."""
+
+    id: str
+    name: str
+    path: tuple[Any, ...]
+    interrupts: tuple[Interrupt, ...] = ()
+    result: Any = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StateSnapshot:
+    """The state of a run at one committed step."""
+
+    values: dict[str, Any]
+    next: tuple[str, ...]
+    config: dict[str, Any]
+    metadata: dict[str, Any]
+    created_at: str | None
+    parent_config: dict[str, Any] | None
+    tasks: tuple[PregelTask, ...]
+    interrupts: tuple[Interrupt, ...] = ()

@@ -1,0 +1,45 @@
+"""The state plane: one store interface, a backend per database, opened by URL."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+from wayline.errors import StoreURLError
+from wayline.store.base import Store
+from wayline.store.records import CommitBatch, RunRecord
+from wayline.store.sqlite import SQLiteStore
+
+__all__ = ["CommitBatch", "RunRecord", "SQLiteStore", "Store", "open_store"]
+
+
+def open_store(url: str) -> Store:
+    """Open a store by URL: ``sqlite:///relative.db``, ``sqlite:////abs.db``,
+    ``sqlite:///:memory:``; SQLite options as query parameters (``?synchronous=NORMAL``)."""
+    if not isinstance(url, str) or "://" not in url:
+        raise StoreURLError(
+            f"store URL {url!r} has no scheme: use sqlite:///path/to/file.db "
+            "(or sqlite:///:memory: for a throwaway store)"
+        )
+    parts = urlsplit(url)
+    options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    if parts.scheme == "sqlite":
+        path = parts.path[1:] if parts.path.startswith("/") else parts.path
+        if parts.netloc or not path:
+            raise StoreURLError(
+                f"SQLite URL {url!r} must look like sqlite:///relative.db, sqlite:////abs.db "
+                "or sqlite:///:memory:"
+            )
+        unknown = set(options) - {"synchronous"}
+        if unknown:
+            raise StoreURLError(f"unknown SQLite URL option(s) {sorted(unknown)} in {url!r}")
+        try:
+            return SQLiteStore(path, synchronous=options.get("synchronous", "FULL"))
+        except StoreURLError:
+            raise
+        except Exception as exc:
+            raise StoreURLError(f"cannot open store {url!r}: {exc}") from exc
+    if parts.scheme in ("postgres", "postgresql"):
+        raise StoreURLError(
+            f"PostgreSQL store {url!r} is not available in this build yet; use sqlite:///..."
+        )
+    raise StoreURLError(f"unsupported store URL scheme {parts.scheme!r} in {url!r}")

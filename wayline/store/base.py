@@ -1,0 +1,80 @@
+"""The store interface: every durable byte of a run passes through one of these methods.
+
+Every method takes the tenant id, and every backend puts it in every key and every query,
+so no call can reach another tenant's rows. Every write of a run is conditional on the
+run's fencing token in the same transaction (``LeaseLost`` otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from wayline.store.records import (
+    CommitBatch,
+    DeltaRecord,
+    InterruptRecord,
+    PendingWriteRecord,
+    RunRecord,
+    RunStatus,
+    SnapshotRecord,
+)
+
+__all__ = ["Store"]
+
+
+@runtime_checkable
+class Store(Protocol):
+    """One interface, one contract suite (``tests/store``), every backend."""
+
+    url: str
+
+    def create_run(
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        graph_name: str,
+        graph_version: str,
+        durability: str,
+    ) -> RunRecord:
+        """Create the run row, or return the existing one: creating twice is not an error."""
+        ...
+
+    def get_run(self, tenant_id: str, run_id: str) -> RunRecord | None: ...
+
+    def list_runs(
+        self, tenant_id: str, *, status: RunStatus | None = None, limit: int = 100
+    ) -> list[RunRecord]: ...
+
+    def claim(
+        self, tenant_id: str, run_id: str, *, owner: str, lease_seconds: float, steal: bool = False
+    ) -> int:
+        """Take the run's lease and return a new fencing token.
+
+        Raises ``LeaseConflictError`` if another owner's lease is live, unless ``steal``: a
+        stolen lease leaves the old holder with a stale token, so it can no longer write.
+        """
+        ...
+
+    def release(self, tenant_id: str, run_id: str, token: int) -> None:
+        """Give the lease up (no-op when ``token`` is stale)."""
+        ...
+
+    def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
+        """Apply ``batch`` in one transaction if ``token`` is current, else raise LeaseLost."""
+        ...
+
+    def load_snapshot(self, tenant_id: str, run_id: str, at_or_before: int) -> SnapshotRecord | None:
+        ...
+
+    def load_deltas(
+        self, tenant_id: str, run_id: str, after: int, through: int
+    ) -> list[DeltaRecord]:
+        """Deltas of steps in ``(after, through]``, ascending."""
+        ...
+
+    def load_pending(self, tenant_id: str, run_id: str, step: int) -> list[PendingWriteRecord]: ...
+
+    def load_interrupts(self, tenant_id: str, run_id: str, step: int) -> list[InterruptRecord]: ...
+
+    def close(self) -> None: ...

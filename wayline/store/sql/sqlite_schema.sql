@@ -1,0 +1,63 @@
+-- wayline SQLite schema, version 1. Every table is keyed by tenant_id first.
+CREATE TABLE IF NOT EXISTS wayline_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS runs (
+    tenant_id        TEXT    NOT NULL,
+    run_id           TEXT    NOT NULL,
+    graph_name       TEXT    NOT NULL,
+    graph_version    TEXT    NOT NULL,
+    status           TEXT    NOT NULL,
+    step             INTEGER NOT NULL DEFAULT -1,
+    next_nodes       TEXT    NOT NULL DEFAULT '[]',
+    durability       TEXT    NOT NULL,
+    fencing_token    INTEGER NOT NULL DEFAULT 0,
+    lease_owner      TEXT,
+    lease_expires_at REAL,
+    error            TEXT,
+    state_digest     TEXT,
+    created_at       REAL    NOT NULL,
+    updated_at       REAL    NOT NULL,
+    PRIMARY KEY (tenant_id, run_id)
+);
+
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status, updated_at);
+
+CREATE TABLE IF NOT EXISTS deltas (
+    tenant_id TEXT    NOT NULL,
+    run_id    TEXT    NOT NULL,
+    step      INTEGER NOT NULL,
+    payload   BLOB    NOT NULL,
+    PRIMARY KEY (tenant_id, run_id, step)
+);
+
+CREATE TABLE IF NOT EXISTS snapshots (
+    tenant_id TEXT    NOT NULL,
+    run_id    TEXT    NOT NULL,
+    step      INTEGER NOT NULL,
+    payload   BLOB    NOT NULL,
+    PRIMARY KEY (tenant_id, run_id, step)
+);
+
+CREATE TABLE IF NOT EXISTS pending_writes (
+    tenant_id TEXT    NOT NULL,
+    run_id    TEXT    NOT NULL,
+    step      INTEGER NOT NULL,
+    task_id   TEXT    NOT NULL,
+    payload   BLOB    NOT NULL,
+    PRIMARY KEY (tenant_id, run_id, step, task_id)
+);
+
+CREATE TABLE IF NOT EXISTS interrupts (
+    tenant_id    TEXT    NOT NULL,
+    run_id       TEXT    NOT NULL,
+    step         INTEGER NOT NULL,
+    task_id      TEXT    NOT NULL,
+    idx          INTEGER NOT NULL,
+    interrupt_id TEXT    NOT NULL,
+    value        BLOB    NOT NULL,
+    resume       BLOB,
+    PRIMARY KEY (tenant_id, run_id, step, task_id, idx)
+);
