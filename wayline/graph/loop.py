@@ -306,6 +306,8 @@ class RunLoop:
         writes.extend(self._routing(START, writes, goto))
         self.pending, self.saved_pending, self.interrupts = {}, set(), []
         self._commit_step([TaskResult(START, (PULL, START), tuple(writes))])
+        assert self.sink is not None
+        self.sink.flush()  # the input is durable in every mode, so any process can resume
         yield ("values", self.values())
 
     def _routing(
