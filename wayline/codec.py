@@ -97,7 +97,9 @@ class Codec:
 
     def loads(self, data: bytes) -> Any:
         try:
-            return ormsgpack.unpackb(data, ext_hook=self._ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
+            return ormsgpack.unpackb(
+                data, ext_hook=self._ext_hook, option=ormsgpack.OPT_NON_STR_KEYS
+            )
         except CodecError:
             raise
         except Exception as exc:
@@ -123,7 +125,9 @@ class Codec:
         if cls is dt.time:
             return ormsgpack.Ext(EXT_TIME, obj.isoformat().encode())
         if cls is dt.timedelta:
-            return ormsgpack.Ext(EXT_TIMEDELTA, self._pack([obj.days, obj.seconds, obj.microseconds]))
+            return ormsgpack.Ext(
+                EXT_TIMEDELTA, self._pack([obj.days, obj.seconds, obj.microseconds])
+            )
         if cls is uuid.UUID:
             return ormsgpack.Ext(EXT_UUID, obj.bytes)
         if cls is decimal.Decimal:
@@ -194,7 +198,7 @@ class Codec:
                 return cls(payload)
             if code == EXT_PYDANTIC:
                 return cls.model_construct(**payload)  # type: ignore[attr-defined]
-            obj = object.__new__(cls)
+            obj: Any = object.__new__(cls)
             for key, val in payload.items():
                 object.__setattr__(obj, key, val)
             return obj

@@ -120,7 +120,7 @@ class ResumeError(WaylineError):
     """A resume value or command does not match the run's pending interrupts."""
 
 
-class WaylineSignal(BaseException):  # noqa: N818 - signals are not errors
+class WaylineSignal(BaseException):
     """Control flow that must propagate through user code untouched."""
 
 
@@ -132,7 +132,7 @@ class GraphInterrupt(WaylineSignal):
         super().__init__(self.interrupts)
 
 
-class LeaseLost(WaylineSignal):  # noqa: N818 - a signal, named for what happened
+class LeaseLost(WaylineSignal):
     """This worker's fencing token is stale: another worker owns the run now.
 
     Nothing was written; the current owner continues the run.

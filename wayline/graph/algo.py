@@ -77,9 +77,7 @@ def fold_order(path: Sequence[Any]) -> tuple[Any, ...]:
     return (0, path[1], 0) if path[0] == PULL else (1, "", path[1])
 
 
-def apply_step(
-    channels: Mapping[str, Channel], results: Iterable[TaskResult]
-) -> list[TaskSpec]:
+def apply_step(channels: Mapping[str, Channel], results: Iterable[TaskResult]) -> list[TaskSpec]:
     """Fold one step's results into ``channels`` (in place) and plan the next step.
 
     ``results`` must already be in fold order (``sorted_results``); the stored delta keeps

@@ -33,7 +33,7 @@ class StateGraph:
     ) -> None:
         self.codec = codec or default_codec
         self.schema = StateSchema.from_class(state_schema, self.codec)
-        self.name = name or getattr(state_schema, "__name__", "graph")
+        self.name: str = name or str(getattr(state_schema, "__name__", "graph"))
         self.version = version
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: set[tuple[str, str]] = set()
@@ -88,15 +88,21 @@ class StateGraph:
         self.branches.setdefault(source, []).append(Branch.of(path, path_map))
         return self
 
-    def add_sequence(self, nodes: Sequence[Callable[..., Any] | tuple[str, Callable[..., Any]]]):
+    def add_sequence(
+        self, nodes: Sequence[Callable[..., Any] | tuple[str, Callable[..., Any]]]
+    ) -> StateGraph:
+        """Add nodes and chain them with edges, in order."""
         previous: str | None = None
         for item in nodes:
-            name, fn = item if isinstance(item, tuple) else (None, item)
-            self.add_node(name or fn, fn if name else None)
-            current = name or getattr(fn, "__name__", type(fn).__name__)
+            if isinstance(item, tuple):
+                name, fn = item
+            else:
+                fn = item
+                name = getattr(fn, "__name__", None) or type(fn).__name__
+            self.add_node(name, fn)
             if previous is not None:
-                self.add_edge(previous, current)
-            previous = current
+                self.add_edge(previous, name)
+            previous = name
         return self
 
     def set_entry_point(self, key: str) -> StateGraph:

@@ -141,9 +141,7 @@ class CompiledGraph:
         config.setdefault("configurable", {})
         config["configurable"] = {**config["configurable"], "thread_id": run_id}
         if durability not in ("sync", "async", "exit"):
-            raise WaylineError(
-                f"durability must be 'sync', 'async' or 'exit', got {durability!r}"
-            )
+            raise WaylineError(f"durability must be 'sync', 'async' or 'exit', got {durability!r}")
         return RunLoop(
             self,
             tenant_id=tenant,
@@ -196,9 +194,7 @@ class CompiledGraph:
             for o in outcomes:
                 loop.task_done(o)
             return outcomes
-        futures = [
-            pool.submit(contextvars.copy_context().run, _run_task, loop, t) for t in tasks
-        ]
+        futures = [pool.submit(contextvars.copy_context().run, _run_task, loop, t) for t in tasks]
         outcomes = []
         for future in as_completed(futures):
             outcome = future.result()

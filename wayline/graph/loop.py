@@ -292,9 +292,7 @@ class RunLoop:
             dataclasses.replace(by_id[iid], resume=self.codec.dumps(value))
             for iid, value in answers.items()
         ]
-        self.store.commit(
-            self.tenant_id, self.run_id, self.token, CommitBatch(interrupts=resolved)
-        )
+        self.store.commit(self.tenant_id, self.run_id, self.token, CommitBatch(interrupts=resolved))
         done = {r.interrupt_id for r in resolved}
         self.interrupts = [i for i in self.interrupts if i.interrupt_id not in done] + resolved
 
@@ -372,17 +370,13 @@ class RunLoop:
         for o in asked:
             for idx, intr in o.interrupts:
                 value = self.codec.dumps(intr.value)
-                records.append(
-                    InterruptRecord(o.task.step, o.task.id, idx, intr.id, value, None)
-                )
+                records.append(InterruptRecord(o.task.step, o.task.id, idx, intr.id, value, None))
                 raised.append(intr)
         assert self.sink is not None
         self.sink.submit(
             CommitBatch(
                 interrupts=records,
-                run=RunUpdate(
-                    "interrupted", self.step, tuple(t.name for t in self.next_tasks)
-                ),
+                run=RunUpdate("interrupted", self.step, tuple(t.name for t in self.next_tasks)),
             )
         )
         self.sink.flush()

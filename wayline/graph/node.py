@@ -27,8 +27,8 @@ class NodeSpec:
 
     @classmethod
     def of(cls, name: str, fn: Callable[..., Any]) -> NodeSpec:
-        target = getattr(fn, "__call__", fn) if not inspect.isroutine(fn) else fn
-        is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
+        call = fn if inspect.isroutine(fn) else type(fn).__call__  # callable objects
+        is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
         try:
             params = [
                 p
@@ -136,9 +136,9 @@ def split_output(output: Any, node: str) -> tuple[Any, list[str | Send]]:
     return output, []
 
 
-def route_writes(targets: Sequence[str | Send], nodes: Mapping[str, Any], source: str) -> list[
-    tuple[str, Any]
-]:
+def route_writes(
+    targets: Sequence[str | Send], nodes: Mapping[str, Any], source: str
+) -> list[tuple[str, Any]]:
     """Routing writes for ``targets``, each checked against the graph's nodes."""
     writes: list[tuple[str, Any]] = []
     for target in targets:

@@ -64,8 +64,9 @@ class Store(Protocol):
         """Apply ``batch`` in one transaction if ``token`` is current, else raise LeaseLost."""
         ...
 
-    def load_snapshot(self, tenant_id: str, run_id: str, at_or_before: int) -> SnapshotRecord | None:
-        ...
+    def load_snapshot(
+        self, tenant_id: str, run_id: str, at_or_before: int
+    ) -> SnapshotRecord | None: ...
 
     def load_deltas(
         self, tenant_id: str, run_id: str, after: int, through: int

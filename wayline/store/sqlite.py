@@ -147,6 +147,9 @@ class SQLiteStore:
                 raise StoreError(f"SQLite could not begin a transaction: {exc}") from exc
             try:
                 yield db
+            except sqlite3.Error as exc:
+                db.execute("ROLLBACK")
+                raise StoreError(f"SQLite write failed and was rolled back: {exc}") from exc
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
@@ -246,9 +249,7 @@ class SQLiteStore:
             if batch.deltas:
                 db.executemany(Q_INSERT_DELTA, [(*key, d.step, d.payload) for d in batch.deltas])
             if batch.snapshots:
-                db.executemany(
-                    Q_PUT_SNAPSHOT, [(*key, s.step, s.payload) for s in batch.snapshots]
-                )
+                db.executemany(Q_PUT_SNAPSHOT, [(*key, s.step, s.payload) for s in batch.snapshots])
             if batch.clear_pending_through is not None:
                 db.execute(Q_CLEAR_PENDING, (*key, batch.clear_pending_through))
                 db.execute(Q_CLEAR_INTERRUPTS, (*key, batch.clear_pending_through))
@@ -267,7 +268,9 @@ class SQLiteStore:
 
     # -- reads ------------------------------------------------------------------------
 
-    def load_snapshot(self, tenant_id: str, run_id: str, at_or_before: int) -> SnapshotRecord | None:
+    def load_snapshot(
+        self, tenant_id: str, run_id: str, at_or_before: int
+    ) -> SnapshotRecord | None:
         rows = self._read(Q_LOAD_SNAPSHOT, (tenant_id, run_id, at_or_before))
         return SnapshotRecord(rows[0][0], bytes(rows[0][1])) if rows else None
 

@@ -149,9 +149,7 @@ class AsyncSink(CommitSink):
                 self._cond.notify_all()
 
 
-def make_sink(
-    durability: str, store: Store, tenant_id: str, run_id: str, token: int
-) -> CommitSink:
+def make_sink(durability: str, store: Store, tenant_id: str, run_id: str, token: int) -> CommitSink:
     if durability == "sync":
         return SyncSink(store, tenant_id, run_id, token)
     if durability == "async":

@@ -1,0 +1,170 @@
+"""The store contract: every backend passes these (the ``store`` fixture is parametrised
+over backends in conftest.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from wayline.errors import LeaseConflictError, LeaseLost, RunNotFoundError, StoreError
+from wayline.store.base import Store
+from wayline.store.records import (
+    CommitBatch,
+    DeltaRecord,
+    InterruptRecord,
+    PendingWriteRecord,
+    RunUpdate,
+    SnapshotRecord,
+)
+
+T = "tenant-a"
+
+
+def new_run(store: Store, run_id: str = "r1", tenant: str = T) -> int:
+    store.create_run(tenant, run_id, graph_name="g", graph_version="1", durability="sync")
+    return store.claim(tenant, run_id, owner="w1", lease_seconds=30)
+
+
+def test_implements_protocol(store: Store) -> None:
+    assert isinstance(store, Store)
+
+
+def test_create_run_is_idempotent(store: Store) -> None:
+    first = store.create_run(T, "r1", graph_name="g", graph_version="1", durability="sync")
+    again = store.create_run(T, "r1", graph_name="other", graph_version="9", durability="exit")
+    assert first.status == "pending" and first.step == -1
+    assert again.graph_name == "g" and again.created_at == first.created_at
+
+
+def test_runs_are_isolated_by_tenant(store: Store) -> None:
+    new_run(store, "shared-id", tenant="t1")
+    assert store.get_run("t2", "shared-id") is None
+    assert store.list_runs("t2") == []
+    assert [r.run_id for r in store.list_runs("t1")] == ["shared-id"]
+    with pytest.raises(RunNotFoundError):
+        store.claim("t2", "shared-id", owner="w", lease_seconds=1)
+
+
+def test_claim_increments_token_and_refuses_live_lease(store: Store) -> None:
+    t1 = new_run(store)
+    with pytest.raises(LeaseConflictError):
+        store.claim(T, "r1", owner="w2", lease_seconds=30)
+    assert store.claim(T, "r1", owner="w1", lease_seconds=30) == t1 + 1  # same owner re-claims
+    t3 = store.claim(T, "r1", owner="w2", lease_seconds=30, steal=True)
+    assert t3 == t1 + 2
+    run = store.get_run(T, "r1")
+    assert run is not None and run.lease_owner == "w2" and run.fencing_token == t3
+
+
+def test_expired_lease_is_claimable_at_once(store: Store) -> None:
+    store.create_run(T, "r1", graph_name="g", graph_version="1", durability="sync")
+    t1 = store.claim(T, "r1", owner="dead", lease_seconds=-1)
+    assert store.claim(T, "r1", owner="alive", lease_seconds=30) == t1 + 1
+
+
+def test_stale_token_writes_nothing(store: Store) -> None:
+    old = new_run(store)
+    store.claim(T, "r1", owner="w2", lease_seconds=30, steal=True)
+    batch = CommitBatch(
+        deltas=[DeltaRecord(0, b"x")],
+        run=RunUpdate("running", 0, ("a",)),
+    )
+    with pytest.raises(LeaseLost):
+        store.commit(T, "r1", old, batch)
+    assert store.load_deltas(T, "r1", -1, 10) == []
+    run = store.get_run(T, "r1")
+    assert run is not None and run.step == -1 and run.status == "pending"
+
+
+def test_commit_applies_every_part_in_one_transaction(store: Store) -> None:
+    token = new_run(store)
+    store.commit(
+        T,
+        "r1",
+        token,
+        CommitBatch(
+            pending=[PendingWriteRecord(1, "task-a", b"pa")],
+            interrupts=[InterruptRecord(1, "task-b", 0, "i0", b"q")],
+        ),
+    )
+    assert [p.task_id for p in store.load_pending(T, "r1", 1)] == ["task-a"]
+    store.commit(
+        T,
+        "r1",
+        token,
+        CommitBatch(
+            deltas=[DeltaRecord(0, b"d0"), DeltaRecord(1, b"d1")],
+            snapshots=[SnapshotRecord(1, b"s1")],
+            clear_pending_through=1,
+            run=RunUpdate("done", 1, (), state_digest="abc"),
+        ),
+    )
+    assert [(d.step, d.payload) for d in store.load_deltas(T, "r1", -1, 5)] == [
+        (0, b"d0"),
+        (1, b"d1"),
+    ]
+    assert store.load_pending(T, "r1", 1) == []
+    assert store.load_interrupts(T, "r1", 1) == []
+    run = store.get_run(T, "r1")
+    assert run is not None
+    assert (run.status, run.step, run.next_nodes, run.state_digest) == ("done", 1, (), "abc")
+
+
+def test_failed_commit_leaves_nothing_behind(store: Store) -> None:
+    token = new_run(store)
+    store.commit(T, "r1", token, CommitBatch(deltas=[DeltaRecord(0, b"d0")]))
+    duplicate = CommitBatch(
+        deltas=[DeltaRecord(1, b"d1"), DeltaRecord(0, b"again")],
+        run=RunUpdate("running", 1, ("x",)),
+    )
+    with pytest.raises(StoreError):
+        store.commit(T, "r1", token, duplicate)
+    assert [d.payload for d in store.load_deltas(T, "r1", -1, 5)] == [b"d0"]
+    run = store.get_run(T, "r1")
+    assert run is not None and run.step == -1
+
+
+def test_delta_ranges_and_nearest_snapshot(store: Store) -> None:
+    token = new_run(store)
+    store.commit(
+        T,
+        "r1",
+        token,
+        CommitBatch(
+            deltas=[DeltaRecord(i, bytes([i])) for i in range(10)],
+            snapshots=[SnapshotRecord(3, b"s3"), SnapshotRecord(6, b"s6")],
+        ),
+    )
+    assert [d.step for d in store.load_deltas(T, "r1", 6, 8)] == [7, 8]
+    snap = store.load_snapshot(T, "r1", 5)
+    assert snap is not None and (snap.step, snap.payload) == (3, b"s3")
+    assert store.load_snapshot(T, "r1", 2) is None
+    latest = store.load_snapshot(T, "r1", 100)
+    assert latest is not None and latest.step == 6
+
+
+def test_interrupt_answer_overwrites_question_row(store: Store) -> None:
+    token = new_run(store)
+    asked = InterruptRecord(2, "task", 0, "i0", b"q")
+    store.commit(T, "r1", token, CommitBatch(interrupts=[asked]))
+    answered = InterruptRecord(2, "task", 0, "i0", b"q", resume=b"yes")
+    store.commit(T, "r1", token, CommitBatch(interrupts=[answered]))
+    assert store.load_interrupts(T, "r1", 2) == [answered]
+
+
+def test_release_clears_lease_only_for_current_token(store: Store) -> None:
+    token = new_run(store)
+    store.release(T, "r1", token - 1)
+    run = store.get_run(T, "r1")
+    assert run is not None and run.lease_owner == "w1"
+    store.release(T, "r1", token)
+    run = store.get_run(T, "r1")
+    assert run is not None and run.lease_owner is None
+    assert store.claim(T, "r1", owner="w2", lease_seconds=30) == token + 1
+
+
+def test_list_runs_filters_by_status(store: Store) -> None:
+    token = new_run(store, "a")
+    new_run(store, "b")
+    store.commit(T, "a", token, CommitBatch(run=RunUpdate("done", 3, ())))
+    assert [r.run_id for r in store.list_runs(T, status="done")] == ["a"]
+    assert {r.run_id for r in store.list_runs(T)} == {"a", "b"}

@@ -1,0 +1,134 @@
+"""``wayline demo``: run an agent, SIGKILL its worker mid-run, resume it in a fresh process,
+and show that the result equals an uninterrupted run."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+import wayline
+from wayline.examples.support_agent import DRAFT_ROUNDS, build_graph, demo_input
+
+__all__ = ["run_demo"]
+
+RUN_ID = "ticket-1042"
+
+
+def run_demo(db: Path | None, kill_at_round: int, console: Console) -> int:
+    workdir = Path(tempfile.mkdtemp(prefix="wayline-demo-"))
+    db = db or workdir / "wayline-demo.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    url = f"sqlite:///{db.resolve()}"
+    log, marker = workdir / "executions.log", workdir / "killpoint"
+    console.print(
+        Panel.fit(
+            f"[bold]wayline demo[/]: a support agent ({DRAFT_ROUNDS} draft rounds) on {url}\n"
+            "Its worker is killed with SIGKILL mid-run; a fresh process resumes it.",
+            border_style="cyan",
+        )
+    )
+
+    reference = build_graph("sqlite:///:memory:")
+    ref_cfg = {"configurable": {"thread_id": RUN_ID}}
+    reference.invoke(demo_input(), ref_cfg)
+    ref_digest = reference.state_digest(ref_cfg)
+    console.print(f"1. Uninterrupted reference run: final state digest [bold]{ref_digest[:16]}[/]")
+
+    worker = [sys.executable, "-m", "wayline.cli.demo_worker", url, RUN_ID, str(log)]
+    child = subprocess.Popen(
+        [*worker, "--block-at-round", str(kill_at_round), "--marker", str(marker)],
+        stdout=subprocess.DEVNULL,
+    )
+    if not _wait_for(marker, child, timeout=60):
+        console.print("[red]the worker exited before reaching the kill point[/]")
+        return 1
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    console.print(
+        f"2. Worker pid {child.pid} started the run; killed with [bold red]SIGKILL[/] inside "
+        f"draft round {kill_at_round} (exit status {child.returncode})."
+    )
+
+    store = wayline.connect(url)
+    run = store.get_run("default", RUN_ID)
+    assert run is not None
+    console.print(
+        f"3. The store says: status [bold]{run.status}[/], last committed step "
+        f"[bold]{run.step}[/], next: {', '.join(run.next_nodes)}"
+    )
+
+    done = subprocess.run([*worker, "--resume"], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        console.print(f"[red]resume failed:[/]\n{done.stderr}")
+        return 1
+    result = json.loads(done.stdout)
+    console.print(
+        f"4. A fresh process resumed from step {run.step + 1} and finished: "
+        f"{result['rounds']} draft rounds."
+    )
+    runs = _executions(log)
+    console.print(_executions_table(runs))
+    again = [f"{node} round {rnd}" for (node, rnd), who in runs.items() if len(who) > 1]
+    same = result["digest"] == ref_digest
+    verdict = "[bold green]equal[/]" if same else "[bold red]DIFFERENT[/]"
+    console.print(
+        Panel.fit(
+            f"Final state digest {result['digest'][:16]} vs uninterrupted {ref_digest[:16]}: "
+            f"{verdict}\nRan twice: {', '.join(again) or 'nothing'} "
+            f"(of {len(runs)} node executions); committed steps 0-{run.step} were not redone.",
+            border_style="green" if same else "red",
+        )
+    )
+    console.print(f"[dim]store: {db}[/]")
+    return 0 if same else 1
+
+
+def _wait_for(marker: Path, child: subprocess.Popen[bytes], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if marker.exists() and marker.read_text():
+            return True
+        if child.poll() is not None:
+            return False
+        time.sleep(0.01)
+    child.kill()
+    return False
+
+
+def _executions(log: Path) -> dict[tuple[str, int], list[int]]:
+    """(node, round) -> pids of the processes that executed it, in order."""
+    runs: dict[tuple[str, int], list[int]] = collections.defaultdict(list)
+    for line in log.read_text().splitlines():
+        node, rnd, pid = line.split()
+        runs[(node, int(rnd))].append(int(pid))
+    return runs
+
+
+def _executions_table(runs: dict[tuple[str, int], list[int]]) -> Table:
+    pids = sorted({p for v in runs.values() for p in v})
+    table = Table(title="Node executions (from a log that survives the kill)")
+    table.add_column("node")
+    table.add_column("round", justify="right")
+    table.add_column("executions", justify="right")
+    table.add_column("processes")
+    for (node, rnd), who in runs.items():
+        again = len(who) > 1
+        table.add_row(
+            node,
+            str(rnd),
+            f"[bold yellow]{len(who)}[/]" if again else str(len(who)),
+            ", ".join(f"#{pids.index(p) + 1}" for p in who),
+        )
+    return table

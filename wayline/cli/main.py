@@ -1,0 +1,113 @@
+"""The ``wayline`` command. The only place that reads environment variables
+(``WAYLINE_DB`` as the default store URL)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import wayline
+from wayline.errors import WaylineError
+
+app = typer.Typer(
+    name="wayline",
+    help="Durable execution runtime for stateful agent graphs.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+runs_app = typer.Typer(help="Inspect runs in a store.", no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+console = Console()
+
+DbOption = Annotated[
+    str,
+    typer.Option("--db", envvar="WAYLINE_DB", help="Store URL, e.g. sqlite:///runs.db"),
+]
+TenantOption = Annotated[str, typer.Option("--tenant", help="Tenant id.")]
+
+
+@app.command()
+def demo(
+    db: Annotated[
+        Path | None, typer.Option(help="SQLite file to use (default: a fresh temp file).")
+    ] = None,
+    kill_at_round: Annotated[int, typer.Option(help="Draft round to kill the worker in.")] = 7,
+) -> None:
+    """Run an agent, SIGKILL its worker mid-run, resume in a fresh process, compare."""
+    from wayline.cli.demo import run_demo
+
+    raise typer.Exit(run_demo(db, kill_at_round, console))
+
+
+@app.command()
+def version() -> None:
+    """Print wayline's version."""
+    console.print(wayline.__version__)
+
+
+@runs_app.command("list")
+def runs_list(
+    db: DbOption = "sqlite:///wayline.db",
+    tenant: TenantOption = "default",
+    status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
+    limit: int = 50,
+) -> None:
+    """List runs, newest first."""
+    store = _open(db)
+    table = Table()
+    for col in ("run", "graph", "status", "step", "next", "updated"):
+        table.add_column(col)
+    for run in store.list_runs(tenant, status=status, limit=limit):  # type: ignore[arg-type]
+        table.add_row(
+            run.run_id,
+            f"{run.graph_name}@{run.graph_version}",
+            run.status,
+            str(run.step),
+            ", ".join(run.next_nodes),
+            _when(run.updated_at),
+        )
+    console.print(table)
+
+
+@runs_app.command("show")
+def runs_show(
+    run_id: str, db: DbOption = "sqlite:///wayline.db", tenant: TenantOption = "default"
+) -> None:
+    """Show one run's row."""
+    store = _open(db)
+    run = store.get_run(tenant, run_id)
+    if run is None:
+        console.print(f"[red]no run {run_id!r} for tenant {tenant!r}[/]")
+        raise typer.Exit(1)
+    table = Table(show_header=False)
+    for field in run.__dataclass_fields__:
+        value = getattr(run, field)
+        if field.endswith("_at") and isinstance(value, float):
+            value = _when(value)
+        table.add_row(field, str(value))
+    console.print(table)
+
+
+def _open(url: str) -> wayline.Store:
+    try:
+        return wayline.connect(url)
+    except WaylineError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
+
+
+def _when(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Example graphs that ship with the package (the demo runs them)."""
