@@ -96,6 +96,7 @@ class Codec:
             raise CodecError(f"cannot encode value: {exc}") from exc
 
     def loads(self, data: bytes) -> Any:
+        self._failure.load_error = None
         try:
             return ormsgpack.unpackb(
                 data, ext_hook=self._ext_hook, option=ormsgpack.OPT_NON_STR_KEYS
@@ -103,7 +104,12 @@ class Codec:
         except CodecError:
             raise
         except Exception as exc:
-            raise CodecError(f"cannot decode stored bytes: {exc}") from exc
+            # ormsgpack replaces the error raised in ``ext_hook`` by "ext_hook failed":
+            # recover ours (the innermost), whose message says what to do.
+            ours = self._failure.load_error
+            if isinstance(ours, CodecError):
+                raise ours from None
+            raise CodecError(f"cannot decode stored bytes: {ours or exc}") from exc
 
     # -- encoding ---------------------------------------------------------------------
 
@@ -150,6 +156,9 @@ class Codec:
             fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
             return ormsgpack.Ext(EXT_DATACLASS, self._pack([name, fields]))
         fields = {k: getattr(obj, k) for k in type(obj).model_fields}
+        extra = getattr(obj, "__pydantic_extra__", None)
+        if extra:  # model_config extra="allow": model_construct puts these back
+            fields.update(extra)
         return ormsgpack.Ext(EXT_PYDANTIC, self._pack([name, fields]))
 
     # -- decoding ---------------------------------------------------------------------
@@ -158,6 +167,14 @@ class Codec:
         return ormsgpack.unpackb(data, ext_hook=self._ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
 
     def _ext_hook(self, code: int, data: bytes) -> Any:
+        try:
+            return self._decode_ext(code, data)
+        except Exception as exc:
+            if getattr(self._failure, "load_error", None) is None:
+                self._failure.load_error = exc
+            raise
+
+    def _decode_ext(self, code: int, data: bytes) -> Any:
         if code == EXT_TUPLE:
             return tuple(self._unpack(data))
         if code == EXT_SET:

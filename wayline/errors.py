@@ -9,6 +9,7 @@
     ├── ReducerError                a reducer raised while folding writes
     ├── CodecError                  a value cannot be encoded or decoded
     ├── StepLimitError              the run took more supersteps than its limit
+    ├── ReplayDivergenceError       reconstruction does not give the state that ran
     ├── StoreError                  the store failed or was asked for something it lacks
     │   ├── StoreURLError
     │   ├── RunNotFoundError
@@ -42,6 +43,7 @@ __all__ = [
     "LeaseLost",
     "NoPathToEndError",
     "ReducerError",
+    "ReplayDivergenceError",
     "ResumeError",
     "RunNotFoundError",
     "StepLimitError",
@@ -94,6 +96,15 @@ class CodecError(WaylineError):
 
 class StepLimitError(WaylineError):
     """The run reached its superstep limit; its committed steps are kept."""
+
+
+class ReplayDivergenceError(WaylineError):
+    """Reconstructing a finished run from the store gave a different state digest than the
+    one recorded when it committed: a resume of such a run would not continue what ran.
+
+    Usual causes: a node mutated its input state in place, or a reducer is not a function
+    of its arguments. The run's rows are intact; ``verify`` reports both digests.
+    """
 
 
 GraphRecursionError = StepLimitError

@@ -93,6 +93,37 @@ def runs_show(
     console.print(table)
 
 
+@runs_app.command("bytes")
+def runs_bytes(
+    run_id: str, db: DbOption = "sqlite:///wayline.db", tenant: TenantOption = "default"
+) -> None:
+    """Every byte a run wrote: per table and channel, bytes per step, amplification."""
+    from wayline.instrument import byte_report
+
+    store = _open(db)
+    if store.get_run(tenant, run_id) is None:
+        console.print(f"[red]no run {run_id!r} for tenant {tenant!r}[/]")
+        raise typer.Exit(1)
+    report = byte_report(store, tenant, run_id)
+    tables = report.by_table()
+    table = Table(title=f"bytes written by run {run_id}")
+    for col in ("table", "channel", "bytes", "share"):
+        table.add_column(col, justify="right" if col in ("bytes", "share") else "left")
+    for (tbl, channel), n in sorted(report.by_channel().items()):
+        table.add_row(tbl, channel, f"{n:,}", f"{n / report.total:.1%}")
+    for tbl, n in sorted(tables.items()):
+        table.add_row(f"[bold]{tbl}[/]", "[bold]all[/]", f"[bold]{n:,}[/]", "")
+    console.print(table)
+    head, tail = report.decile_bytes_per_step()
+    steps = report.by_step()
+    console.print(
+        f"steps {min(steps, default=0)}..{max(steps, default=0)}  total {report.total:,} B  "
+        f"payload {report.payload:,} B  write amplification {report.write_amplification:.2f}\n"
+        f"bytes/step first tenth {head:,.0f}  last tenth {tail:,.0f}  "
+        f"first-to-last ratio {report.first_to_last:.2f}"
+    )
+
+
 def _open(url: str) -> wayline.Store:
     try:
         return wayline.connect(url)

@@ -132,6 +132,9 @@ class StateGraph:
             for branch in branches:
                 for end in branch.ends or ():
                     _check(end, known | {END}, f"conditional edge target from {src!r}")
+        for name, spec in self.nodes.items():
+            for end in spec.ends or ():
+                _check(end, known | {END}, f"Command goto target of node {name!r}")
         if not any(s == START for s, _ in self.edges) and START not in self.branches:
             raise GraphError(
                 "graph has no entry point: add_edge(START, 'first_node') or "
@@ -174,11 +177,20 @@ class StateGraph:
         checkpointer: Store | str | None = None,
         *,
         snapshot_every: int = 100,
+        blob_threshold: int = 64 * 1024,
+        verify_sample: float = 0.0,
         name: str | None = None,
         version: str | None = None,
     ) -> CompiledGraph:
         """Validate and freeze the graph. ``checkpointer`` is a store or a store URL; without
-        one, runs live in a private in-memory SQLite store."""
+        one, runs live in a private in-memory SQLite store.
+
+        ``snapshot_every``: steps between snapshots; reading a run re-folds at most this many
+        deltas. ``blob_threshold``: encoded values larger than this many bytes are stored
+        once, by content digest, and referenced. ``verify_sample``: the fraction of finished
+        runs (chosen by run id, so deterministically) reconstructed from the store right after
+        they finish and checked against their committed digest.
+        """
         from wayline.graph.compiled import CompiledGraph
         from wayline.store import open_store
 
@@ -195,6 +207,8 @@ class StateGraph:
             builder=self,
             store=store,
             snapshot_every=snapshot_every,
+            blob_threshold=blob_threshold,
+            verify_sample=verify_sample,
             name=name or self.name,
             version=version or self.version,
         )

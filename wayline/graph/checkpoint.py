@@ -1,41 +1,154 @@
-"""Encoding steps for the store and reconstructing state from it.
+"""The on-disk format of steps and snapshots, and reconstruction from them.
+
+A delta is ``[[node, path, [[key, value_bytes], ...]], ...]`` in fold order, each value
+encoded on its own, so the meter can attribute every byte to a channel and a value above
+the blob threshold can be swapped for a reference to a content-addressed blob. The envelope
+is plain msgpack (no extension types); values go through the codec.
 
 Reconstruction is the nearest snapshot plus a re-fold of the later deltas through
-``apply_step``, the function execution used, with the batches execution used.
+``apply_step``, the function execution used, with the batches execution used. Append-only
+channels come back from their segments (``wayline.graph.segments``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from wayline.codec import Codec
+import ormsgpack
+
+from wayline.codec import EXT_REF, Codec
 from wayline.errors import CodecError
 from wayline.graph.algo import TaskResult, TaskSpec, apply_step
-from wayline.graph.channels import MISSING, Barrier, Channel
+from wayline.graph.channels import MISSING, AppendLog, Channel
+from wayline.graph.segments import LogIndex, Segment
 from wayline.store.base import Store
+from wayline.store.records import BlobRecord, SegmentRecord, SnapshotRecord
 
-__all__ = ["Reconstructed", "encode_delta", "encode_snapshot", "reconstruct", "state_digest"]
+__all__ = [
+    "DEFAULT_BLOB_THRESHOLD",
+    "Encoded",
+    "Reconstructed",
+    "decode_results",
+    "encode_results",
+    "encode_snapshot",
+    "reconstruct",
+    "state_digest",
+]
+
+DEFAULT_BLOB_THRESHOLD = 64 * 1024
+FORMAT_VERSION = 1
+_REF_PREFIX = bytes([0xC7, 32, EXT_REF])  # msgpack ext8, 32 bytes, code EXT_REF
 
 
-def encode_delta(codec: Codec, results: Sequence[TaskResult]) -> bytes:
-    try:
-        return codec.dumps([r.to_wire() for r in results])
-    except CodecError:
-        raise _locate(codec, results) from None
+@dataclasses.dataclass(slots=True)
+class Encoded:
+    payload: bytes
+    channels: tuple[tuple[str, int], ...]
+    blobs: list[BlobRecord]
 
 
-def decode_delta(codec: Codec, payload: bytes) -> list[TaskResult]:
-    return [TaskResult.from_wire(item) for item in codec.loads(payload)]
+class _ValueWriter:
+    """Encodes values one by one, moving large ones to blobs and counting bytes per key."""
+
+    def __init__(self, codec: Codec, step: int, threshold: int) -> None:
+        self.codec = codec
+        self.step = step
+        self.threshold = threshold
+        self.sizes: dict[str, int] = defaultdict(int)
+        self.blobs: list[BlobRecord] = []
+
+    def write(self, key: str, value: Any, who: str) -> bytes:
+        try:
+            data = self.codec.dumps(value)
+        except CodecError as exc:
+            raise CodecError(
+                f"{who} wrote a value to {key!r} that cannot be stored: {exc}"
+            ) from None
+        if len(data) > self.threshold:
+            digest = hashlib.sha256(data).digest()
+            self.blobs.append(BlobRecord(digest.hex(), data, key, self.step))
+            data = _REF_PREFIX + digest
+        self.sizes[key] += len(data)
+        return data
+
+    def done(self, payload: bytes) -> Encoded:
+        return Encoded(payload, tuple(self.sizes.items()), self.blobs)
+
+
+def encode_results(
+    codec: Codec, results: Sequence[TaskResult], *, step: int, threshold: int
+) -> Encoded:
+    out = _ValueWriter(codec, step, threshold)
+    wire = [
+        [r.name, list(r.path), [[k, out.write(k, v, f"node {r.name!r}")] for k, v in r.writes]]
+        for r in results
+    ]
+    return out.done(ormsgpack.packb(wire))
+
+
+Resolver = Callable[[str], bytes]
+
+
+def decode_results(codec: Codec, payload: bytes, resolve: Resolver) -> list[TaskResult]:
+    return [
+        TaskResult(name, tuple(path), tuple((k, _value(codec, b, resolve)) for k, b in writes))
+        for name, path, writes in ormsgpack.unpackb(payload)
+    ]
+
+
+def _value(codec: Codec, data: bytes, resolve: Resolver) -> Any:
+    if len(data) == 35 and data.startswith(_REF_PREFIX):
+        data = resolve(data[3:].hex())
+    return codec.loads(data)
 
 
 def encode_snapshot(
-    codec: Codec, channels: Mapping[str, Channel], next_tasks: Sequence[TaskSpec]
-) -> bytes:
-    values = {k: c.checkpoint() for k, c in channels.items() if c.value is not MISSING}
-    return codec.dumps({"channels": values, "next": [t.to_wire() for t in next_tasks]})
+    codec: Codec,
+    channels: Mapping[str, Channel],
+    next_tasks: Sequence[TaskSpec],
+    logs: Mapping[str, LogIndex],
+    *,
+    step: int,
+    threshold: int,
+) -> tuple[SnapshotRecord, list[BlobRecord]]:
+    """A snapshot: plain channels by value (large ones as blobs, so an unchanged large value
+    costs a reference), append logs by index, and the next step's tasks."""
+    out = _ValueWriter(codec, step, threshold)
+    values = {
+        k: out.write(k, c.checkpoint(), "snapshot")
+        for k, c in channels.items()
+        if c.value is not MISSING and k not in logs
+    }
+    wire = {
+        "v": FORMAT_VERSION,
+        "channels": values,
+        "logs": {k: idx.to_wire() for k, idx in logs.items()},
+        "next": out.write("__next__", [t.to_wire() for t in next_tasks], "snapshot"),
+    }
+    enc = out.done(ormsgpack.packb(wire))
+    return SnapshotRecord(step, enc.payload, enc.channels), enc.blobs
+
+
+def segment_records(
+    codec: Codec, channel: AppendLog, segments: Sequence[Segment], step: int
+) -> list[SegmentRecord]:
+    items = channel.get()
+    return [
+        SegmentRecord(
+            s.seg_id,
+            channel.key,
+            s.level,
+            s.after_step,
+            s.last_step,
+            codec.dumps(items[s.start : s.end]),
+            step,
+        )
+        for s in segments
+    ]
 
 
 def state_digest(codec: Codec, channels: Mapping[str, Channel]) -> str:
@@ -57,8 +170,26 @@ class Reconstructed:
     next_tasks: list[TaskSpec]
     step: int
     snapshot_step: int | None
+    logs: dict[str, LogIndex]
     folds: int
-    """Deltas re-folded after the snapshot: bounded by ``snapshot_every``."""
+    """Deltas re-folded after the snapshot: at most ``snapshot_every``."""
+    rows_read: int
+    """Snapshot, segment, blob and delta rows read."""
+
+
+class BlobCache:
+    """Resolves blob references against the store, each digest read once."""
+
+    def __init__(self, store: Store, tenant_id: str) -> None:
+        self.store = store
+        self.tenant_id = tenant_id
+        self.cache: dict[str, bytes] = {}
+
+    def __call__(self, digest: str) -> bytes:
+        data = self.cache.get(digest)
+        if data is None:
+            data = self.cache[digest] = self.store.load_blob(self.tenant_id, digest)
+        return data
 
 
 def reconstruct(
@@ -70,38 +201,50 @@ def reconstruct(
     through: int,
 ) -> Reconstructed:
     """State after step ``through``, folded onto ``channels`` (fresh, from the schema)."""
+    resolve = BlobCache(store, tenant_id)
     snapshot = store.load_snapshot(tenant_id, run_id, through)
     next_tasks: list[TaskSpec] = []
-    base = -1
+    logs: dict[str, LogIndex] = {}
+    base, rows = -1, 0
     if snapshot is not None:
-        data = codec.loads(snapshot.payload)
+        rows += 1
+        data = ormsgpack.unpackb(snapshot.payload)
         for key, value in data["channels"].items():
-            channels[key].restore(value)
-        next_tasks = [TaskSpec.from_wire(t) for t in data["next"]]
+            channels[key].restore(_value(codec, value, resolve))
+        logs = {k: LogIndex.from_wire(w) for k, w in data["logs"].items()}
+        rows += _restore_logs(store, codec, channels, logs, tenant_id, run_id)
+        next_tasks = [TaskSpec.from_wire(t) for t in _value(codec, data["next"], resolve)]
         base = snapshot.step
     folds = 0
     for delta in store.load_deltas(tenant_id, run_id, base, through):
-        next_tasks = apply_step(channels, decode_delta(codec, delta.payload))
+        next_tasks = apply_step(channels, decode_results(codec, delta.payload, resolve))
         base = delta.step
         folds += 1
-    return Reconstructed(
-        channels, next_tasks, base, None if snapshot is None else snapshot.step, folds
-    )
+    rows += folds + len(resolve.cache)
+    snap_step = None if snapshot is None else snapshot.step
+    return Reconstructed(channels, next_tasks, base, snap_step, logs, folds, rows)
 
 
-def _locate(codec: Codec, results: Sequence[TaskResult]) -> CodecError:
-    """Name the node, channel and type that the codec refused."""
-    for result in results:
-        for key, value in result.writes:
-            try:
-                codec.dumps(value)
-            except CodecError as exc:
-                return CodecError(
-                    f"node {result.name!r} wrote a value to channel {key!r} that cannot be "
-                    f"stored: {exc}"
-                )
-    return CodecError("a step's writes cannot be encoded")
-
-
-def barrier_keys(channels: Mapping[str, Any]) -> list[str]:
-    return [k for k, c in channels.items() if isinstance(c, Barrier)]
+def _restore_logs(
+    store: Store,
+    codec: Codec,
+    channels: Mapping[str, Channel],
+    logs: Mapping[str, LogIndex],
+    tenant_id: str,
+    run_id: str,
+) -> int:
+    """Rebuild append logs from their segments; return the rows read."""
+    rows = 0
+    for key, index in logs.items():
+        ids = [s.seg_id for s in index.segments]
+        items = [
+            x for data in store.load_segments(tenant_id, run_id, ids) for x in codec.loads(data)
+        ]
+        rows += len(ids)
+        if len(items) != index.length:
+            raise CodecError(
+                f"append log {key!r} reconstructs to {len(items)} items where its snapshot "
+                f"recorded {index.length}: the store is missing segments"
+            )
+        channels[key].restore(items)
+    return rows

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import datetime as dt
 import inspect
 import uuid
@@ -12,10 +13,21 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
 
-from wayline.errors import GraphInterrupt, WaylineError
+from wayline.errors import (
+    GraphInterrupt,
+    ReplayDivergenceError,
+    RunNotFoundError,
+    WaylineError,
+)
 from wayline.graph.algo import derive_id, values_of
 from wayline.graph.channels import Barrier, Channel
-from wayline.graph.checkpoint import decode_delta, reconstruct, state_digest
+from wayline.graph.checkpoint import (
+    DEFAULT_BLOB_THRESHOLD,
+    BlobCache,
+    decode_results,
+    reconstruct,
+    state_digest,
+)
 from wayline.graph.context import reset_scope, set_scope
 from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome
 from wayline.graph.types import Interrupt, PregelTask, Send, StateSnapshot
@@ -24,12 +36,29 @@ from wayline.store.base import Store
 if TYPE_CHECKING:
     from wayline.graph.builder import StateGraph
 
-__all__ = ["CompiledGraph"]
+__all__ = ["CompiledGraph", "Verification"]
 
 DEFAULT_STEP_LIMIT = 10_000
 """LangGraph 1.2 defaults ``recursion_limit`` to 10,007; wayline rounds it."""
 DEFAULT_TENANT = "default"
 STREAM_MODES = ("values", "updates")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Verification:
+    """The result of ``verify``: the committed digest against the reconstructed one."""
+
+    run_id: str
+    step: int
+    expected: str
+    actual: str
+    snapshot_step: int | None
+    folds: int
+    rows_read: int
+
+    @property
+    def ok(self) -> bool:
+        return self.expected == self.actual
 
 
 class CompiledGraph:
@@ -43,12 +72,16 @@ class CompiledGraph:
         snapshot_every: int,
         name: str,
         version: str,
+        blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
+        verify_sample: float = 0.0,
     ) -> None:
         self.builder = builder
         self.store = store
         self.codec = builder.codec
         self.schema = builder.schema
         self.snapshot_every = snapshot_every
+        self.blob_threshold = blob_threshold
+        self.verify_sample = verify_sample
         self.name = name
         self.version = version
         self.nodes = dict(builder.nodes)
@@ -160,6 +193,8 @@ class CompiledGraph:
                 if len(tasks) > 1 and pool is None:
                     pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="wayline-node")
                 yield from loop.after_step(self._execute(loop, tasks, pool))
+            loop.close(None)
+            self._sample_verify(loop)
         except GeneratorExit:
             raise
         except BaseException as exc:
@@ -178,6 +213,8 @@ class CompiledGraph:
             while (tasks := loop.next_step()) is not None:
                 for event in loop.after_step(await self._aexecute(loop, tasks)):
                     yield event
+            loop.close(None)
+            self._sample_verify(loop)
         except GeneratorExit:
             raise
         except BaseException as exc:
@@ -229,8 +266,9 @@ class CompiledGraph:
         pending = {}
         records = []
         if latest:
+            resolve = BlobCache(self.store, tenant)
             pending = {
-                p.task_id: decode_delta(self.codec, p.payload)[0]
+                p.task_id: decode_results(self.codec, p.payload, resolve)[0]
                 for p in self.store.load_pending(tenant, run_id, at + 1)
             }
             records = self.store.load_interrupts(tenant, run_id, at + 1)
@@ -252,13 +290,15 @@ class CompiledGraph:
             "graph_version": run.graph_version,
             "snapshot_step": rec.snapshot_step,
             "replayed_steps": rec.folds,
+            "rows_read": rec.rows_read,
         }
         step_cfg = {"configurable": {**cfg["configurable"], "step": at}}
         parent = {"configurable": {**cfg["configurable"], "step": at - 1}} if at > 0 else None
         updated = dt.datetime.fromtimestamp(run.updated_at, dt.UTC).isoformat()
         return StateSnapshot(
             values=values_of(rec.channels),
-            next=tuple(t.name for t in rec.next_tasks),
+            # as LangGraph: a task whose writes are pending (it finished) will not run again
+            next=tuple(t.name for t in tasks if t.result is None),
             config=step_cfg,
             metadata=meta,
             created_at=updated if latest else None,
@@ -280,6 +320,38 @@ class CompiledGraph:
             if limit is not None and n >= limit:
                 return
             yield self.get_state({"configurable": {**base, "step": step}})
+
+    def verify(self, config: Mapping[str, Any]) -> Verification:
+        """Reconstruct a finished run from the store and compare it with the digest its
+        final commit recorded."""
+        tenant, run_id = _ids(config, create=False)
+        run = self.store.get_run(tenant, run_id)
+        if run is None:
+            raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant!r}")
+        if run.state_digest is None:
+            raise WaylineError(
+                f"run {run_id!r} is {run.status} and has no recorded final digest yet; "
+                "verify it once it has finished"
+            )
+        rec = reconstruct(self.store, self.codec, self.new_channels(), tenant, run_id, run.step)
+        actual = state_digest(self.codec, rec.channels)
+        return Verification(
+            run_id, run.step, run.state_digest, actual, rec.snapshot_step, rec.folds, rec.rows_read
+        )
+
+    def _sample_verify(self, loop: RunLoop) -> None:
+        """Verify a deterministic sample of finished runs (``compile(verify_sample=...)``)."""
+        if not loop.finished or self.verify_sample <= 0:
+            return
+        if int(derive_id(loop.tenant_id, loop.run_id)[:8], 16) >= self.verify_sample * 2**32:
+            return
+        result = self.verify({"configurable": {"thread_id": loop.run_id, "tenant": loop.tenant_id}})
+        if not result.ok:
+            raise ReplayDivergenceError(
+                f"run {loop.run_id!r} reconstructs to state digest {result.actual[:16]} but "
+                f"committed {result.expected[:16]}: a node may mutate its input state in place "
+                "or a reducer may not be a pure function; the run's rows are intact"
+            )
 
     def state_digest(self, config: Mapping[str, Any]) -> str:
         """Digest of the reconstructed current state, comparable with the committed one."""

@@ -30,25 +30,28 @@ from wayline.graph.algo import (
     sorted_results,
     values_of,
 )
-from wayline.graph.channels import Channel
+from wayline.graph.channels import AppendLog, Channel
 from wayline.graph.checkpoint import (
-    decode_delta,
-    encode_delta,
+    BlobCache,
+    decode_results,
+    encode_results,
     encode_snapshot,
     reconstruct,
+    segment_records,
     state_digest,
 )
 from wayline.graph.context import NodeContext, TaskScope
 from wayline.graph.node import route_writes, split_output
+from wayline.graph.segments import LogIndex, advance
 from wayline.graph.types import START, Command, Interrupt
 from wayline.store.records import (
+    BlobRecord,
     CommitBatch,
     DeltaRecord,
     InterruptRecord,
     PendingWriteRecord,
     RunStatus,
     RunUpdate,
-    SnapshotRecord,
 )
 from wayline.store.writer import CommitSink, make_sink
 
@@ -108,6 +111,7 @@ class RunLoop:
         self.owner = owner or default_owner()
         self.lease_seconds = lease_seconds
         self.channels: dict[str, Channel] = {}
+        self.logs: dict[str, LogIndex] = {}
         self.next_tasks: list[TaskSpec] = []
         self.step = -1
         self.steps_run = 0
@@ -142,6 +146,7 @@ class RunLoop:
             self.store, self.codec, g.new_channels(), self.tenant_id, self.run_id, run.step
         )
         self.channels, self.next_tasks, self.step = rec.channels, rec.next_tasks, rec.step
+        self.logs = rec.logs
         self._load_unfinished_step()
         if isinstance(input, Command):
             if input.resume is not None:
@@ -158,15 +163,15 @@ class RunLoop:
 
     def close(self, error: BaseException | None) -> None:
         """Make what was submitted durable (exit mode: now), then give the lease up."""
-        if self.sink is None:
-            return
-        if isinstance(error, LeaseLost):
+        if self.sink is None or isinstance(error, LeaseLost):
             return
         try:
-            if error is not None and not isinstance(error, GraphInterrupt):
+            # A refused resume changed nothing: the run keeps its status (interrupted, done).
+            if error is not None and not isinstance(error, GraphInterrupt | ResumeError):
                 self._submit_status("failed", error=_describe(error))
             self.sink.close()
         finally:
+            self.sink = None
             self.store.release(self.tenant_id, self.run_id, self.token)
 
     # -- stepping ---------------------------------------------------------------------
@@ -255,6 +260,10 @@ class RunLoop:
         self.steps_run += 1
         yield ("values", self.values())
 
+    @property
+    def finished(self) -> bool:
+        return not self.next_tasks and not self.raised and self.step >= 0
+
     def values(self) -> dict[str, Any]:
         return values_of(self.channels)
 
@@ -263,8 +272,9 @@ class RunLoop:
     def _load_unfinished_step(self) -> None:
         step = self.step + 1
         self.pending = {}
+        resolve = BlobCache(self.store, self.tenant_id)
         for rec in self.store.load_pending(self.tenant_id, self.run_id, step):
-            (result,) = decode_delta(self.codec, rec.payload)
+            (result,) = decode_results(self.codec, rec.payload, resolve)
             self.pending[rec.task_id] = result
         self.saved_pending = set(self.pending)
         self.interrupts = self.store.load_interrupts(self.tenant_id, self.run_id, step)
@@ -327,13 +337,15 @@ class RunLoop:
 
     def _commit_step(self, results: list[TaskResult]) -> None:
         ordered = sorted_results(results)
-        payload = encode_delta(self.codec, ordered)  # a bad value fails here, nothing folded
-        staged = {k: c.copy() for k, c in self.channels.items()}
-        next_tasks = apply_step(staged, ordered)
         step = self.step + 1
+        threshold = self.graph.blob_threshold
+        enc = encode_results(self.codec, ordered, step=step, threshold=threshold)
+        staged = {k: c.copy() for k, c in self.channels.items()}
+        next_tasks = apply_step(staged, ordered)  # a failing reducer leaves self.channels as is
         finished = not next_tasks
         batch = CommitBatch(
-            deltas=[DeltaRecord(step, payload)],
+            deltas=[DeltaRecord(step, enc.payload, enc.channels)],
+            blobs=enc.blobs,
             clear_pending_through=step,
             run=RunUpdate(
                 status="done" if finished else "running",
@@ -342,27 +354,39 @@ class RunLoop:
                 state_digest=state_digest(self.codec, staged) if finished else None,
             ),
         )
+        logs = self.logs
         if step > 0 and step % self.graph.snapshot_every == 0:
-            batch.snapshots.append(
-                SnapshotRecord(step, encode_snapshot(self.codec, staged, next_tasks))
+            logs = dict(logs)
+            for key, channel in staged.items():
+                if isinstance(channel, AppendLog):
+                    logs[key], segments = advance(logs.get(key), key, step, len(channel.get()))
+                    batch.segments.extend(segment_records(self.codec, channel, segments, step))
+            snapshot, blobs = encode_snapshot(
+                self.codec, staged, next_tasks, logs, step=step, threshold=threshold
             )
+            batch.snapshots.append(snapshot)
+            batch.blobs.extend(blobs)
         assert self.sink is not None
         self.sink.submit(batch)
-        self.channels, self.next_tasks, self.step = staged, next_tasks, step
+        self.channels, self.next_tasks, self.step, self.logs = staged, next_tasks, step, logs
         self.pending, self.saved_pending, self.interrupts = {}, set(), []
 
     def _save_pending(self, outcomes: list[TaskOutcome]) -> None:
         records = []
+        blobs: list[BlobRecord] = []
         for o in outcomes:
             if o.result is None or o.task.id in self.saved_pending:
                 continue
-            payload = encode_delta(self.codec, [o.result])
-            records.append(PendingWriteRecord(o.task.step, o.task.id, payload))
+            enc = encode_results(
+                self.codec, [o.result], step=o.task.step, threshold=self.graph.blob_threshold
+            )
+            records.append(PendingWriteRecord(o.task.step, o.task.id, enc.payload, enc.channels))
+            blobs.extend(enc.blobs)
             self.saved_pending.add(o.task.id)
             self.pending[o.task.id] = o.result
         if records:
             assert self.sink is not None
-            self.sink.submit(CommitBatch(pending=records))
+            self.sink.submit(CommitBatch(pending=records, blobs=blobs))
 
     def _suspend(self, asked: list[TaskOutcome]) -> Iterator[Event]:
         records = []
@@ -382,7 +406,7 @@ class RunLoop:
         self.sink.flush()
         self.raised = tuple(raised)
         yield ("updates", {"__interrupt__": self.raised})
-        yield ("values", {"__interrupt__": self.raised})
+        yield ("values", {**self.values(), "__interrupt__": self.raised})  # as LangGraph
 
     def _submit_status(self, status: RunStatus, *, error: str | None = None) -> None:
         assert self.sink is not None

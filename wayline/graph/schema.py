@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from wayline.codec import Codec
 from wayline.errors import GraphError, InvalidUpdateError
-from wayline.graph.channels import Channel, LastValue, ReducerChannel
+from wayline.graph.channels import APPEND_REDUCERS, AppendLog, Channel, LastValue, ReducerChannel
 
 __all__ = ["StateSchema"]
 
@@ -106,7 +106,10 @@ def _channel_for(key: str, hint: Any) -> Channel:
         base, *meta = typing.get_args(hint)
         reducer = next((m for m in reversed(meta) if _is_reducer(m)), None)
         if reducer is not None:
-            return ReducerChannel(key, reducer, _factory(base))
+            factory = _factory(base)
+            if factory is list and any(reducer is r for r in APPEND_REDUCERS):
+                return AppendLog(key, reducer)
+            return ReducerChannel(key, reducer, factory)
     return LastValue(key)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 __all__ = [
     "END",
@@ -23,6 +23,9 @@ END = "__end__"
 Durability = Literal["sync", "async", "exit"]
 StreamMode = Literal["values", "updates"]
 
+N = TypeVar("N")
+"""The targets a node's ``Command`` may go to, as in LangGraph's ``Command[Literal["a", "b"]]``."""
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Send:
@@ -33,8 +36,10 @@ class Send:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Command:
+class Command(Generic[N]):
     """Returned by a node to update state and route; passed to ``invoke`` to resume.
+
+    Generic so that a node can declare where it may go: ``-> Command[Literal["b", END]]``.
 
     ``goto`` names the next node(s) or Sends; ``resume`` answers a pending ``interrupt``
     (one value, or a mapping from interrupt id to value when several are pending).

@@ -13,6 +13,7 @@ from wayline.store.records import (
     CommitBatch,
     DeltaRecord,
     InterruptRecord,
+    MeterRow,
     PendingWriteRecord,
     RunRecord,
     RunStatus,
@@ -77,5 +78,15 @@ class Store(Protocol):
     def load_pending(self, tenant_id: str, run_id: str, step: int) -> list[PendingWriteRecord]: ...
 
     def load_interrupts(self, tenant_id: str, run_id: str, step: int) -> list[InterruptRecord]: ...
+
+    def load_segments(self, tenant_id: str, run_id: str, seg_ids: list[str]) -> list[bytes]:
+        """Payloads of the given segments, in the order asked."""
+        ...
+
+    def load_blob(self, tenant_id: str, digest: str) -> bytes: ...
+
+    def load_meter(self, tenant_id: str, run_id: str) -> list[MeterRow]:
+        """Every meter row of a run, in write order: per step, table and channel."""
+        ...
 
     def close(self) -> None: ...

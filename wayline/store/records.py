@@ -7,15 +7,31 @@ import dataclasses
 from typing import Literal
 
 __all__ = [
+    "METERED_TABLES",
+    "BlobRecord",
     "CommitBatch",
     "DeltaRecord",
     "InterruptRecord",
+    "MeterRow",
     "PendingWriteRecord",
     "RunRecord",
     "RunStatus",
     "RunUpdate",
+    "SegmentRecord",
     "SnapshotRecord",
 ]
+
+METERED_TABLES = ("deltas", "snapshots", "segments", "pending_writes", "interrupts", "blobs")
+"""Every table that holds run payload. Each byte written to one has a meter row."""
+
+ChannelBytes = tuple[tuple[str, int], ...]
+"""Per-channel attribution of a payload; "" is framing. The parts add up to the payload."""
+
+
+def _attribute(payload: bytes, channels: ChannelBytes) -> ChannelBytes:
+    framing = len(payload) - sum(n for _, n in channels)
+    return (*channels, ("", framing)) if framing else channels
+
 
 RunStatus = Literal["pending", "running", "interrupted", "done", "failed", "cancelled"]
 TERMINAL: frozenset[str] = frozenset({"done", "failed", "cancelled"})
@@ -42,19 +58,69 @@ class RunRecord:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class MeterRow:
+    """Bytes one commit wrote to one table for one channel at one step: the instrument."""
+
+    step: int
+    table: str
+    channel: str
+    bytes: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class DeltaRecord:
     """One superstep's writes, in the grouping and order the fold applied them."""
 
     step: int
     payload: bytes
+    channels: ChannelBytes = ()
+
+    def meter(self) -> list[MeterRow]:
+        return _rows(self.step, "deltas", self.payload, self.channels)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SnapshotRecord:
-    """Channel values and next tasks after ``step``; replay starts from the nearest one."""
+    """Channel values, append-log indexes and next tasks after ``step``; replay starts
+    from the nearest one."""
 
     step: int
     payload: bytes
+    channels: ChannelBytes = ()
+
+    def meter(self) -> list[MeterRow]:
+        return _rows(self.step, "snapshots", self.payload, self.channels)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SegmentRecord:
+    """An immutable run of an append-only channel's items, written once, shared by every
+    later snapshot that covers it."""
+
+    seg_id: str
+    channel: str
+    level: int
+    first_step: int
+    last_step: int
+    payload: bytes
+    step: int
+    """The step whose snapshot wrote it (for the meter)."""
+
+    def meter(self) -> list[MeterRow]:
+        return [MeterRow(self.step, "segments", self.channel, len(self.payload))]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BlobRecord:
+    """A large value stored once per tenant under its content digest."""
+
+    digest: str
+    payload: bytes
+    channel: str
+    step: int
+
+    def meter(self) -> list[MeterRow]:
+        return [MeterRow(self.step, "blobs", self.channel, len(self.payload))]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -64,6 +130,10 @@ class PendingWriteRecord:
     step: int
     task_id: str
     payload: bytes
+    channels: ChannelBytes = ()
+
+    def meter(self) -> list[MeterRow]:
+        return _rows(self.step, "pending_writes", self.payload, self.channels)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -76,6 +146,10 @@ class InterruptRecord:
     interrupt_id: str
     value: bytes
     resume: bytes | None = None
+
+    def meter(self) -> list[MeterRow]:
+        size = len(self.value) + len(self.resume or b"")
+        return [MeterRow(self.step, "interrupts", "", size)]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -98,6 +172,8 @@ class CommitBatch:
 
     deltas: list[DeltaRecord] = dataclasses.field(default_factory=list)
     snapshots: list[SnapshotRecord] = dataclasses.field(default_factory=list)
+    segments: list[SegmentRecord] = dataclasses.field(default_factory=list)
+    blobs: list[BlobRecord] = dataclasses.field(default_factory=list)
     pending: list[PendingWriteRecord] = dataclasses.field(default_factory=list)
     interrupts: list[InterruptRecord] = dataclasses.field(default_factory=list)
     clear_pending_through: int | None = None
@@ -107,6 +183,8 @@ class CommitBatch:
     def merge(self, later: CommitBatch) -> None:
         self.deltas.extend(later.deltas)
         self.snapshots.extend(later.snapshots)
+        self.segments.extend(later.segments)
+        self.blobs.extend(later.blobs)
         if later.clear_pending_through is not None:
             self.pending = [p for p in self.pending if p.step > later.clear_pending_through]
             self.interrupts = [i for i in self.interrupts if i.step > later.clear_pending_through]
@@ -117,4 +195,27 @@ class CommitBatch:
             self.run = later.run
 
     def is_empty(self) -> bool:
-        return not (self.deltas or self.snapshots or self.pending or self.interrupts or self.run)
+        return not (
+            self.deltas
+            or self.snapshots
+            or self.segments
+            or self.blobs
+            or self.pending
+            or self.interrupts
+            or self.run
+        )
+
+    def meter(self) -> list[MeterRow]:
+        """Meter rows for every record but segments and blobs: those are written only if
+        new (deduplicated), so the backend meters them when its insert takes effect."""
+        rows: list[MeterRow] = []
+        for part in (self.deltas, self.snapshots, self.pending, self.interrupts):
+            for record in part:
+                rows.extend(record.meter())
+        return rows
+
+
+def _rows(step: int, table: str, payload: bytes, channels: ChannelBytes) -> list[MeterRow]:
+    if not channels:
+        return [MeterRow(step, table, "", len(payload))]
+    return [MeterRow(step, table, ch, n) for ch, n in _attribute(payload, channels)]

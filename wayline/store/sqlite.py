@@ -22,6 +22,7 @@ from wayline.store.records import (
     CommitBatch,
     DeltaRecord,
     InterruptRecord,
+    MeterRow,
     PendingWriteRecord,
     RunRecord,
     RunStatus,
@@ -81,6 +82,22 @@ Q_PUT_INTERRUPT = """
 INSERT OR REPLACE INTO interrupts
     (tenant_id, run_id, step, task_id, idx, interrupt_id, value, resume)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+"""
+Q_PUT_SEGMENT = """
+INSERT OR IGNORE INTO segments
+    (tenant_id, run_id, seg_id, channel, level, first_step, last_step, payload)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+"""
+Q_PUT_BLOB = "INSERT OR IGNORE INTO blobs (tenant_id, digest, payload) VALUES (?, ?, ?)"
+Q_PUT_BLOB_REF = "INSERT OR IGNORE INTO blob_refs (tenant_id, run_id, digest) VALUES (?, ?, ?)"
+Q_PUT_METER = """
+INSERT INTO meter (tenant_id, run_id, step, tbl, channel, bytes) VALUES (?, ?, ?, ?, ?, ?)
+"""
+Q_LOAD_SEGMENT = "SELECT payload FROM segments WHERE tenant_id = ? AND run_id = ? AND seg_id = ?"
+Q_LOAD_BLOB = "SELECT payload FROM blobs WHERE tenant_id = ? AND digest = ?"
+Q_LOAD_METER = """
+SELECT step, tbl, channel, bytes FROM meter WHERE tenant_id = ? AND run_id = ?
+ORDER BY step, rowid
 """
 Q_LOAD_SNAPSHOT = """
 SELECT step, payload FROM snapshots WHERE tenant_id = ? AND run_id = ? AND step <= ?
@@ -265,6 +282,18 @@ class SQLiteStore:
                         for i in batch.interrupts
                     ],
                 )
+            meter = batch.meter()
+            for seg in batch.segments:  # immutable and deterministic: written at most once
+                row = (*key, seg.seg_id, seg.channel, seg.level, seg.first_step, seg.last_step)
+                if db.execute(Q_PUT_SEGMENT, (*row, seg.payload)).rowcount == 1:
+                    meter.extend(seg.meter())
+            for blob in batch.blobs:
+                if db.execute(Q_PUT_BLOB, (tenant_id, blob.digest, blob.payload)).rowcount == 1:
+                    meter.extend(blob.meter())
+                db.execute(Q_PUT_BLOB_REF, (*key, blob.digest))
+            db.executemany(
+                Q_PUT_METER, [(*key, m.step, m.table, m.channel, m.bytes) for m in meter]
+            )
 
     # -- reads ------------------------------------------------------------------------
 
@@ -290,6 +319,25 @@ class SQLiteStore:
             InterruptRecord(s, t, i, iid, bytes(v), None if r is None else bytes(r))
             for s, t, i, iid, v, r in rows
         ]
+
+    def load_segments(self, tenant_id: str, run_id: str, seg_ids: list[str]) -> list[bytes]:
+        out = []
+        for seg_id in seg_ids:
+            rows = self._read(Q_LOAD_SEGMENT, (tenant_id, run_id, seg_id))
+            if not rows:
+                raise StoreError(f"segment {seg_id} of run {run_id!r} is missing from the store")
+            out.append(bytes(rows[0][0]))
+        return out
+
+    def load_blob(self, tenant_id: str, digest: str) -> bytes:
+        rows = self._read(Q_LOAD_BLOB, (tenant_id, digest))
+        if not rows:
+            raise StoreError(f"blob {digest} is missing for tenant {tenant_id!r}")
+        return bytes(rows[0][0])
+
+    def load_meter(self, tenant_id: str, run_id: str) -> list[MeterRow]:
+        rows = self._read(Q_LOAD_METER, (tenant_id, run_id))
+        return [MeterRow(step, tbl, ch, n) for step, tbl, ch, n in rows]
 
     def close(self) -> None:
         with self._lock:

@@ -61,3 +61,45 @@ CREATE TABLE IF NOT EXISTS interrupts (
     resume       BLOB,
     PRIMARY KEY (tenant_id, run_id, step, task_id, idx)
 );
+
+CREATE TABLE IF NOT EXISTS segments (
+    tenant_id  TEXT    NOT NULL,
+    run_id     TEXT    NOT NULL,
+    seg_id     TEXT    NOT NULL,
+    channel    TEXT    NOT NULL,
+    level      INTEGER NOT NULL,
+    first_step INTEGER NOT NULL,
+    last_step  INTEGER NOT NULL,
+    payload    BLOB    NOT NULL,
+    PRIMARY KEY (tenant_id, run_id, seg_id)
+);
+
+-- Content-addressed large values, stored once per tenant; blob_refs says which runs use
+-- each, so a purge removes only the blobs no other run references.
+CREATE TABLE IF NOT EXISTS blobs (
+    tenant_id TEXT NOT NULL,
+    digest    TEXT NOT NULL,
+    payload   BLOB NOT NULL,
+    PRIMARY KEY (tenant_id, digest)
+);
+
+CREATE TABLE IF NOT EXISTS blob_refs (
+    tenant_id TEXT NOT NULL,
+    run_id    TEXT NOT NULL,
+    digest    TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, run_id, digest)
+);
+
+CREATE INDEX IF NOT EXISTS blob_refs_by_digest ON blob_refs (tenant_id, digest);
+
+-- The instrument: one row per (commit, table, channel). Never pre-summed.
+CREATE TABLE IF NOT EXISTS meter (
+    tenant_id TEXT    NOT NULL,
+    run_id    TEXT    NOT NULL,
+    step      INTEGER NOT NULL,
+    tbl       TEXT    NOT NULL,
+    channel   TEXT    NOT NULL,
+    bytes     INTEGER NOT NULL
+);
+
+CREATE INDEX IF NOT EXISTS meter_by_run ON meter (tenant_id, run_id, step);

@@ -1,0 +1,28 @@
+"""AppendLog: ``Annotated[list, operator.add]``, the accumulating channel (messages, tool
+results, retrieved documents). It folds exactly as the reducer does; what differs is how it
+is snapshotted: as an index of immutable segments (see ``wayline.graph.segments``)."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from wayline.graph.channels.reducer import ReducerChannel
+
+__all__ = ["APPEND_REDUCERS", "AppendLog"]
+
+APPEND_REDUCERS: tuple[Callable[[Any, Any], Any], ...] = (operator.add, operator.iadd)
+
+
+class AppendLog(ReducerChannel):
+    """A list channel whose every write appends: its value is the concatenation of its
+    writes, in fold order, so its items can live in segments written once."""
+
+    __slots__ = ()
+
+    def __init__(self, key: str, reducer: Callable[[Any, Any], Any] = operator.add) -> None:
+        super().__init__(key, operator.add if reducer is operator.iadd else reducer, list)
+
+    def fresh(self) -> AppendLog:
+        return AppendLog(self.key, self.reducer)
