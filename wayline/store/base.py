@@ -89,4 +89,16 @@ class Store(Protocol):
         """Every meter row of a run, in write order: per step, table and channel."""
         ...
 
+    def held_bytes(self, tenant_id: str, run_id: str) -> dict[str, int]:
+        """Payload bytes a run's rows hold now, per metered table (audits the meter)."""
+        ...
+
+    def purge_run(self, tenant_id: str, run_id: str) -> int:
+        """Delete every row of a run and the blobs only it referenced, atomically."""
+        ...
+
+    def table_names(self) -> list[str]:
+        """Every table of the schema (a new table must be metered or declared exempt)."""
+        ...
+
     def close(self) -> None: ...

@@ -99,6 +99,36 @@ Q_LOAD_METER = """
 SELECT step, tbl, channel, bytes FROM meter WHERE tenant_id = ? AND run_id = ?
 ORDER BY step, rowid
 """
+Q_HELD_BYTES = """
+SELECT 'deltas', COALESCE(SUM(LENGTH(payload)), 0) FROM deltas WHERE tenant_id = ?1 AND run_id = ?2
+UNION ALL SELECT 'snapshots', COALESCE(SUM(LENGTH(payload)), 0) FROM snapshots
+    WHERE tenant_id = ?1 AND run_id = ?2
+UNION ALL SELECT 'segments', COALESCE(SUM(LENGTH(payload)), 0) FROM segments
+    WHERE tenant_id = ?1 AND run_id = ?2
+UNION ALL SELECT 'pending_writes', COALESCE(SUM(LENGTH(payload)), 0) FROM pending_writes
+    WHERE tenant_id = ?1 AND run_id = ?2
+UNION ALL SELECT 'interrupts', COALESCE(SUM(LENGTH(value) + COALESCE(LENGTH(resume), 0)), 0)
+    FROM interrupts WHERE tenant_id = ?1 AND run_id = ?2
+UNION ALL SELECT 'blobs', COALESCE(SUM(LENGTH(b.payload)), 0) FROM blobs b
+    JOIN blob_refs r ON r.tenant_id = b.tenant_id AND r.digest = b.digest
+    WHERE r.tenant_id = ?1 AND r.run_id = ?2
+"""
+Q_PURGE = [
+    "DELETE FROM deltas WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM snapshots WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM segments WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM pending_writes WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM interrupts WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM meter WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM blob_refs WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM runs WHERE tenant_id = ? AND run_id = ?",
+]
+Q_PURGE_ORPHAN_BLOBS = """
+DELETE FROM blobs WHERE tenant_id = ? AND digest IN ({marks}) AND NOT EXISTS (
+    SELECT 1 FROM blob_refs r WHERE r.tenant_id = blobs.tenant_id AND r.digest = blobs.digest)
+"""
+Q_BLOBS_OF_RUN = "SELECT digest FROM blob_refs WHERE tenant_id = ? AND run_id = ?"
+Q_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
 Q_LOAD_SNAPSHOT = """
 SELECT step, payload FROM snapshots WHERE tenant_id = ? AND run_id = ? AND step <= ?
 ORDER BY step DESC LIMIT 1
@@ -338,6 +368,27 @@ class SQLiteStore:
     def load_meter(self, tenant_id: str, run_id: str) -> list[MeterRow]:
         rows = self._read(Q_LOAD_METER, (tenant_id, run_id))
         return [MeterRow(step, tbl, ch, n) for step, tbl, ch, n in rows]
+
+    def held_bytes(self, tenant_id: str, run_id: str) -> dict[str, int]:
+        """Payload bytes the run's rows hold now, per metered table (an audit of the meter:
+        equal to what the meter counted for tables whose rows were never replaced)."""
+        return {t: int(n) for t, n in self._read(Q_HELD_BYTES, (tenant_id, run_id))}
+
+    def purge_run(self, tenant_id: str, run_id: str) -> int:
+        """Delete every row of a run, and the blobs no other run of the tenant references,
+        in one transaction. Returns the number of rows deleted."""
+        key = (tenant_id, run_id)
+        with self._tx() as db:
+            digests = [d for (d,) in db.execute(Q_BLOBS_OF_RUN, key).fetchall()]
+            deleted = sum(db.execute(q, key).rowcount for q in Q_PURGE)
+            for i in range(0, len(digests), 500):
+                chunk = digests[i : i + 500]
+                query = Q_PURGE_ORPHAN_BLOBS.format(marks=", ".join("?" * len(chunk)))
+                deleted += db.execute(query, (tenant_id, *chunk)).rowcount
+        return deleted
+
+    def table_names(self) -> list[str]:
+        return [name for (name,) in self._read(Q_TABLES, ())]
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,115 @@
+"""The instrument sees every byte: a workload that takes every write path, then the meter
+is audited against what the tables hold, and the schema against the metered tables."""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from wayline import END, START, Command, StateGraph, interrupt
+from wayline.codec import default_codec
+from wayline.errors import StoreError
+from wayline.graph.segments import FANOUT
+from wayline.instrument import byte_report
+from wayline.store.base import Store
+from wayline.store.records import METERED_TABLES
+
+EXEMPT_TABLES = {"runs", "meter", "blob_refs", "wayline_meta"}
+"""Tables without run payload: the run row, the meter itself, blob reference bookkeeping."""
+
+BIG = "B" * 5_000  # above the blob threshold set below
+BIG_DIGEST = hashlib.sha256(default_codec.dumps(BIG)).hexdigest()
+
+
+class State(TypedDict):
+    log: Annotated[list[str], operator.add]
+    doc: str
+    n: int
+    side: str
+    answer: str
+
+
+def build(store: Store, steps: int) -> Any:
+    def work(s: State) -> dict[str, Any]:
+        return {"log": [f"item-{s['n']:05d}"], "n": s["n"] + 1, "doc": BIG}
+
+    def route(s: State) -> Any:
+        return "work" if s["n"] < steps else ["peer", "ask"]
+
+    def peer(s: State) -> dict[str, Any]:
+        return {"side": "peer finished"}
+
+    def ask(s: State) -> dict[str, Any]:
+        return {"answer": interrupt({"question": "ship it?"})}
+
+    g = StateGraph(State)
+    g.add_node("work", work)
+    g.add_node("peer", peer)
+    g.add_node("ask", ask)
+    g.add_edge(START, "work")
+    g.add_conditional_edges("work", route)
+    g.add_edge("peer", END)
+    g.add_edge("ask", END)
+    return g.compile(store, snapshot_every=2, blob_threshold=1_000)
+
+
+def metered(store: Store, run_id: str) -> dict[str, int]:
+    return {t: n for t, n in byte_report(store, "default", run_id).by_table().items() if n}
+
+
+def test_meter_matches_held_bytes_on_every_path(store: Store) -> None:
+    steps = 2 * FANOUT + 4  # enough snapshots for a segment merge
+    app = build(store, steps)
+    cfg = {"configurable": {"thread_id": "m1"}}
+    out = app.invoke({"log": [], "n": 0, "doc": ""}, cfg)
+    assert "__interrupt__" in out  # paused mid-step: the peer's pending write is held
+    held = {t: n for t, n in store.held_bytes("default", "m1").items() if n}
+    assert held == metered(store, "m1")
+    assert set(held) == set(METERED_TABLES)  # the workload took every write path
+
+    app.invoke(Command(resume="yes"), cfg)
+    after = store.held_bytes("default", "m1")
+    report = metered(store, "m1")
+    for table in ("deltas", "snapshots", "segments", "blobs"):  # never replaced or deleted
+        assert after[table] == report[table]
+    assert after["pending_writes"] == 0 and after["interrupts"] == 0
+    assert app.verify(cfg).ok
+
+
+def test_every_table_is_metered_or_declared_exempt(store: Store) -> None:
+    unknown = set(store.table_names()) - set(METERED_TABLES) - EXEMPT_TABLES
+    assert not unknown, f"tables written outside the meter: {unknown}"
+
+
+def test_blob_is_stored_once_per_tenant_and_purge_keeps_shared_blobs(store: Store) -> None:
+    app = build(store, 3)
+    for run in ("a", "b"):
+        app.invoke({"log": [], "n": 0, "doc": ""}, {"configurable": {"thread_id": run}})
+    app.invoke({"log": [], "n": 0, "doc": ""}, {"configurable": {"thread_id": "a", "tenant": "t2"}})
+    first, second = metered(store, "a"), metered(store, "b")
+    assert first["blobs"] == len(BIG.encode()) + 3  # msgpack str header
+    assert "blobs" not in second  # deduplicated: the second run wrote no blob bytes
+    assert metered_tenant(store, "t2", "a")["blobs"] == first["blobs"]  # tenants never share
+
+    assert store.purge_run("default", "a") > 0
+    assert store.get_run("default", "a") is None
+    assert set(store.held_bytes("default", "a").values()) == {0}
+    assert store.load_meter("default", "a") == []
+    cfg_b = {"configurable": {"thread_id": "b"}}
+    assert app.get_state(cfg_b).values["doc"] == BIG  # b's blob survived a's purge
+    assert app.invoke(Command(resume="ok"), cfg_b)["answer"] == "ok"
+    assert app.verify(cfg_b).ok
+
+    store.purge_run("default", "b")
+    assert store.held_bytes("default", "b")["blobs"] == 0
+    with pytest.raises(StoreError, match="missing"):
+        store.load_blob("default", BIG_DIGEST)
+    assert store.load_blob("t2", BIG_DIGEST) == default_codec.dumps(BIG)
+    assert metered_tenant(store, "t2", "a")["blobs"] > 0  # the other tenant's copy is intact
+
+
+def metered_tenant(store: Store, tenant: str, run_id: str) -> dict[str, int]:
+    return byte_report(store, tenant, run_id).by_table()
