@@ -14,7 +14,6 @@ from wayline.graph import (
     StateSnapshot,
     interrupt,
 )
-from wayline import instrument
 from wayline.store import Store, open_store
 
 connect = open_store

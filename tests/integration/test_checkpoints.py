@@ -12,6 +12,7 @@ import pytest
 import wayline
 from wayline import END, START, Send, StateGraph
 from wayline.errors import ReplayDivergenceError
+from wayline.instrument import byte_report
 
 
 def dedupe_per_call(old: list[str], new: list[str]) -> list[str]:
@@ -116,7 +117,7 @@ def test_large_values_are_stored_once_by_reference(tmp_path: Path) -> None:
     app = g.compile(store, snapshot_every=2)
     cfg = {"configurable": {"thread_id": "b"}}
     app.invoke({"doc": "", "n": 0}, cfg)
-    tables = wayline.instrument.byte_report(store, "default", "b").by_table()
+    tables = byte_report(store, "default", "b").by_table()
     assert len(doc) < tables["blobs"] < len(doc) + 16  # one copy for six writes, 3 snapshots
     assert tables["deltas"] < 1_000 and tables["snapshots"] < 1_000
     assert g.compile(store).get_state(cfg).values["doc"] == doc

@@ -242,7 +242,7 @@ def graph_specs(draw: st.DrawFn) -> GraphSpec:
     )
     takes_ctx = tuple(draw(st.booleans()) for _ in range(n))
     salts = tuple(draw(st.integers(0, 9)) for _ in range(n))
-    loop = draw(st.none() | st.integers(1, 3))
+    loop = draw(st.none() | st.integers(1, 5))
     input_: dict[str, Any] = {"log": ["in"], "counter": 0}
     if draw(st.booleans()):
         input_["hi"] = draw(st.integers(0, 100))

@@ -26,7 +26,7 @@ def test_segments_tile_the_log_and_stay_within_bounds(fanout: int, snapshots: in
     index, written = simulate(snapshots, 5, fanout)
     # The live segments cover [0, length) in order, with no gap and no overlap.
     assert index.length == snapshots * 5
-    assert [s.start for s in index.segments][0] == 0
+    assert index.segments[0].start == 0
     for a, b in zip(index.segments, index.segments[1:], strict=False):
         assert a.end == b.start and a.last_step == b.after_step
     assert index.segments[-1].end == index.length
