@@ -25,8 +25,7 @@ from wayline.errors import CodecError
 __all__ = ["Codec", "default_codec", "register_type"]
 
 _PACK_OPTS = (
-    ormsgpack.OPT_NON_STR_KEYS
-    | ormsgpack.OPT_PASSTHROUGH_TUPLE
+    ormsgpack.OPT_PASSTHROUGH_TUPLE
     | ormsgpack.OPT_PASSTHROUGH_DATACLASS
     | ormsgpack.OPT_PASSTHROUGH_DATETIME
     | ormsgpack.OPT_PASSTHROUGH_UUID
@@ -85,7 +84,7 @@ class Codec:
     def dumps(self, value: Any) -> bytes:
         self._failure.error = None
         try:
-            return ormsgpack.packb(value, default=self._default, option=_PACK_OPTS)
+            return self._pack(value)
         except CodecError:
             raise
         except (TypeError, ValueError, OverflowError) as exc:
@@ -114,7 +113,15 @@ class Codec:
     # -- encoding ---------------------------------------------------------------------
 
     def _pack(self, value: Any) -> bytes:
-        return ormsgpack.packb(value, default=self._default, option=_PACK_OPTS)
+        try:
+            return ormsgpack.packb(value, default=self._default, option=_PACK_OPTS)
+        except TypeError as exc:
+            if "Dict key" not in str(exc):
+                raise
+        # Some dict has a key that is not a str. ormsgpack would stringify UUID, date and
+        # enum keys behind the codec's back, so such dicts are encoded as explicit
+        # (key, value) pairs; only values that contain one pay for this walk.
+        return ormsgpack.packb(_keyed(value), default=self._default, option=_PACK_OPTS)
 
     def _default(self, obj: Any) -> ormsgpack.Ext:
         cls = type(obj)
@@ -140,8 +147,8 @@ class Codec:
             return ormsgpack.Ext(EXT_DECIMAL, str(obj).encode())
         if cls is int:
             return ormsgpack.Ext(EXT_BIGINT, str(obj).encode())
-        if cls is dict:  # reached only for keys msgpack cannot hold natively (tuples)
-            return ormsgpack.Ext(EXT_KEYED_DICT, self._pack([[k, v] for k, v in obj.items()]))
+        if cls is _KeyedDict:
+            return ormsgpack.Ext(EXT_KEYED_DICT, self._pack([[k, v] for k, v in obj.items]))
         name = self._names.get(cls)
         if name is None:
             self._failure.error = CodecError(
@@ -220,6 +227,30 @@ class Codec:
                 object.__setattr__(obj, key, val)
             return obj
         raise CodecError(f"unknown extension code {code} in stored bytes")
+
+
+class _KeyedDict:
+    """A dict with a non-str key, on its way to becoming EXT_KEYED_DICT."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[tuple[Any, Any]]) -> None:
+        self.items = items
+
+
+def _keyed(value: Any) -> Any:
+    """Replace every dict with a non-str key, at any depth of plain containers, by a
+    ``_KeyedDict``. Dataclass and model fields are reached through ``_pack`` again."""
+    cls = type(value)
+    if cls is dict:
+        if all(type(k) is str for k in value):
+            return {k: _keyed(v) for k, v in value.items()}
+        return _KeyedDict([(_keyed(k), _keyed(v)) for k, v in value.items()])
+    if cls is list:
+        return [_keyed(v) for v in value]
+    if cls is tuple:
+        return tuple(_keyed(v) for v in value)
+    return value
 
 
 def _is_pydantic(cls: type) -> bool:
