@@ -1,4 +1,4 @@
-"""Backends the contract suite runs against. PostgreSQL joins this list with its backend."""
+"""Backends the contract suite runs against: every test here runs on each of them."""
 
 from __future__ import annotations
 
@@ -10,13 +10,20 @@ import pytest
 import wayline
 from wayline.store.base import Store
 
+BACKENDS = ["sqlite-file", "sqlite-memory", "postgres"]
 
-@pytest.fixture(params=["sqlite-file", "sqlite-memory"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+
+@pytest.fixture(params=BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite-file":
-        url = f"sqlite:///{tmp_path / 'contract.db'}"
-    else:
-        url = "sqlite:///:memory:"
-    s = wayline.connect(url)
+        return f"sqlite:///{tmp_path / 'contract.db'}"
+    if request.param == "sqlite-memory":
+        return "sqlite:///:memory:"
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    s = wayline.connect(store_url)
     yield s
     s.close()

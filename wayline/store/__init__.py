@@ -14,7 +14,8 @@ __all__ = ["CommitBatch", "RunRecord", "SQLiteStore", "Store", "open_store"]
 
 def open_store(url: str) -> Store:
     """Open a store by URL: ``sqlite:///relative.db``, ``sqlite:////abs.db``,
-    ``sqlite:///:memory:``; SQLite options as query parameters (``?synchronous=NORMAL``)."""
+    ``sqlite:///:memory:``, ``postgresql://user@host/db``; options as query parameters
+    (SQLite ``?synchronous=NORMAL``; PostgreSQL ``?schema=NAME&synchronous_commit=off``)."""
     if not isinstance(url, str) or "://" not in url:
         raise StoreURLError(
             f"store URL {url!r} has no scheme: use sqlite:///path/to/file.db "
@@ -39,7 +40,7 @@ def open_store(url: str) -> Store:
         except Exception as exc:
             raise StoreURLError(f"cannot open store {url!r}: {exc}") from exc
     if parts.scheme in ("postgres", "postgresql"):
-        raise StoreURLError(
-            f"PostgreSQL store {url!r} is not available in this build yet; use sqlite:///..."
-        )
+        from wayline.store.postgres import PostgresStore
+
+        return PostgresStore(url)
     raise StoreURLError(f"unsupported store URL scheme {parts.scheme!r} in {url!r}")

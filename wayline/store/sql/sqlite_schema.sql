@@ -94,6 +94,7 @@ CREATE INDEX IF NOT EXISTS blob_refs_by_digest ON blob_refs (tenant_id, digest);
 
 -- The instrument: one row per (commit, table, channel). Never pre-summed.
 CREATE TABLE IF NOT EXISTS meter (
+    id        INTEGER PRIMARY KEY,
     tenant_id TEXT    NOT NULL,
     run_id    TEXT    NOT NULL,
     step      INTEGER NOT NULL,

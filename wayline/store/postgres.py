@@ -1,0 +1,140 @@
+"""PostgreSQL backend (``pip install 'wayline[postgres]'``): many workers on many machines.
+
+psycopg 3 with a connection pool. ``synchronous_commit`` is the database's own durability
+layer under wayline's modes: ``on`` (the server default) makes a commit survive a crash of
+the server; set ``?synchronous_commit=off`` on the URL to trade the last few hundred
+milliseconds of commits on a server crash for latency (a worker kill still loses nothing).
+A ``?schema=NAME`` URL option keeps wayline's tables in their own schema.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from wayline.errors import StoreError, StoreURLError
+from wayline.store.sql_store import SCHEMA_VERSION, SQLStore, load_queries, split_statements
+
+try:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise StoreURLError(
+        "the PostgreSQL store needs psycopg: pip install 'wayline[postgres]'"
+    ) from exc
+
+__all__ = ["PostgresStore"]
+
+_QUERIES = load_queries("%s")
+Q_TABLES = """
+SELECT table_name FROM information_schema.tables
+WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name
+"""
+Q_SET_VERSION = """
+INSERT INTO wayline_meta (key, value) VALUES ('schema_version', %s) ON CONFLICT DO NOTHING
+"""
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_WAYLINE_OPTIONS = ("schema", "synchronous_commit", "pool_size")
+
+
+class _Executor:
+    """A psycopg connection inside a transaction, with sqlite3's execute/executemany."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def execute(self, query: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        return self.conn.execute(query, params)
+
+    def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self.conn.cursor() as cur:
+            cur.executemany(query, rows)
+
+
+class PostgresStore(SQLStore):
+    """The store on a PostgreSQL database, shared by any number of processes."""
+
+    q = _QUERIES
+    placeholder = "%s"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        conninfo, options = _split_url(url)
+        self.schema = options.get("schema", "public")
+        if not _SCHEMA_NAME.match(self.schema):
+            raise StoreURLError(f"schema name {self.schema!r} must match {_SCHEMA_NAME.pattern}")
+        settings = [f"-c search_path={self.schema}"]
+        if "synchronous_commit" in options:
+            settings.append(f"-c synchronous_commit={options['synchronous_commit']}")
+        size = int(options.get("pool_size", "4"))
+        self._lock = threading.Lock()
+        try:
+            self._create_schema(conninfo)
+            self._pool = ConnectionPool(
+                conninfo,
+                min_size=1,
+                max_size=size,
+                kwargs={"autocommit": True, "options": " ".join(settings)},
+                open=True,
+                name="wayline",
+            )
+            self._pool.wait(timeout=30)
+        except (psycopg.Error, OSError) as exc:
+            raise StoreURLError(f"cannot open PostgreSQL store {_redact(url)}: {exc}") from exc
+        except Exception as exc:  # the pool's timeout error carries the connection failure
+            raise StoreURLError(f"cannot open PostgreSQL store {_redact(url)}: {exc}") from exc
+
+    def _create_schema(self, conninfo: str) -> None:
+        schema = resources.files("wayline.store.sql").joinpath("postgres_schema.sql").read_text()
+        with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
+            # Several workers may start at once: one creates the schema, the others wait.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('wayline.schema'))")
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+            conn.execute(f'SET LOCAL search_path TO "{self.schema}"')
+            for statement in split_statements(schema):
+                conn.execute(statement)  # type: ignore[arg-type] - schema text is trusted
+            conn.execute(Q_SET_VERSION, (str(SCHEMA_VERSION),))
+
+    @contextmanager
+    def _tx(self) -> Iterator[_Executor]:
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield _Executor(conn)
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL write failed and was rolled back: {exc}") from exc
+
+    def _read(self, query: str, params: Sequence[Any]) -> list[Any]:
+        try:
+            with self._pool.connection() as conn:
+                return conn.execute(query, params).fetchall()  # type: ignore[arg-type]
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL read failed: {exc}") from exc
+
+    def table_names(self) -> list[str]:
+        return [name for (name,) in self._read(Q_TABLES, ())]
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def _split_url(url: str) -> tuple[str, dict[str, str]]:
+    """Separate wayline's own URL options from what libpq understands."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query)
+    ours = {k: v for k, v in query if k in _WAYLINE_OPTIONS}
+    rest = [(k, v) for k, v in query if k not in _WAYLINE_OPTIONS]
+    scheme = "postgresql"
+    return urlunsplit((scheme, parts.netloc, parts.path, urlencode(rest), "")), ours
+
+
+def _redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url

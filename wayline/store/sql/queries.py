@@ -1,0 +1,127 @@
+"""Every query wayline runs, by name, in the dialect SQLite (3.35+) and PostgreSQL share.
+
+Placeholders are ``?``; the PostgreSQL backend rewrites them to ``%s`` once, at import.
+Schemas live beside this module (``sqlite_schema.sql``, ``postgres_schema.sql``); only
+table listing differs enough to live in the backends.
+"""
+
+from __future__ import annotations
+
+_RUN_COLUMNS = (
+    "tenant_id, run_id, graph_name, graph_version, status, step, next_nodes, durability, "
+    "fencing_token, lease_owner, lease_expires_at, error, state_digest, created_at, updated_at"
+)
+
+Q_INSERT_RUN = f"""
+INSERT INTO runs ({_RUN_COLUMNS})
+VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, 0, NULL, NULL, NULL, NULL, ?, ?)
+ON CONFLICT (tenant_id, run_id) DO NOTHING
+"""
+Q_GET_RUN = f"SELECT {_RUN_COLUMNS} FROM runs WHERE tenant_id = ? AND run_id = ?"
+Q_LIST_RUNS = f"""
+SELECT {_RUN_COLUMNS} FROM runs
+WHERE tenant_id = ? AND (CAST(? AS TEXT) IS NULL OR status = ?)
+ORDER BY updated_at DESC LIMIT ?
+"""
+Q_LEASE_OF = """
+SELECT fencing_token, lease_owner, lease_expires_at FROM runs WHERE tenant_id = ? AND run_id = ?
+"""
+Q_TAKE_LEASE = """
+UPDATE runs SET fencing_token = fencing_token + 1, lease_owner = ?, lease_expires_at = ?
+WHERE tenant_id = ? AND run_id = ? RETURNING fencing_token
+"""
+Q_RELEASE = """
+UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL
+WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
+"""
+Q_FENCE_TOUCH = """
+UPDATE runs SET updated_at = ? WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
+"""
+Q_FENCE_UPDATE = """
+UPDATE runs SET status = ?, step = ?, next_nodes = ?, error = ?,
+    state_digest = COALESCE(?, state_digest), updated_at = ?
+WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
+"""
+Q_INSERT_DELTA = "INSERT INTO deltas (tenant_id, run_id, step, payload) VALUES (?, ?, ?, ?)"
+Q_PUT_SNAPSHOT = """
+INSERT INTO snapshots (tenant_id, run_id, step, payload) VALUES (?, ?, ?, ?)
+ON CONFLICT (tenant_id, run_id, step) DO UPDATE SET payload = excluded.payload
+"""
+Q_CLEAR_PENDING = "DELETE FROM pending_writes WHERE tenant_id = ? AND run_id = ? AND step <= ?"
+Q_CLEAR_INTERRUPTS = "DELETE FROM interrupts WHERE tenant_id = ? AND run_id = ? AND step <= ?"
+Q_PUT_PENDING = """
+INSERT INTO pending_writes (tenant_id, run_id, step, task_id, payload) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (tenant_id, run_id, step, task_id) DO UPDATE SET payload = excluded.payload
+"""
+Q_PUT_INTERRUPT = """
+INSERT INTO interrupts (tenant_id, run_id, step, task_id, idx, interrupt_id, value, resume)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (tenant_id, run_id, step, task_id, idx)
+DO UPDATE SET interrupt_id = excluded.interrupt_id, value = excluded.value, resume = excluded.resume
+"""
+Q_PUT_SEGMENT = """
+INSERT INTO segments (tenant_id, run_id, seg_id, channel, level, first_step, last_step, payload)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+"""
+Q_PUT_BLOB = (
+    "INSERT INTO blobs (tenant_id, digest, payload) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+)
+Q_PUT_BLOB_REF = """
+INSERT INTO blob_refs (tenant_id, run_id, digest) VALUES (?, ?, ?) ON CONFLICT DO NOTHING
+"""
+Q_PUT_METER = """
+INSERT INTO meter (tenant_id, run_id, step, tbl, channel, bytes) VALUES (?, ?, ?, ?, ?, ?)
+"""
+Q_LOAD_SEGMENT = "SELECT payload FROM segments WHERE tenant_id = ? AND run_id = ? AND seg_id = ?"
+Q_LOAD_BLOB = "SELECT payload FROM blobs WHERE tenant_id = ? AND digest = ?"
+Q_LOAD_METER = """
+SELECT step, tbl, channel, bytes FROM meter WHERE tenant_id = ? AND run_id = ?
+ORDER BY step, id
+"""
+Q_HELD_BYTES = """
+SELECT 'deltas', COALESCE(SUM(LENGTH(payload)), 0) FROM deltas WHERE tenant_id = ? AND run_id = ?
+UNION ALL SELECT 'snapshots', COALESCE(SUM(LENGTH(payload)), 0) FROM snapshots
+    WHERE tenant_id = ? AND run_id = ?
+UNION ALL SELECT 'segments', COALESCE(SUM(LENGTH(payload)), 0) FROM segments
+    WHERE tenant_id = ? AND run_id = ?
+UNION ALL SELECT 'pending_writes', COALESCE(SUM(LENGTH(payload)), 0) FROM pending_writes
+    WHERE tenant_id = ? AND run_id = ?
+UNION ALL SELECT 'interrupts', COALESCE(SUM(LENGTH(value) + COALESCE(LENGTH(resume), 0)), 0)
+    FROM interrupts WHERE tenant_id = ? AND run_id = ?
+UNION ALL SELECT 'blobs', COALESCE(SUM(LENGTH(b.payload)), 0) FROM blobs b
+    JOIN blob_refs r ON r.tenant_id = b.tenant_id AND r.digest = b.digest
+    WHERE r.tenant_id = ? AND r.run_id = ?
+"""
+HELD_BYTES_PARAMS = 6
+"""Q_HELD_BYTES takes (tenant_id, run_id) this many times."""
+Q_PURGE = [
+    "DELETE FROM deltas WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM snapshots WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM segments WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM pending_writes WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM interrupts WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM meter WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM blob_refs WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM runs WHERE tenant_id = ? AND run_id = ?",
+]
+Q_PURGE_ORPHAN_BLOBS = """
+DELETE FROM blobs WHERE tenant_id = ? AND digest IN ({marks}) AND NOT EXISTS (
+    SELECT 1 FROM blob_refs r WHERE r.tenant_id = blobs.tenant_id AND r.digest = blobs.digest)
+"""
+Q_BLOBS_OF_RUN = "SELECT digest FROM blob_refs WHERE tenant_id = ? AND run_id = ?"
+Q_LOAD_SNAPSHOT = """
+SELECT step, payload FROM snapshots WHERE tenant_id = ? AND run_id = ? AND step <= ?
+ORDER BY step DESC LIMIT 1
+"""
+Q_LOAD_DELTAS = """
+SELECT step, payload FROM deltas WHERE tenant_id = ? AND run_id = ? AND step > ? AND step <= ?
+ORDER BY step
+"""
+Q_LOAD_PENDING = """
+SELECT step, task_id, payload FROM pending_writes
+WHERE tenant_id = ? AND run_id = ? AND step = ? ORDER BY task_id
+"""
+Q_LOAD_INTERRUPTS = """
+SELECT step, task_id, idx, interrupt_id, value, resume FROM interrupts
+WHERE tenant_id = ? AND run_id = ? AND step = ? ORDER BY task_id, idx
+"""

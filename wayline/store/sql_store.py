@@ -1,0 +1,273 @@
+"""What SQLite and PostgreSQL share: every Store method, written once over the named
+queries in ``wayline.store.sql.queries``. A backend supplies connections, transactions,
+its schema and its placeholder style; nothing here knows which database it talks to."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from types import SimpleNamespace
+from typing import Any, Protocol
+
+from wayline.errors import LeaseConflictError, LeaseLost, RunNotFoundError, StoreError
+from wayline.store.records import (
+    CommitBatch,
+    DeltaRecord,
+    InterruptRecord,
+    MeterRow,
+    PendingWriteRecord,
+    RunRecord,
+    RunStatus,
+    SnapshotRecord,
+)
+from wayline.store.sql import queries
+
+__all__ = ["Executor", "SQLStore", "load_queries", "split_statements"]
+
+SCHEMA_VERSION = 1
+
+
+class Cursor(Protocol):
+    rowcount: int
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Executor(Protocol):
+    """A connection inside a transaction."""
+
+    def execute(self, query: str, params: Sequence[Any] = ...) -> Cursor: ...
+
+    def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> Any: ...
+
+
+def load_queries(placeholder: str = "?") -> SimpleNamespace:
+    """The named queries, with ``?`` rewritten to the backend's placeholder."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace("?", placeholder)
+        if isinstance(value, list):
+            return [convert(v) for v in value]
+        return value
+
+    names = {k: v for k, v in vars(queries).items() if k.startswith(("Q_", "HELD_"))}
+    return SimpleNamespace(**{k: convert(v) for k, v in names.items()})
+
+
+def split_statements(script: str) -> list[str]:
+    lines = [ln for ln in script.splitlines() if not ln.lstrip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+class SQLStore:
+    """The Store protocol over SQL. Subclasses implement ``_tx``, ``_read`` and
+    ``table_names``, and set ``q`` (from ``load_queries``) and ``url``."""
+
+    url: str
+    q: SimpleNamespace
+    placeholder = "?"
+
+    def _tx(self) -> AbstractContextManager[Any]:
+        """A transaction: yields an ``Executor``, commits on exit, rolls back on error."""
+        raise NotImplementedError
+
+    def _read(self, query: str, params: Sequence[Any]) -> list[Any]:
+        raise NotImplementedError
+
+    def table_names(self) -> list[str]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    # -- runs -------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        graph_name: str,
+        graph_version: str,
+        durability: str,
+    ) -> RunRecord:
+        now = time.time()
+        with self._tx() as db:
+            db.execute(
+                self.q.Q_INSERT_RUN,
+                (tenant_id, run_id, graph_name, graph_version, durability, now, now),
+            )
+        run = self.get_run(tenant_id, run_id)
+        assert run is not None
+        return run
+
+    def get_run(self, tenant_id: str, run_id: str) -> RunRecord | None:
+        rows = self._read(self.q.Q_GET_RUN, (tenant_id, run_id))
+        return _run(rows[0]) if rows else None
+
+    def list_runs(
+        self, tenant_id: str, *, status: RunStatus | None = None, limit: int = 100
+    ) -> list[RunRecord]:
+        rows = self._read(self.q.Q_LIST_RUNS, (tenant_id, status, status, limit))
+        return [_run(r) for r in rows]
+
+    # -- leases -----------------------------------------------------------------------
+
+    def claim(
+        self, tenant_id: str, run_id: str, *, owner: str, lease_seconds: float, steal: bool = False
+    ) -> int:
+        now = time.time()
+        with self._tx() as db:
+            row = db.execute(self.q.Q_LEASE_OF, (tenant_id, run_id)).fetchone()
+            if row is None:
+                raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant_id!r}")
+            _, holder, expires = row
+            if not steal and holder not in (None, owner) and expires is not None and expires > now:
+                raise LeaseConflictError(
+                    f"run {run_id!r} is leased to {holder!r} for another {expires - now:.1f}s; "
+                    "wait for the lease to expire or stop that worker"
+                )
+            (token,) = db.execute(
+                self.q.Q_TAKE_LEASE, (owner, now + lease_seconds, tenant_id, run_id)
+            ).fetchone()
+        return int(token)
+
+    def release(self, tenant_id: str, run_id: str, token: int) -> None:
+        with self._tx() as db:
+            db.execute(self.q.Q_RELEASE, (tenant_id, run_id, token))
+
+    # -- commits ----------------------------------------------------------------------
+
+    def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
+        q = self.q
+        now = time.time()
+        key = (tenant_id, run_id)
+        rows: list[tuple[Any, ...]]
+        with self._tx() as db:
+            run = batch.run
+            if run is None:
+                cur = db.execute(q.Q_FENCE_TOUCH, (now, *key, token))
+            else:
+                nodes = json.dumps(list(run.next_nodes))
+                params = (run.status, run.step, nodes, run.error, run.state_digest, now)
+                cur = db.execute(q.Q_FENCE_UPDATE, (*params, *key, token))
+            if cur.rowcount != 1:
+                raise LeaseLost(run_id, token)
+            if batch.deltas:
+                db.executemany(q.Q_INSERT_DELTA, [(*key, d.step, d.payload) for d in batch.deltas])
+            if batch.snapshots:
+                rows = [(*key, s.step, s.payload) for s in batch.snapshots]
+                db.executemany(q.Q_PUT_SNAPSHOT, rows)
+            if batch.clear_pending_through is not None:
+                db.execute(q.Q_CLEAR_PENDING, (*key, batch.clear_pending_through))
+                db.execute(q.Q_CLEAR_INTERRUPTS, (*key, batch.clear_pending_through))
+            if batch.pending:
+                rows = [(*key, p.step, p.task_id, p.payload) for p in batch.pending]
+                db.executemany(q.Q_PUT_PENDING, rows)
+            if batch.interrupts:
+                rows = [
+                    (*key, i.step, i.task_id, i.idx, i.interrupt_id, i.value, i.resume)
+                    for i in batch.interrupts
+                ]
+                db.executemany(q.Q_PUT_INTERRUPT, rows)
+            meter = batch.meter()
+            for seg in batch.segments:  # immutable and deterministic: written at most once
+                row = (*key, seg.seg_id, seg.channel, seg.level, seg.first_step, seg.last_step)
+                if db.execute(q.Q_PUT_SEGMENT, (*row, seg.payload)).rowcount == 1:
+                    meter.extend(seg.meter())
+            for blob in batch.blobs:
+                if db.execute(q.Q_PUT_BLOB, (tenant_id, blob.digest, blob.payload)).rowcount == 1:
+                    meter.extend(blob.meter())
+                db.execute(q.Q_PUT_BLOB_REF, (*key, blob.digest))
+            if meter:
+                rows = [(*key, m.step, m.table, m.channel, m.bytes) for m in meter]
+                db.executemany(q.Q_PUT_METER, rows)
+
+    # -- reads ------------------------------------------------------------------------
+
+    def load_snapshot(
+        self, tenant_id: str, run_id: str, at_or_before: int
+    ) -> SnapshotRecord | None:
+        rows = self._read(self.q.Q_LOAD_SNAPSHOT, (tenant_id, run_id, at_or_before))
+        return SnapshotRecord(rows[0][0], bytes(rows[0][1])) if rows else None
+
+    def load_deltas(
+        self, tenant_id: str, run_id: str, after: int, through: int
+    ) -> list[DeltaRecord]:
+        rows = self._read(self.q.Q_LOAD_DELTAS, (tenant_id, run_id, after, through))
+        return [DeltaRecord(step, bytes(payload)) for step, payload in rows]
+
+    def load_pending(self, tenant_id: str, run_id: str, step: int) -> list[PendingWriteRecord]:
+        rows = self._read(self.q.Q_LOAD_PENDING, (tenant_id, run_id, step))
+        return [PendingWriteRecord(s, t, bytes(p)) for s, t, p in rows]
+
+    def load_interrupts(self, tenant_id: str, run_id: str, step: int) -> list[InterruptRecord]:
+        rows = self._read(self.q.Q_LOAD_INTERRUPTS, (tenant_id, run_id, step))
+        return [
+            InterruptRecord(s, t, i, iid, bytes(v), None if r is None else bytes(r))
+            for s, t, i, iid, v, r in rows
+        ]
+
+    def load_segments(self, tenant_id: str, run_id: str, seg_ids: list[str]) -> list[bytes]:
+        out = []
+        for seg_id in seg_ids:
+            rows = self._read(self.q.Q_LOAD_SEGMENT, (tenant_id, run_id, seg_id))
+            if not rows:
+                raise StoreError(f"segment {seg_id} of run {run_id!r} is missing from the store")
+            out.append(bytes(rows[0][0]))
+        return out
+
+    def load_blob(self, tenant_id: str, digest: str) -> bytes:
+        rows = self._read(self.q.Q_LOAD_BLOB, (tenant_id, digest))
+        if not rows:
+            raise StoreError(f"blob {digest} is missing for tenant {tenant_id!r}")
+        return bytes(rows[0][0])
+
+    def load_meter(self, tenant_id: str, run_id: str) -> list[MeterRow]:
+        rows = self._read(self.q.Q_LOAD_METER, (tenant_id, run_id))
+        return [MeterRow(step, tbl, ch, n) for step, tbl, ch, n in rows]
+
+    def held_bytes(self, tenant_id: str, run_id: str) -> dict[str, int]:
+        """Payload bytes the run's rows hold now, per metered table (an audit of the meter:
+        equal to what the meter counted for tables whose rows were never replaced)."""
+        params = (tenant_id, run_id) * self.q.HELD_BYTES_PARAMS
+        return {t: int(n) for t, n in self._read(self.q.Q_HELD_BYTES, params)}
+
+    def purge_run(self, tenant_id: str, run_id: str) -> int:
+        """Delete every row of a run, and the blobs no other run of the tenant references,
+        in one transaction. Returns the number of rows deleted."""
+        key = (tenant_id, run_id)
+        with self._tx() as db:
+            digests = [d for (d,) in db.execute(self.q.Q_BLOBS_OF_RUN, key).fetchall()]
+            deleted = sum(db.execute(query, key).rowcount for query in self.q.Q_PURGE)
+            for i in range(0, len(digests), 500):
+                chunk = digests[i : i + 500]
+                marks = ", ".join([self.placeholder] * len(chunk))
+                query = self.q.Q_PURGE_ORPHAN_BLOBS.format(marks=marks)
+                deleted += db.execute(query, (tenant_id, *chunk)).rowcount
+        return deleted
+
+
+def _run(row: Sequence[Any]) -> RunRecord:
+    return RunRecord(
+        tenant_id=row[0],
+        run_id=row[1],
+        graph_name=row[2],
+        graph_version=row[3],
+        status=row[4],
+        step=row[5],
+        next_nodes=tuple(json.loads(row[6])),
+        durability=row[7],
+        fencing_token=row[8],
+        lease_owner=row[9],
+        lease_expires_at=row[10],
+        error=row[11],
+        state_digest=row[12],
+        created_at=row[13],
+        updated_at=row[14],
+    )
