@@ -186,6 +186,20 @@ def test_non_string_dict_keys_keep_their_type(codec: Codec, key: Any) -> None:
     assert out_key == key
 
 
+def test_typed_dict_keys_survive_at_any_depth(codec: Codec) -> None:
+    value = (
+        [{uuid.UUID(int=3): {dt.date(2020, 1, 1): {Color.RED: 1}}}],
+        Line(Point(0, 0), Point(1, 1), tags=("k",)),
+        {2**70: "big", frozenset({1}): "frozen", None: 0, b"raw": 1, "s": {(1, 2): 3}},
+    )
+    out = roundtrip(codec, value)
+    assert out == value
+    (level1,) = out[0]
+    (inner_date,) = level1[uuid.UUID(int=3)]
+    assert type(inner_date) is dt.date
+    assert next(iter(level1[uuid.UUID(int=3)][inner_date])) is Color.RED
+
+
 # -- user types ----------------------------------------------------------------------
 
 

@@ -233,8 +233,10 @@ class RunLoop:
         return TaskOutcome(task, error=exc)
 
     def task_done(self, outcome: TaskOutcome) -> None:
-        """Keep a finished peer's writes durable at once in sync mode (invariant 5)."""
-        if outcome.result is None or not self.multi_task_step or self.durability != "sync":
+        """Save a finished peer's writes as it finishes (invariant 5): durable at once in
+        sync mode, within the writer's lag bound in async mode. Exit mode keeps nothing
+        until the run stops, by definition."""
+        if outcome.result is None or not self.multi_task_step or self.durability == "exit":
             return
         self._save_pending([outcome])
 

@@ -97,7 +97,7 @@ class PostgresStore(SQLStore):
             conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
             conn.execute(f'SET LOCAL search_path TO "{self.schema}"')
             for statement in split_statements(schema):
-                conn.execute(statement)  # type: ignore[arg-type] - schema text is trusted
+                conn.execute(statement)
             conn.execute(Q_SET_VERSION, (str(SCHEMA_VERSION),))
 
     @contextmanager
@@ -111,7 +111,7 @@ class PostgresStore(SQLStore):
     def _read(self, query: str, params: Sequence[Any]) -> list[Any]:
         try:
             with self._pool.connection() as conn:
-                return conn.execute(query, params).fetchall()  # type: ignore[arg-type]
+                return conn.execute(query, params).fetchall()
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL read failed: {exc}") from exc
 
