@@ -14,10 +14,15 @@
     │   ├── StoreURLError
     │   ├── RunNotFoundError
     │   └── LeaseConflictError
-    └── ResumeError                 a resume does not fit the run's current state
+    ├── ResumeError                 a resume does not fit the run's current state
+    └── EffectError                 a side effect could not be completed as asked
+        ├── EffectIntentMismatch    same idempotency key, different request
+        ├── EffectFailed            the effect failed for good (retries exhausted)
+        └── RunParkedError          an effect's outcome is unknown; an operator must decide
 
     WaylineSignal (BaseException)   control flow a node must not swallow
     ├── GraphInterrupt
+    ├── EffectOutcomeUnknown        (raised in a node; invoke turns it into RunParkedError)
     └── LeaseLost
 
 Signals derive from ``BaseException`` so that a broad ``except Exception`` inside a node
@@ -35,6 +40,10 @@ if TYPE_CHECKING:
 __all__ = [
     "CodecError",
     "DuplicateNodeError",
+    "EffectError",
+    "EffectFailed",
+    "EffectIntentMismatch",
+    "EffectOutcomeUnknown",
     "GraphError",
     "GraphInterrupt",
     "GraphRecursionError",
@@ -46,6 +55,7 @@ __all__ = [
     "ReplayDivergenceError",
     "ResumeError",
     "RunNotFoundError",
+    "RunParkedError",
     "StepLimitError",
     "StoreError",
     "StoreURLError",
@@ -131,6 +141,47 @@ class ResumeError(WaylineError):
     """A resume value or command does not match the run's pending interrupts."""
 
 
+class EffectError(WaylineError):
+    """A side effect could not be completed as asked."""
+
+
+class EffectIntentMismatch(EffectError):
+    """An effect was asked again under an existing idempotency key with another request.
+
+    A changed amount is a new intent, not a retry: give it a new key.
+    """
+
+
+class EffectFailed(EffectError):
+    """The effect failed and its retry budget is spent: the run fails with this reason.
+
+    An operator can retry it under the same key (``wayline effects resolve RUN KEY --retry``).
+    """
+
+    def __init__(self, key: str, reason: str) -> None:
+        self.key = key
+        self.reason = reason
+        super().__init__(
+            f"effect {key!r} failed for good: {reason}. Retry it under the same key with "
+            f"`wayline effects resolve RUN {key} --retry`, then resume the run"
+        )
+
+
+class RunParkedError(EffectError):
+    """The run is parked: an effect was dispatched by a worker that died, its outcome is
+    unknown, and the effect has neither ``reconcile`` nor ``idempotent=True``."""
+
+    def __init__(self, run_id: str, key: str) -> None:
+        self.run_id = run_id
+        self.key = key
+        super().__init__(
+            f"run {run_id!r} is parked: the outcome of effect {key!r} is unknown (its worker "
+            "died after dispatching it). Check with the provider, then record the outcome: "
+            f"`wayline effects resolve {run_id} {key} --succeeded|--failed|--retry`, "
+            "and resume the run"
+        )
+
+
 class WaylineSignal(BaseException):
     """Control flow that must propagate through user code untouched."""
 
@@ -141,6 +192,15 @@ class GraphInterrupt(WaylineSignal):
     def __init__(self, interrupts: Sequence[Interrupt] = ()) -> None:
         self.interrupts: tuple[Interrupt, ...] = tuple(interrupts)
         super().__init__(self.interrupts)
+
+
+class EffectOutcomeUnknown(WaylineSignal):
+    """Raised inside a node when it reaches an effect whose outcome is unknown; the run
+    parks instead of guessing. Derived from BaseException so no handler in the node eats it."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(key)
 
 
 class LeaseLost(WaylineSignal):

@@ -22,6 +22,8 @@ app = typer.Typer(
 )
 runs_app = typer.Typer(help="Inspect runs in a store.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
+effects_app = typer.Typer(help="Inspect and resolve a run's effects.", no_args_is_help=True)
+app.add_typer(effects_app, name="effects")
 console = Console()
 
 DbOption = Annotated[
@@ -122,6 +124,64 @@ def runs_bytes(
         f"bytes/step first tenth {head:,.0f}  last tenth {tail:,.0f}  "
         f"first-to-last ratio {report.first_to_last:.2f}"
     )
+
+
+@effects_app.command("list")
+def effects_list(
+    run_id: str, db: DbOption = "sqlite:///wayline.db", tenant: TenantOption = "default"
+) -> None:
+    """The effect ledger of a run: keys, status, attempts, errors."""
+    from wayline.effects.ops import list_effects
+
+    store = _open(db)
+    table = Table()
+    for col in ("key", "node", "step", "name", "status", "attempt", "error"):
+        table.add_column(col)
+    try:
+        effects = list_effects(store, tenant, run_id)
+    except WaylineError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(1) from None
+    for e in effects:
+        if e.kind != "effect":
+            continue
+        table.add_row(e.key, e.node, str(e.step), e.name, e.status, str(e.attempt), e.error or "")
+    console.print(table)
+
+
+@effects_app.command("resolve")
+def effects_resolve(
+    run_id: str,
+    key: str,
+    succeeded: Annotated[bool, typer.Option("--succeeded", help="The provider did it.")] = False,
+    failed: Annotated[bool, typer.Option("--failed", help="It did not and will not.")] = False,
+    retry: Annotated[bool, typer.Option("--retry", help="Send again under the same key.")] = False,
+    result: Annotated[str | None, typer.Option(help="JSON result (with --succeeded).")] = None,
+    reason: Annotated[str | None, typer.Option(help="Why (with --failed).")] = None,
+    db: DbOption = "sqlite:///wayline.db",
+    tenant: TenantOption = "default",
+) -> None:
+    """Record an operator's finding about an effect whose outcome is unknown or failed."""
+    import json
+
+    from wayline.effects.ops import resolve_effect
+
+    chosen = [
+        name
+        for name, flag in (("succeeded", succeeded), ("failed", failed), ("retry", retry))
+        if flag
+    ]
+    if len(chosen) != 1:
+        console.print("[red]choose exactly one of --succeeded, --failed, --retry[/]")
+        raise typer.Exit(2)
+    store = _open(db)
+    try:
+        value = json.loads(result) if result is not None else None
+        rec = resolve_effect(store, tenant, run_id, key, chosen[0], result=value, reason=reason)  # type: ignore[arg-type]
+    except (WaylineError, json.JSONDecodeError) as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(1) from None
+    console.print(f"effect {key} is now {rec.status}; resume run {run_id} to continue")
 
 
 def _open(url: str) -> wayline.Store:

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import (
+    EffectOutcomeUnknown,
     GraphInterrupt,
     ReplayDivergenceError,
     RunNotFoundError,
@@ -371,7 +372,7 @@ def _run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
         if inspect.isawaitable(output):
             output = asyncio.run(_await(output))
         return loop.outcome(task, output)
-    except (Exception, GraphInterrupt) as exc:
+    except (Exception, GraphInterrupt, EffectOutcomeUnknown) as exc:
         return loop.failed(task, exc)
     finally:
         reset_scope(token)
@@ -386,7 +387,7 @@ async def _arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
         else:
             output = await asyncio.to_thread(fn, *args)
         return loop.outcome(task, output)
-    except (Exception, GraphInterrupt) as exc:
+    except (Exception, GraphInterrupt, EffectOutcomeUnknown) as exc:
         return loop.failed(task, exc)
     finally:
         reset_scope(token)

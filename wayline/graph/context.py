@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from wayline.errors import GraphInterrupt, WaylineError
 from wayline.graph.algo import derive_id
 from wayline.graph.types import Interrupt
+
+if TYPE_CHECKING:
+    from wayline.effects.ledger import EffectLedger
+    from wayline.effects.retry import RetryPolicy
 
 __all__ = ["NodeContext", "TaskScope", "current_scope", "interrupt"]
 
@@ -75,6 +79,47 @@ class NodeContext(Mapping[str, Any]):
     step: int
     task_id: str
     config: Mapping[str, Any]
+    ledger: EffectLedger | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def effect(
+        self,
+        name: str,
+        fn: Callable[[str], Any],
+        *,
+        request: Any = None,
+        key: str | None = None,
+        reconcile: Callable[[str], Any] | None = None,
+        idempotent: bool = False,
+        retry: RetryPolicy | None = None,
+    ) -> Any:
+        """Perform a side effect once: ``fn(idempotency_key)`` with a durable record.
+
+        The intent (key, ``request`` digest) is durable before ``fn`` runs and its result
+        before this returns; a re-executed node gets the recorded result without calling
+        ``fn``. Pass the key to the provider (an ``Idempotency-Key`` header) so that a
+        resend after an unknown outcome (``idempotent=True``) is deduplicated there.
+        ``key`` replaces the derived key with a business key; ``reconcile(key)`` asks the
+        provider about an unknown outcome (return its result, or ``wayline.effects.NOT_FOUND``).
+        """
+        return self._ledger().effect(
+            name,
+            fn,
+            request=request,
+            key=key,
+            reconcile=reconcile,
+            idempotent=idempotent,
+            retry=retry,
+        )
+
+    def record(self, name: str, fn: Callable[[], Any]) -> Any:
+        """Call ``fn`` once (a model call, the clock, a random draw) and record its result;
+        a re-executed node gets the recorded value instead of a new one."""
+        return self._ledger().record(name, fn)
+
+    def _ledger(self) -> EffectLedger:
+        if self.ledger is None:
+            raise WaylineError("this context has no effect ledger (it is not a running task)")
+        return self.ledger
 
     def __getitem__(self, key: str) -> Any:
         return self.config[key]

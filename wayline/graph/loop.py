@@ -14,10 +14,13 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from wayline.effects.ledger import EffectLedger
 from wayline.errors import (
+    EffectOutcomeUnknown,
     GraphInterrupt,
     LeaseLost,
     ResumeError,
+    RunParkedError,
     StepLimitError,
 )
 from wayline.graph.algo import (
@@ -166,8 +169,10 @@ class RunLoop:
         if self.sink is None or isinstance(error, LeaseLost):
             return
         try:
-            # A refused resume changed nothing: the run keeps its status (interrupted, done).
-            if error is not None and not isinstance(error, GraphInterrupt | ResumeError):
+            # A refused resume changed nothing, and a parked run has its status already.
+            if error is not None and not isinstance(
+                error, GraphInterrupt | ResumeError | RunParkedError
+            ):
                 self._submit_status("failed", error=_describe(error))
             self.sink.close()
         finally:
@@ -198,7 +203,19 @@ class RunLoop:
                 key=lambda i: i.idx,
             )
             resume = [self.codec.loads(i.resume) for i in answers if i.resume is not None]
-            ctx = NodeContext(self.run_id, self.tenant_id, spec.name, step, task_id, self.config)
+            ledger = EffectLedger(
+                self.store,
+                self.codec,
+                tenant_id=self.tenant_id,
+                run_id=self.run_id,
+                token=self.token,
+                node=spec.name,
+                step=step,
+                task_id=task_id,
+            )
+            ctx = NodeContext(
+                self.run_id, self.tenant_id, spec.name, step, task_id, self.config, ledger
+            )
             tasks.append(ExecTask(spec, task_id, step, TaskScope(task_id, resume), ctx))
         self.multi_task_step = len(self.next_tasks) > 1
         return tasks
@@ -250,10 +267,15 @@ class RunLoop:
         if errors or asked:
             self._save_pending(done)
             if errors:
-                self._submit_status("failed", error=_describe(errors[0].error))
-                assert self.sink is not None
+                error = errors[0].error
+                assert self.sink is not None and error is not None
+                if isinstance(error, EffectOutcomeUnknown):
+                    self._submit_status("parked", error=f"effect {error.key} outcome unknown")
+                    self.sink.flush()
+                    raise RunParkedError(self.run_id, error.key)
+                self._submit_status("failed", error=_describe(error))
                 self.sink.flush()
-                raise errors[0].error  # type: ignore[misc]
+                raise error
             yield from self._suspend(asked)
             return
         results = dict(self.pending)

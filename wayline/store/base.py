@@ -12,6 +12,8 @@ from typing import Protocol, runtime_checkable
 from wayline.store.records import (
     CommitBatch,
     DeltaRecord,
+    EffectRecord,
+    EffectStatus,
     InterruptRecord,
     MeterRow,
     PendingWriteRecord,
@@ -63,6 +65,23 @@ class Store(Protocol):
 
     def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
         """Apply ``batch`` in one transaction if ``token`` is current, else raise LeaseLost."""
+        ...
+
+    def get_effect(self, tenant_id: str, key: str) -> EffectRecord | None: ...
+
+    def list_effects(self, tenant_id: str, run_id: str) -> list[EffectRecord]: ...
+
+    def put_effect(
+        self,
+        run_id: str,
+        token: int | None,
+        record: EffectRecord,
+        *,
+        expect: EffectStatus | None,
+    ) -> bool:
+        """Write an effect record in one transaction: conditional on the run's fencing token
+        (when given) and on the record still being in status ``expect`` (None: absent).
+        Returns False when the record changed underneath; raises LeaseLost on a stale token."""
         ...
 
     def load_snapshot(

@@ -11,6 +11,8 @@ __all__ = [
     "BlobRecord",
     "CommitBatch",
     "DeltaRecord",
+    "EffectRecord",
+    "EffectStatus",
     "InterruptRecord",
     "MeterRow",
     "PendingWriteRecord",
@@ -21,7 +23,15 @@ __all__ = [
     "SnapshotRecord",
 ]
 
-METERED_TABLES = ("deltas", "snapshots", "segments", "pending_writes", "interrupts", "blobs")
+METERED_TABLES = (
+    "deltas",
+    "snapshots",
+    "segments",
+    "pending_writes",
+    "interrupts",
+    "blobs",
+    "effects",
+)
 """Every table that holds run payload. Each byte written to one has a meter row."""
 
 ChannelBytes = tuple[tuple[str, int], ...]
@@ -33,7 +43,8 @@ def _attribute(payload: bytes, channels: ChannelBytes) -> ChannelBytes:
     return (*channels, ("", framing)) if framing else channels
 
 
-RunStatus = Literal["pending", "running", "interrupted", "done", "failed", "cancelled"]
+RunStatus = Literal["pending", "running", "interrupted", "parked", "done", "failed", "cancelled"]
+EffectStatus = Literal["PENDING", "EXECUTING", "SUCCEEDED", "FAILED", "UNKNOWN"]
 TERMINAL: frozenset[str] = frozenset({"done", "failed", "cancelled"})
 
 
@@ -150,6 +161,35 @@ class InterruptRecord:
     def meter(self) -> list[MeterRow]:
         size = len(self.value) + len(self.resume or b"")
         return [MeterRow(self.step, "interrupts", "", size)]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EffectRecord:
+    """The durable record of one side effect (or one recorded call, ``kind="record"``).
+
+    Written with status EXECUTING before the effect is dispatched, and with its outcome
+    before the node goes on; ``fencing_token`` is the token of the run holder that wrote it.
+    """
+
+    tenant_id: str
+    key: str
+    run_id: str
+    kind: str
+    node: str
+    step: int
+    name: str
+    seq: int
+    attempt: int
+    request_digest: str
+    status: EffectStatus
+    fencing_token: int
+    result: bytes | None = None
+    error: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+    def meter(self) -> list[MeterRow]:
+        return [MeterRow(self.step, "effects", self.name, len(self.result or b""))]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

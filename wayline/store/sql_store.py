@@ -4,6 +4,7 @@ its schema and its placeholder style; nothing here knows which database it talks
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Sequence
@@ -15,6 +16,8 @@ from wayline.errors import LeaseConflictError, LeaseLost, RunNotFoundError, Stor
 from wayline.store.records import (
     CommitBatch,
     DeltaRecord,
+    EffectRecord,
+    EffectStatus,
     InterruptRecord,
     MeterRow,
     PendingWriteRecord,
@@ -188,6 +191,65 @@ class SQLStore:
                 rows = [(*key, m.step, m.table, m.channel, m.bytes) for m in meter]
                 db.executemany(q.Q_PUT_METER, rows)
 
+    # -- effects ----------------------------------------------------------------------
+
+    def get_effect(self, tenant_id: str, key: str) -> EffectRecord | None:
+        rows = self._read(self.q.Q_GET_EFFECT, (tenant_id, key))
+        return _effect(rows[0]) if rows else None
+
+    def list_effects(self, tenant_id: str, run_id: str) -> list[EffectRecord]:
+        return [_effect(r) for r in self._read(self.q.Q_LIST_EFFECTS, (tenant_id, run_id))]
+
+    def put_effect(
+        self,
+        run_id: str,
+        token: int | None,
+        record: EffectRecord,
+        *,
+        expect: EffectStatus | None,
+    ) -> bool:
+        """Write ``record`` if it is still in status ``expect`` (None: absent). With a
+        ``token``, only while it is ``run_id``'s current fencing token (else LeaseLost);
+        without one it is an operator's resolution. False: someone else changed it first."""
+        q = self.q
+        now = time.time()
+        with self._tx() as db:
+            if token is not None:
+                fence = db.execute(q.Q_FENCE_TOUCH, (now, record.tenant_id, run_id, token))
+                if fence.rowcount != 1:
+                    raise LeaseLost(run_id, token)
+            if expect is None:
+                row = (
+                    *dataclasses.astuple(record)[:14],
+                    now,
+                    now,
+                )
+                cur = db.execute(q.Q_INSERT_EFFECT, row)
+            else:
+                cur = db.execute(
+                    q.Q_UPDATE_EFFECT,
+                    (
+                        record.attempt,
+                        record.status,
+                        record.fencing_token,
+                        record.result,
+                        record.error,
+                        now,
+                        record.tenant_id,
+                        record.key,
+                        expect,
+                    ),
+                )
+            if cur.rowcount != 1:
+                return False
+            if record.result is not None:
+                meter = record.meter()[0]
+                db.execute(
+                    q.Q_PUT_METER,
+                    (record.tenant_id, run_id, meter.step, meter.table, meter.channel, meter.bytes),
+                )
+        return True
+
     # -- reads ------------------------------------------------------------------------
 
     def load_snapshot(
@@ -251,6 +313,13 @@ class SQLStore:
                 query = self.q.Q_PURGE_ORPHAN_BLOBS.format(marks=marks)
                 deleted += db.execute(query, (tenant_id, *chunk)).rowcount
         return deleted
+
+
+def _effect(row: Sequence[Any]) -> EffectRecord:
+    values = list(row)
+    if values[12] is not None:
+        values[12] = bytes(values[12])
+    return EffectRecord(*values)
 
 
 def _run(row: Sequence[Any]) -> RunRecord:

@@ -91,8 +91,10 @@ UNION ALL SELECT 'interrupts', COALESCE(SUM(LENGTH(value) + COALESCE(LENGTH(resu
 UNION ALL SELECT 'blobs', COALESCE(SUM(LENGTH(b.payload)), 0) FROM blobs b
     JOIN blob_refs r ON r.tenant_id = b.tenant_id AND r.digest = b.digest
     WHERE r.tenant_id = ? AND r.run_id = ?
+UNION ALL SELECT 'effects', COALESCE(SUM(COALESCE(LENGTH(result), 0)), 0) FROM effects
+    WHERE tenant_id = ? AND run_id = ?
 """
-HELD_BYTES_PARAMS = 6
+HELD_BYTES_PARAMS = 7
 """Q_HELD_BYTES takes (tenant_id, run_id) this many times."""
 Q_PURGE = [
     "DELETE FROM deltas WHERE tenant_id = ? AND run_id = ?",
@@ -100,6 +102,7 @@ Q_PURGE = [
     "DELETE FROM segments WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM pending_writes WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM interrupts WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM effects WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM meter WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM blob_refs WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM runs WHERE tenant_id = ? AND run_id = ?",
@@ -124,4 +127,22 @@ WHERE tenant_id = ? AND run_id = ? AND step = ? ORDER BY task_id
 Q_LOAD_INTERRUPTS = """
 SELECT step, task_id, idx, interrupt_id, value, resume FROM interrupts
 WHERE tenant_id = ? AND run_id = ? AND step = ? ORDER BY task_id, idx
+"""
+
+_EFFECT_COLUMNS = (
+    "tenant_id, effect_key, run_id, kind, node, step, name, seq, attempt, request_digest, "
+    "status, fencing_token, result, error, created_at, updated_at"
+)
+Q_GET_EFFECT = f"SELECT {_EFFECT_COLUMNS} FROM effects WHERE tenant_id = ? AND effect_key = ?"
+Q_LIST_EFFECTS = f"""
+SELECT {_EFFECT_COLUMNS} FROM effects WHERE tenant_id = ? AND run_id = ? ORDER BY step, created_at
+"""
+Q_INSERT_EFFECT = f"""
+INSERT INTO effects ({_EFFECT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT DO NOTHING
+"""
+Q_UPDATE_EFFECT = """
+UPDATE effects SET attempt = ?, status = ?, fencing_token = ?, result = ?, error = ?,
+    updated_at = ?
+WHERE tenant_id = ? AND effect_key = ? AND status = ?
 """

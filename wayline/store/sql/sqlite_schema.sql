@@ -104,3 +104,27 @@ CREATE TABLE IF NOT EXISTS meter (
 );
 
 CREATE INDEX IF NOT EXISTS meter_by_run ON meter (tenant_id, run_id, step);
+
+-- The effect ledger: one row per idempotency key per tenant. A business key shared by two
+-- runs is one row: the second run gets the first one's outcome instead of a second effect.
+CREATE TABLE IF NOT EXISTS effects (
+    tenant_id      TEXT    NOT NULL,
+    effect_key     TEXT    NOT NULL,
+    run_id         TEXT    NOT NULL,
+    kind           TEXT    NOT NULL,
+    node           TEXT    NOT NULL,
+    step           INTEGER NOT NULL,
+    name           TEXT    NOT NULL,
+    seq            INTEGER NOT NULL,
+    attempt        INTEGER NOT NULL,
+    request_digest TEXT    NOT NULL,
+    status         TEXT    NOT NULL,
+    fencing_token  INTEGER NOT NULL,
+    result         BLOB,
+    error          TEXT,
+    created_at     REAL NOT NULL,
+    updated_at     REAL NOT NULL,
+    PRIMARY KEY (tenant_id, effect_key)
+);
+
+CREATE INDEX IF NOT EXISTS effects_by_run ON effects (tenant_id, run_id);

@@ -1,0 +1,219 @@
+"""The effect ledger: at-least-once delivery, once-only outcome.
+
+For each ``ctx.effect`` call: the intent is durable (status EXECUTING, with the key, the
+request digest and the run's fencing token) before ``fn(key)`` runs, and the outcome is
+durable before the node goes on. Whatever the run's durability mode, these writes go
+straight to the store. A re-executed node meets its own records again, because keys are
+derived from (tenant, run, step, task, name, seq), never random:
+
+- SUCCEEDED: the recorded result is returned and ``fn`` is not called;
+- FAILED: the recorded reason is raised (``EffectFailed``);
+- EXECUTING or UNKNOWN (a worker died between dispatch and record): the outcome is
+  unknown. ``reconcile(key)`` asks the provider; ``idempotent=True`` resends under the
+  same key; with neither the run parks for an operator. It is never resent under a new key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from wayline.codec import Codec
+from wayline.effects.retry import RetryPolicy
+from wayline.errors import (
+    CodecError,
+    EffectError,
+    EffectFailed,
+    EffectIntentMismatch,
+    EffectOutcomeUnknown,
+)
+from wayline.graph.algo import derive_id
+from wayline.store.base import Store
+from wayline.store.records import EffectRecord, EffectStatus
+
+__all__ = ["NOT_FOUND", "EffectLedger"]
+
+
+class _NotFound:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOT_FOUND"
+
+
+NOT_FOUND: Final[Any] = _NotFound()
+"""What a ``reconcile`` hook returns when the provider has no record of the key: the effect
+never happened, so sending it again under the same key is safe."""
+
+DEFAULT_RETRY = RetryPolicy()
+
+
+class EffectLedger:
+    """The effects and recorded calls of one task execution."""
+
+    def __init__(
+        self,
+        store: Store,
+        codec: Codec,
+        *,
+        tenant_id: str,
+        run_id: str,
+        token: int,
+        node: str,
+        step: int,
+        task_id: str,
+    ) -> None:
+        self.store = store
+        self.codec = codec
+        self.tenant_id = tenant_id
+        self.run_id = run_id
+        self.token = token
+        self.node = node
+        self.step = step
+        self.task_id = task_id
+        self._seq: dict[tuple[str, str], int] = {}
+
+    def effect(
+        self,
+        name: str,
+        fn: Callable[[str], Any],
+        *,
+        request: Any = None,
+        key: str | None = None,
+        reconcile: Callable[[str], Any] | None = None,
+        idempotent: bool = False,
+        retry: RetryPolicy | None = None,
+    ) -> Any:
+        seq = self._next_seq("effect", name)
+        key = key or "wl-" + derive_id(self.task_id, "effect", name, seq)
+        digest = self._digest(name, request)
+        rec = self.store.get_effect(self.tenant_id, key)
+        if rec is None:
+            rec = self._new(key, "effect", name, seq, digest)
+            expect: EffectStatus | None = None
+        else:
+            if rec.kind != "effect" or rec.request_digest != digest:
+                raise EffectIntentMismatch(
+                    f"effect key {key!r} was first used for another request (node "
+                    f"{rec.node!r}, effect {rec.name!r}); a changed request is a new intent: "
+                    "give it a new key"
+                )
+            if rec.status == "SUCCEEDED":
+                return self._result(rec)
+            if rec.status == "FAILED":
+                raise EffectFailed(key, rec.error or "failed")
+            expect = rec.status
+            if rec.status in ("EXECUTING", "UNKNOWN"):
+                if reconcile is not None:
+                    found = reconcile(key)
+                    if found is not NOT_FOUND:
+                        return self._succeed(rec, expect, found)
+                elif not idempotent:
+                    if rec.status == "EXECUTING":
+                        self._write(dataclasses.replace(rec, status="UNKNOWN"), "EXECUTING")
+                    raise EffectOutcomeUnknown(key)
+        return self._attempt(rec, expect, fn, retry or DEFAULT_RETRY)
+
+    def record(self, name: str, fn: Callable[[], Any]) -> Any:
+        """Run a non-deterministic call once; a re-executed node gets the recorded value."""
+        seq = self._next_seq("record", name)
+        key = "wl-" + derive_id(self.task_id, "record", name, seq)
+        rec = self.store.get_effect(self.tenant_id, key)
+        if rec is not None and rec.status == "SUCCEEDED":
+            return self._result(rec)
+        value = fn()
+        self._succeed(self._new(key, "record", name, seq, ""), None, value)
+        return value
+
+    # -- internals --------------------------------------------------------------------
+
+    def _attempt(
+        self,
+        rec: EffectRecord,
+        expect: EffectStatus | None,
+        fn: Callable[[str], Any],
+        policy: RetryPolicy,
+    ) -> Any:
+        attempt = rec.attempt  # cumulative in the record; the budget counts this dispatch
+        tries = 0
+        while True:
+            attempt += 1
+            tries += 1
+            current = dataclasses.replace(
+                rec, attempt=attempt, status="EXECUTING", result=None, error=None
+            )
+            self._write(current, expect)  # the intent is durable before the dispatch
+            try:
+                value = fn(rec.key)
+            except Exception as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+                if policy.should_retry(tries, exc):
+                    self._write(
+                        dataclasses.replace(current, status="PENDING", error=reason), "EXECUTING"
+                    )
+                    expect = "PENDING"
+                    time.sleep(policy.delay(attempt))
+                    continue
+                self._write(
+                    dataclasses.replace(current, status="FAILED", error=reason), "EXECUTING"
+                )
+                raise EffectFailed(rec.key, reason) from exc
+            return self._succeed(current, "EXECUTING", value)
+
+    def _succeed(self, rec: EffectRecord, expect: EffectStatus | None, value: Any) -> Any:
+        try:
+            result: bytes | None = self.codec.dumps(value)
+            error = None
+        except CodecError as exc:  # the effect happened: record that, then say what is wrong
+            result, error = None, f"result could not be stored: {exc}"
+        self._write(
+            dataclasses.replace(rec, status="SUCCEEDED", result=result, error=error), expect
+        )
+        if error is not None:
+            raise CodecError(f"effect {rec.key!r} succeeded but its {error}; return plain data")
+        return value
+
+    def _result(self, rec: EffectRecord) -> Any:
+        if rec.result is None and rec.error:
+            raise CodecError(f"effect {rec.key!r} succeeded but its {rec.error}")
+        return None if rec.result is None else self.codec.loads(rec.result)
+
+    def _write(self, rec: EffectRecord, expect: EffectStatus | None) -> None:
+        rec = dataclasses.replace(rec, fencing_token=self.token)
+        if not self.store.put_effect(self.run_id, self.token, rec, expect=expect):
+            raise EffectError(
+                f"effect {rec.key!r} was changed by another writer while this task held it "
+                f"(expected status {expect}); the task stops here and will see the new record "
+                "when the run resumes"
+            )
+
+    def _new(self, key: str, kind: str, name: str, seq: int, digest: str) -> EffectRecord:
+        return EffectRecord(
+            tenant_id=self.tenant_id,
+            key=key,
+            run_id=self.run_id,
+            kind=kind,
+            node=self.node,
+            step=self.step,
+            name=name,
+            seq=seq,
+            attempt=0,
+            request_digest=digest,
+            status="PENDING",
+            fencing_token=self.token,
+        )
+
+    def _next_seq(self, kind: str, name: str) -> int:
+        seq = self._seq.get((kind, name), 0)
+        self._seq[(kind, name)] = seq + 1
+        return seq
+
+    def _digest(self, name: str, request: Any) -> str:
+        try:
+            data = self.codec.dumps([name, request])
+        except CodecError as exc:
+            raise CodecError(f"effect {name!r}: its request cannot be digested: {exc}") from None
+        return hashlib.sha256(data).hexdigest()
