@@ -9,6 +9,7 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
+import wayline
 from wayline import END, START, Command, StateGraph, interrupt
 from wayline.codec import default_codec
 from wayline.errors import StoreError
@@ -39,8 +40,8 @@ def build(store: Store, steps: int) -> Any:
     def route(s: State) -> Any:
         return "work" if s["n"] < steps else ["peer", "ask"]
 
-    def peer(s: State) -> dict[str, Any]:
-        return {"side": "peer finished"}
+    def peer(s: State, ctx: wayline.NodeContext) -> dict[str, Any]:
+        return {"side": ctx.effect("notify", lambda key: f"peer finished {key[:6]}")}
 
     def ask(s: State) -> dict[str, Any]:
         return {"answer": interrupt({"question": "ship it?"})}
@@ -73,7 +74,7 @@ def test_meter_matches_held_bytes_on_every_path(store: Store) -> None:
     app.invoke(Command(resume="yes"), cfg)
     after = store.held_bytes("default", "m1")
     report = metered(store, "m1")
-    for table in ("deltas", "snapshots", "segments", "blobs"):  # never replaced or deleted
+    for table in ("deltas", "snapshots", "segments", "blobs", "effects"):  # never rewritten
         assert after[table] == report[table]
     assert after["pending_writes"] == 0 and after["interrupts"] == 0
     assert app.verify(cfg).ok

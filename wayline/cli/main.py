@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -24,6 +25,8 @@ runs_app = typer.Typer(help="Inspect runs in a store.", no_args_is_help=True)
 app.add_typer(runs_app, name="runs")
 effects_app = typer.Typer(help="Inspect and resolve a run's effects.", no_args_is_help=True)
 app.add_typer(effects_app, name="effects")
+db_app = typer.Typer(help="Manage the store's schema.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
 console = Console()
 
 DbOption = Annotated[
@@ -44,6 +47,54 @@ def demo(
     from wayline.cli.demo import run_demo
 
     raise typer.Exit(run_demo(db, kill_at_round, console))
+
+
+@app.command()
+def crashtest(
+    trials: Annotated[int, typer.Option(min=1, help="Trials per cell.")] = 5,
+    points: Annotated[
+        str,
+        typer.Option(
+            help="Kill points, comma-separated: before_charge, provider_committed, "
+            "after_record, after_commit."
+        ),
+    ] = "before_charge,provider_committed,after_record,after_commit",
+    modes: Annotated[str, typer.Option(help="Durability modes: sync, async, exit.")] = (
+        "sync,async,exit"
+    ),
+    strategies: Annotated[
+        str,
+        typer.Option(help="Key strategies: naive, uuid4, wayline, business (and reconcile)."),
+    ] = "naive,uuid4,wayline,business",
+    jobs: Annotated[int, typer.Option(min=0, help="Trials run at a time (0: the CPU count).")] = 0,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write every trial's result here.")
+    ] = None,
+    keep: Annotated[bool, typer.Option(help="Keep the trials' files (stores, ledgers).")] = False,
+) -> None:
+    """The payments crash test: SIGKILL a worker around a charge, resume it, count charges."""
+    from wayline.cli import crashtest as ct
+    from wayline.examples.payment_flow import KILL_POINTS, STRATEGIES
+
+    try:
+        chosen = {
+            "strategies": ct.parse_list(strategies, STRATEGIES, "strategy"),
+            "points": ct.parse_list(points, KILL_POINTS, "kill point"),
+            "modes": ct.parse_list(modes, ct.MODES, "durability mode"),
+        }
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
+    raise typer.Exit(
+        ct.run_crashtest(
+            console,
+            **chosen,
+            trials=trials,
+            jobs=jobs or os.cpu_count() or 1,
+            json_path=json_path,
+            keep=keep,
+        )
+    )
 
 
 @app.command()
@@ -184,9 +235,16 @@ def effects_resolve(
     console.print(f"effect {key} is now {rec.status}; resume run {run_id} to continue")
 
 
-def _open(url: str) -> wayline.Store:
+@db_app.command("upgrade")
+def db_upgrade(db: DbOption = "sqlite:///wayline.db") -> None:
+    """Apply the schema migrations the store lacks (safe with workers running)."""
+    store = _open(db, upgrade=True)
+    console.print(f"{db}: schema version {store.schema_version()}, up to date")
+
+
+def _open(url: str, *, upgrade: bool = False) -> wayline.Store:
     try:
-        return wayline.connect(url)
+        return wayline.connect(url, upgrade=upgrade)
     except WaylineError as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
 
-from wayline.errors import StoreURLError
+from wayline.errors import StoreError, StoreURLError
 from wayline.store.base import Store
 from wayline.store.records import CommitBatch, RunRecord
 from wayline.store.sqlite import SQLiteStore
@@ -12,10 +12,14 @@ from wayline.store.sqlite import SQLiteStore
 __all__ = ["CommitBatch", "RunRecord", "SQLiteStore", "Store", "open_store"]
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str, *, upgrade: bool = False) -> Store:
     """Open a store by URL: ``sqlite:///relative.db``, ``sqlite:////abs.db``,
     ``sqlite:///:memory:``, ``postgresql://user@host/db``; options as query parameters
-    (SQLite ``?synchronous=NORMAL``; PostgreSQL ``?schema=NAME&synchronous_commit=off``)."""
+    (SQLite ``?synchronous=NORMAL``; PostgreSQL ``?schema=NAME&synchronous_commit=off``).
+
+    A new database gets the current schema. An existing one with an older schema is refused
+    with a clear error unless ``upgrade`` (``wayline db upgrade``) applies the migrations.
+    """
     if not isinstance(url, str) or "://" not in url:
         raise StoreURLError(
             f"store URL {url!r} has no scheme: use sqlite:///path/to/file.db "
@@ -34,13 +38,15 @@ def open_store(url: str) -> Store:
         if unknown:
             raise StoreURLError(f"unknown SQLite URL option(s) {sorted(unknown)} in {url!r}")
         try:
-            return SQLiteStore(path, synchronous=options.get("synchronous", "FULL"))
-        except StoreURLError:
+            return SQLiteStore(
+                path, synchronous=options.get("synchronous", "FULL"), upgrade=upgrade
+            )
+        except StoreError:
             raise
         except Exception as exc:
             raise StoreURLError(f"cannot open store {url!r}: {exc}") from exc
     if parts.scheme in ("postgres", "postgresql"):
         from wayline.store.postgres import PostgresStore
 
-        return PostgresStore(url)
+        return PostgresStore(url, upgrade=upgrade)
     raise StoreURLError(f"unsupported store URL scheme {parts.scheme!r} in {url!r}")

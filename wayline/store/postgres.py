@@ -13,12 +13,11 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from wayline.errors import StoreError, StoreURLError
-from wayline.store.sql_store import SCHEMA_VERSION, SQLStore, load_queries, split_statements
+from wayline.store.sql_store import Executor, SQLStore, load_queries
 
 try:
     import psycopg
@@ -34,9 +33,6 @@ _QUERIES = load_queries("%s")
 Q_TABLES = """
 SELECT table_name FROM information_schema.tables
 WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name
-"""
-Q_SET_VERSION = """
-INSERT INTO wayline_meta (key, value) VALUES ('schema_version', %s) ON CONFLICT DO NOTHING
 """
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _WAYLINE_OPTIONS = ("schema", "synchronous_commit", "pool_size")
@@ -61,8 +57,13 @@ class PostgresStore(SQLStore):
 
     q = _QUERIES
     placeholder = "%s"
+    dialect = "postgres"
+    q_meta_exists = """
+    SELECT 1 FROM information_schema.tables
+    WHERE table_schema = current_schema() AND table_name = 'wayline_meta'
+    """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, upgrade: bool = False) -> None:
         self.url = url
         conninfo, options = _split_url(url)
         self.schema = options.get("schema", "public")
@@ -74,7 +75,8 @@ class PostgresStore(SQLStore):
         size = int(options.get("pool_size", "4"))
         self._lock = threading.Lock()
         try:
-            self._create_schema(conninfo)
+            with psycopg.connect(conninfo, autocommit=True) as conn:
+                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
             self._pool = ConnectionPool(
                 conninfo,
                 min_size=1,
@@ -84,21 +86,13 @@ class PostgresStore(SQLStore):
                 name="wayline",
             )
             self._pool.wait(timeout=30)
-        except (psycopg.Error, OSError) as exc:
+        except Exception as exc:  # psycopg errors, OSError, the pool's timeout
             raise StoreURLError(f"cannot open PostgreSQL store {_redact(url)}: {exc}") from exc
-        except Exception as exc:  # the pool's timeout error carries the connection failure
-            raise StoreURLError(f"cannot open PostgreSQL store {_redact(url)}: {exc}") from exc
+        self._open_schema(upgrade=upgrade)
 
-    def _create_schema(self, conninfo: str) -> None:
-        schema = resources.files("wayline.store.sql").joinpath("postgres_schema.sql").read_text()
-        with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
-            # Several workers may start at once: one creates the schema, the others wait.
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext('wayline.schema'))")
-            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
-            conn.execute(f'SET LOCAL search_path TO "{self.schema}"')
-            for statement in split_statements(schema):
-                conn.execute(statement)
-            conn.execute(Q_SET_VERSION, (str(SCHEMA_VERSION),))
+    def _lock_schema(self, db: Executor) -> None:
+        # Several workers may start at once: one migrates, the others wait, then see it done.
+        db.execute("SELECT pg_advisory_xact_lock(hashtext('wayline.schema'))")
 
     @contextmanager
     def _tx(self) -> Iterator[_Executor]:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from importlib import resources
 from types import SimpleNamespace
 from typing import Any, Protocol
 
@@ -27,9 +29,28 @@ from wayline.store.records import (
 )
 from wayline.store.sql import queries
 
-__all__ = ["Executor", "SQLStore", "load_queries", "split_statements"]
+__all__ = ["SCHEMA_VERSION", "Executor", "SQLStore", "load_queries", "migrations"]
 
-SCHEMA_VERSION = 1
+Q_SCHEMA_VERSION = "SELECT value FROM wayline_meta WHERE key = 'schema_version'"
+Q_SET_SCHEMA_VERSION = """
+INSERT INTO wayline_meta (key, value) VALUES ('schema_version', ?)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value
+"""
+
+
+def migrations(dialect: str) -> list[tuple[int, str, str]]:
+    """(version, file name, SQL) of every numbered migration of a dialect, in order."""
+    folder = resources.files("wayline.store.sql").joinpath(dialect)
+    found = []
+    for entry in folder.iterdir():
+        match = re.fullmatch(r"(\d{4})_\w+\.sql", entry.name)
+        if match:
+            found.append((int(match.group(1)), entry.name, entry.read_text()))
+    return sorted(found)
+
+
+SCHEMA_VERSION = migrations("sqlite")[-1][0]
+"""The schema version this wayline writes; both dialects move in step."""
 
 
 class Cursor(Protocol):
@@ -74,6 +95,7 @@ class SQLStore:
     url: str
     q: SimpleNamespace
     placeholder = "?"
+    dialect = "sqlite"
 
     def _tx(self) -> AbstractContextManager[Any]:
         """A transaction: yields an ``Executor``, commits on exit, rolls back on error."""
@@ -87,6 +109,60 @@ class SQLStore:
 
     def close(self) -> None:
         raise NotImplementedError
+
+    # -- schema -----------------------------------------------------------------------
+
+    def _lock_schema(self, db: Executor) -> None:
+        """Serialize migrations between processes (PostgreSQL takes an advisory lock)."""
+
+    def schema_version(self) -> int:
+        """The version of the schema in the database; 0 when it has none yet."""
+        if not self._read(self.q_meta_exists, ()):
+            return 0
+        rows = self._read(Q_SCHEMA_VERSION, ())
+        return int(rows[0][0]) if rows else 0
+
+    def upgrade(self) -> list[str]:
+        """Apply the migrations the database lacks, each in its own transaction, and
+        return their names. Safe to run from several processes at once."""
+        applied = []
+        set_version = Q_SET_SCHEMA_VERSION.replace("?", self.placeholder)
+        for version, name, sql in migrations(self.dialect):
+            with self._tx() as db:
+                self._lock_schema(db)
+                if version <= self.schema_version_in(db):
+                    continue
+                for statement in split_statements(sql):
+                    db.execute(statement)
+                db.execute(set_version, (str(version),))
+            applied.append(name)
+        return applied
+
+    def schema_version_in(self, db: Executor) -> int:
+        exists = db.execute(self.q_meta_exists).fetchone()
+        if not exists:
+            return 0
+        row = db.execute(Q_SCHEMA_VERSION).fetchone()
+        return int(row[0]) if row else 0
+
+    q_meta_exists = ""
+    """A query that returns a row when the ``wayline_meta`` table exists."""
+
+    def _open_schema(self, *, upgrade: bool) -> None:
+        version = self.schema_version()
+        if version == 0 or upgrade:
+            self.upgrade()
+        elif version < SCHEMA_VERSION:
+            raise StoreError(
+                f"the database at {self.url} has wayline schema version {version}, this wayline "
+                f"needs {SCHEMA_VERSION}: run `wayline db upgrade --db URL` (runs in it stay "
+                "resumable across the upgrade)"
+            )
+        elif version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the database at {self.url} has wayline schema version {version}, newer than "
+                f"this wayline's {SCHEMA_VERSION}: upgrade wayline"
+            )
 
     # -- runs -------------------------------------------------------------------------
 

@@ -12,29 +12,36 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from importlib import resources
 from typing import Any
 
-from wayline.errors import StoreError
-from wayline.store.sql_store import SCHEMA_VERSION, SQLStore, load_queries, split_statements
+from wayline.errors import StoreError, StoreURLError
+from wayline.store.sql_store import SQLStore, load_queries
 
 __all__ = ["SYNCHRONOUS_LEVELS", "SQLiteStore"]
 
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _QUERIES = load_queries("?")
 Q_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-Q_SET_VERSION = "INSERT OR IGNORE INTO wayline_meta (key, value) VALUES ('schema_version', ?)"
 
 
 class SQLiteStore(SQLStore):
     """The store on one SQLite file (or ``:memory:``), shared safely by threads."""
 
     q = _QUERIES
+    dialect = "sqlite"
+    q_meta_exists = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'wayline_meta'"
 
-    def __init__(self, path: str, *, synchronous: str = "FULL", busy_timeout_ms: int = 10_000):
+    def __init__(
+        self,
+        path: str,
+        *,
+        synchronous: str = "FULL",
+        busy_timeout_ms: int = 10_000,
+        upgrade: bool = False,
+    ):
         level = synchronous.upper()
         if level not in SYNCHRONOUS_LEVELS:
-            raise StoreError(
+            raise StoreURLError(
                 f"synchronous={synchronous!r} is not a SQLite level; use one of "
                 f"{', '.join(SYNCHRONOUS_LEVELS)}"
             )
@@ -50,16 +57,9 @@ class SQLiteStore(SQLStore):
             if path != ":memory:":
                 self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute(f"PRAGMA synchronous = {level}")
-            self._create_schema()
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open SQLite database {path!r}: {exc}") from exc
-
-    def _create_schema(self) -> None:
-        schema = resources.files("wayline.store.sql").joinpath("sqlite_schema.sql").read_text()
-        with self._tx() as db:
-            for statement in split_statements(schema):
-                db.execute(statement)
-            db.execute(Q_SET_VERSION, (str(SCHEMA_VERSION),))
+            raise StoreURLError(f"cannot open SQLite database {path!r}: {exc}") from exc
+        self._open_schema(upgrade=upgrade)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:

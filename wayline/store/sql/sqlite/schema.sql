@@ -1,4 +1,6 @@
--- wayline SQLite schema, version 1. Every table is keyed by tenant_id first.
+-- The current wayline SQLite schema (version 2): what the numbered migrations
+-- beside this file build, applied in order (tests/store/test_schema.py checks it).
+-- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -20,10 +22,15 @@ CREATE TABLE IF NOT EXISTS runs (
     state_digest     TEXT,
     created_at       REAL    NOT NULL,
     updated_at       REAL    NOT NULL,
+    inbox            BLOB,
+    wake_at          REAL,
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (tenant_id, run_id)
 );
 
 CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status, updated_at);
+CREATE INDEX IF NOT EXISTS runs_claimable ON runs (graph_name, status, lease_expires_at);
 
 CREATE TABLE IF NOT EXISTS deltas (
     tenant_id TEXT    NOT NULL,

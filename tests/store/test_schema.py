@@ -1,0 +1,127 @@
+"""The schema: numbered migrations build exactly schema.sql, an old database is refused
+until upgraded, and an upgrade keeps a run that was mid-way resumable."""
+
+from __future__ import annotations
+
+import operator
+import re
+import sqlite3
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+import wayline
+from wayline import END, START, StateGraph
+from wayline.errors import StoreError
+from wayline.store.sql_store import SCHEMA_VERSION, migrations, split_statements
+
+
+def sqlite_shape(db: sqlite3.Connection) -> dict[str, Any]:
+    tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    return {
+        t: (
+            [tuple(r[1:]) for r in db.execute(f"PRAGMA table_info({t})")],
+            sorted(
+                tuple(db.execute(f"PRAGMA index_info({i[1]})").fetchall())
+                for i in db.execute(f"PRAGMA index_list({t})")
+            ),
+        )
+        for t in sorted(tables)
+    }
+
+
+def schema_sql(dialect: str) -> str:
+    return resources.files("wayline.store.sql").joinpath(dialect, "schema.sql").read_text()
+
+
+def test_sqlite_migrations_build_schema_sql(tmp_path: Path) -> None:
+    wayline.connect(f"sqlite:///{tmp_path / 'migrated.db'}").close()
+    reference = sqlite3.connect(tmp_path / "reference.db")
+    for statement in split_statements(schema_sql("sqlite")):
+        reference.execute(statement)
+    assert sqlite_shape(sqlite3.connect(tmp_path / "migrated.db")) == sqlite_shape(reference)
+
+
+def test_postgres_migrations_build_schema_sql(pg_base_url: str) -> None:
+    import psycopg
+
+    def shape(schema: str) -> Any:
+        with psycopg.connect(pg_base_url, autocommit=True) as conn:
+            columns = conn.execute(
+                "SELECT table_name, column_name, data_type, is_nullable, column_default "
+                "FROM information_schema.columns WHERE table_schema = %s "
+                "ORDER BY table_name, ordinal_position",
+                (schema,),
+            ).fetchall()
+            indexes = conn.execute(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = %s "
+                "ORDER BY indexname",
+                (schema,),
+            ).fetchall()
+
+        def local(text: Any) -> Any:  # names qualified by the schema they live in
+            return text.replace(f"{schema}.", "") if isinstance(text, str) else text
+
+        return [tuple(map(local, c)) for c in columns], [(n, local(d)) for n, d in indexes]
+
+    migrated = "t_migrated_shape"
+    sep = "&" if "?" in pg_base_url else "?"
+    wayline.connect(f"{pg_base_url}{sep}schema={migrated}").close()
+    with psycopg.connect(pg_base_url, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA IF NOT EXISTS t_reference_shape")
+        conn.execute("SET search_path TO t_reference_shape")
+        for statement in split_statements(schema_sql("postgres")):
+            conn.execute(statement)  # type: ignore[arg-type]
+    assert shape(migrated) == shape("t_reference_shape")
+
+
+def test_both_dialects_have_the_same_migrations() -> None:
+    names = [[n for _, n, _ in migrations(d)] for d in ("sqlite", "postgres")]
+    assert names[0] == names[1]
+    assert migrations("sqlite")[-1][0] == SCHEMA_VERSION
+    assert re.search(rf"version {SCHEMA_VERSION}\b", schema_sql("sqlite"))
+
+
+class S(TypedDict):
+    log: Annotated[list[int], operator.add]
+    n: int
+
+
+def counter() -> Any:
+    g = StateGraph(S)
+    g.add_node("count", lambda s: {"log": [s["n"]], "n": s["n"] + 1})
+    g.add_edge(START, "count")
+    g.add_conditional_edges("count", lambda s: "count" if s["n"] < 12 else END)
+    return g
+
+
+def test_upgrade_from_the_previous_version_keeps_runs_resumable(tmp_path: Path) -> None:
+    # A run half done on the current schema, copied into a database at version 1.
+    current = tmp_path / "current.db"
+    app = counter().compile(f"sqlite:///{current}", snapshot_every=4)
+    with pytest.raises(wayline.errors.StepLimitError):
+        app.invoke({"log": [], "n": 0}, {"configurable": {"thread_id": "r"}, "recursion_limit": 7})
+    old = tmp_path / "old.db"
+    v1 = sqlite3.connect(old)
+    (_, _, initial), *_ = migrations("sqlite")
+    for statement in split_statements(initial):
+        v1.execute(statement)
+    v1.execute("INSERT INTO wayline_meta VALUES ('schema_version', '1')")
+    v1.execute("ATTACH DATABASE ? AS cur", (str(current),))
+    for table in ("deltas", "snapshots", "segments", "meter", "blobs", "blob_refs"):
+        cols = ", ".join(r[1] for r in v1.execute(f"PRAGMA main.table_info({table})"))
+        v1.execute(f"INSERT INTO main.{table} ({cols}) SELECT {cols} FROM cur.{table}")
+    cols = ", ".join(r[1] for r in v1.execute("PRAGMA main.table_info(runs)"))
+    v1.execute(f"INSERT INTO main.runs ({cols}) SELECT {cols} FROM cur.runs")
+    v1.commit()
+    v1.close()
+
+    url = f"sqlite:///{old}"
+    with pytest.raises(StoreError, match="wayline db upgrade"):
+        wayline.connect(url)
+    store = wayline.connect(url, upgrade=True)
+    assert store.schema_version() == SCHEMA_VERSION
+    final = counter().compile(store).invoke(None, {"configurable": {"thread_id": "r"}})
+    assert final == {"log": list(range(12)), "n": 12}

@@ -1,0 +1,130 @@
+-- 0001: the initial schema. Every table is keyed by tenant_id first.
+CREATE TABLE IF NOT EXISTS wayline_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS runs (
+    tenant_id        TEXT    NOT NULL,
+    run_id           TEXT    NOT NULL,
+    graph_name       TEXT    NOT NULL,
+    graph_version    TEXT    NOT NULL,
+    status           TEXT    NOT NULL,
+    step             INTEGER NOT NULL DEFAULT -1,
+    next_nodes       TEXT    NOT NULL DEFAULT '[]',
+    durability       TEXT    NOT NULL,
+    fencing_token    INTEGER NOT NULL DEFAULT 0,
+    lease_owner      TEXT,
+    lease_expires_at REAL,
+    error            TEXT,
+    state_digest     TEXT,
+    created_at       REAL    NOT NULL,
+    updated_at       REAL    NOT NULL,
+    PRIMARY KEY (tenant_id, run_id)
+);
+
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status, updated_at);
+
+CREATE TABLE IF NOT EXISTS deltas (
+    tenant_id TEXT    NOT NULL,
+    run_id    TEXT    NOT NULL,
+    step      INTEGER NOT NULL,
+    payload   BLOB    NOT NULL,
+    PRIMARY KEY (tenant_id, run_id, step)
+);
+
+CREATE TABLE IF NOT EXISTS snapshots (
+    tenant_id TEXT    NOT NULL,
+    run_id    TEXT    NOT NULL,
+    step      INTEGER NOT NULL,
+    payload   BLOB    NOT NULL,
+    PRIMARY KEY (tenant_id, run_id, step)
+);
+
+CREATE TABLE IF NOT EXISTS pending_writes (
+    tenant_id TEXT    NOT NULL,
+    run_id    TEXT    NOT NULL,
+    step      INTEGER NOT NULL,
+    task_id   TEXT    NOT NULL,
+    payload   BLOB    NOT NULL,
+    PRIMARY KEY (tenant_id, run_id, step, task_id)
+);
+
+CREATE TABLE IF NOT EXISTS interrupts (
+    tenant_id    TEXT    NOT NULL,
+    run_id       TEXT    NOT NULL,
+    step         INTEGER NOT NULL,
+    task_id      TEXT    NOT NULL,
+    idx          INTEGER NOT NULL,
+    interrupt_id TEXT    NOT NULL,
+    value        BLOB    NOT NULL,
+    resume       BLOB,
+    PRIMARY KEY (tenant_id, run_id, step, task_id, idx)
+);
+
+CREATE TABLE IF NOT EXISTS segments (
+    tenant_id  TEXT    NOT NULL,
+    run_id     TEXT    NOT NULL,
+    seg_id     TEXT    NOT NULL,
+    channel    TEXT    NOT NULL,
+    level      INTEGER NOT NULL,
+    first_step INTEGER NOT NULL,
+    last_step  INTEGER NOT NULL,
+    payload    BLOB    NOT NULL,
+    PRIMARY KEY (tenant_id, run_id, seg_id)
+);
+
+-- Content-addressed large values, stored once per tenant; blob_refs says which runs use
+-- each, so a purge removes only the blobs no other run references.
+CREATE TABLE IF NOT EXISTS blobs (
+    tenant_id TEXT NOT NULL,
+    digest    TEXT NOT NULL,
+    payload   BLOB NOT NULL,
+    PRIMARY KEY (tenant_id, digest)
+);
+
+CREATE TABLE IF NOT EXISTS blob_refs (
+    tenant_id TEXT NOT NULL,
+    run_id    TEXT NOT NULL,
+    digest    TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, run_id, digest)
+);
+
+CREATE INDEX IF NOT EXISTS blob_refs_by_digest ON blob_refs (tenant_id, digest);
+
+-- The instrument: one row per (commit, table, channel). Never pre-summed.
+CREATE TABLE IF NOT EXISTS meter (
+    id        INTEGER PRIMARY KEY,
+    tenant_id TEXT    NOT NULL,
+    run_id    TEXT    NOT NULL,
+    step      INTEGER NOT NULL,
+    tbl       TEXT    NOT NULL,
+    channel   TEXT    NOT NULL,
+    bytes     INTEGER NOT NULL
+);
+
+CREATE INDEX IF NOT EXISTS meter_by_run ON meter (tenant_id, run_id, step);
+
+-- The effect ledger: one row per idempotency key per tenant. A business key shared by two
+-- runs is one row: the second run gets the first one's outcome instead of a second effect.
+CREATE TABLE IF NOT EXISTS effects (
+    tenant_id      TEXT    NOT NULL,
+    effect_key     TEXT    NOT NULL,
+    run_id         TEXT    NOT NULL,
+    kind           TEXT    NOT NULL,
+    node           TEXT    NOT NULL,
+    step           INTEGER NOT NULL,
+    name           TEXT    NOT NULL,
+    seq            INTEGER NOT NULL,
+    attempt        INTEGER NOT NULL,
+    request_digest TEXT    NOT NULL,
+    status         TEXT    NOT NULL,
+    fencing_token  INTEGER NOT NULL,
+    result         BLOB,
+    error          TEXT,
+    created_at     REAL NOT NULL,
+    updated_at     REAL NOT NULL,
+    PRIMARY KEY (tenant_id, effect_key)
+);
+
+CREATE INDEX IF NOT EXISTS effects_by_run ON effects (tenant_id, run_id);
