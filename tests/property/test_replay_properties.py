@@ -2,7 +2,7 @@
 
 Hypothesis draws small graphs: a forward DAG over nodes ``n0..n{k-1}`` with fan-out, joins
 (``add_edge([a, b], c)``), conditional edges that choose targets (and ``Send``s to a worker
-node) from the state, and optionally a bounded loop from the last node back to ``n0``
+node) from the state, and optionally a bounded loop from one node back to ``n0``
 driven by a counter in the state. Nodes write reducer keys of several kinds (list append,
 max, keep-last-3, dedupe, an order-sensitive hash chain) and a last-value key each that
 only they write. Every node is a pure function of its input, so a run is deterministic.
@@ -100,7 +100,8 @@ class GraphSpec:
     writes: tuple[tuple[str, ...], ...]  # reducer keys node i writes
     takes_ctx: tuple[bool, ...]
     salts: tuple[int, ...]
-    loop: int | None  # the last node routes back to n0 while counter < loop
+    loop: int | None  # node ``loop_from`` routes back to n0 while counter < loop
+    loop_from: int
     snapshot_every: int
     input: dict
 
@@ -124,7 +125,7 @@ class GraphSpec:
             def loop_back(state: dict) -> str:
                 return "n0" if state.get("counter", 0) < limit else END
 
-            g.add_conditional_edges(f"n{self.n - 1}", loop_back, ["n0", END])
+            g.add_conditional_edges(f"n{self.loop_from}", loop_back, ["n0", END])
         return g
 
     def compile(self, store: Any) -> wayline.CompiledGraph:
@@ -242,7 +243,8 @@ def graph_specs(draw: st.DrawFn) -> GraphSpec:
     )
     takes_ctx = tuple(draw(st.booleans()) for _ in range(n))
     salts = tuple(draw(st.integers(0, 9)) for _ in range(n))
-    loop = draw(st.none() | st.integers(1, 5))
+    loop = draw(st.none() | st.integers(1, 10))
+    loop_from = draw(st.integers(0, n - 1))
     input_: dict[str, Any] = {"log": ["in"], "counter": 0}
     if draw(st.booleans()):
         input_["hi"] = draw(st.integers(0, 100))
@@ -260,6 +262,7 @@ def graph_specs(draw: st.DrawFn) -> GraphSpec:
         takes_ctx=takes_ctx,
         salts=salts,
         loop=loop,
+        loop_from=loop_from,
         snapshot_every=draw(st.integers(1, 7)),
         input=input_,
     )

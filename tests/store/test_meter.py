@@ -11,6 +11,7 @@ import pytest
 
 import wayline
 from wayline import END, START, Command, StateGraph, interrupt
+from wayline.client import Wayline
 from wayline.codec import default_codec
 from wayline.errors import StoreError
 from wayline.graph.segments import FANOUT
@@ -65,11 +66,14 @@ def test_meter_matches_held_bytes_on_every_path(store: Store) -> None:
     steps = 2 * FANOUT + 4  # enough snapshots for a segment merge
     app = build(store, steps)
     cfg = {"configurable": {"thread_id": "m1"}}
-    out = app.invoke({"log": [], "n": 0, "doc": ""}, cfg)
+    Wayline(store).start(app, {"log": [], "n": 0, "doc": ""}, run_id="m1")  # via the inbox
+    out = app.invoke(None, cfg)  # applies the inbox, as a worker would
     assert "__interrupt__" in out  # paused mid-step: the peer's pending write is held
     held = {t: n for t, n in store.held_bytes("default", "m1").items() if n}
-    assert held == metered(store, "m1")
-    assert set(held) == set(METERED_TABLES)  # the workload took every write path
+    written = metered(store, "m1")
+    assert set(written) == set(METERED_TABLES)  # the workload took every write path
+    assert written.pop("runs") > 0 and "runs" not in held  # the inbox, applied and cleared
+    assert held == written
 
     app.invoke(Command(resume="yes"), cfg)
     after = store.held_bytes("default", "m1")

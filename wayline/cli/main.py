@@ -98,6 +98,41 @@ def crashtest(
 
 
 @app.command()
+def worker(
+    graphs: Annotated[
+        list[str], typer.Argument(help="Graphs to serve, as module:attribute (or file.py:attr).")
+    ],
+    db: DbOption = "sqlite:///wayline.db",
+    concurrency: Annotated[int, typer.Option(help="Runs executed at once.")] = 1,
+    lease: Annotated[float, typer.Option(help="Lease seconds (heartbeat every third).")] = 30.0,
+    poll: Annotated[float, typer.Option(help="Idle poll interval, seconds.")] = 1.0,
+    tenant: Annotated[str | None, typer.Option(help="Serve only this tenant.")] = None,
+) -> None:
+    """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
+    import signal
+
+    from wayline.cli.loading import load_graph
+    from wayline.worker import Worker, WorkerConfig
+
+    store = _open(db)
+    try:
+        compiled = [load_graph(spec, store) for spec in graphs]
+    except WaylineError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
+    config = WorkerConfig(
+        concurrency=concurrency, lease_seconds=lease, poll_interval=poll, tenant=tenant
+    )
+    w = Worker(store, compiled, config)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: w.stop())
+    names = ", ".join(sorted(w.graphs))
+    console.print(f"worker {w.owner} serving {names} on {db} (concurrency {concurrency})")
+    w.run()
+    console.print(f"worker {w.owner} stopped after {w.completed} run executions")
+
+
+@app.command()
 def version() -> None:
     """Print wayline's version."""
     console.print(wayline.__version__)
@@ -144,6 +179,28 @@ def runs_show(
             value = _when(value)
         table.add_row(field, str(value))
     console.print(table)
+
+
+@runs_app.command("retry")
+def runs_retry(
+    run_id: str, db: DbOption = "sqlite:///wayline.db", tenant: TenantOption = "default"
+) -> None:
+    """Put a failed (dead-lettered) or parked run back in the queue."""
+    if not _open(db).requeue(tenant, run_id):
+        console.print(f"[red]run {run_id!r} is not failed or parked (or does not exist)[/]")
+        raise typer.Exit(1)
+    console.print(f"run {run_id} queued again")
+
+
+@runs_app.command("cancel")
+def runs_cancel(
+    run_id: str, db: DbOption = "sqlite:///wayline.db", tenant: TenantOption = "default"
+) -> None:
+    """Cancel a run (at its worker's next step if one holds it)."""
+    if not _open(db).request_cancel(tenant, run_id):
+        console.print(f"[red]run {run_id!r} is finished, cancelled or unknown[/]")
+        raise typer.Exit(1)
+    console.print(f"run {run_id}: cancellation requested")
 
 
 @runs_app.command("bytes")

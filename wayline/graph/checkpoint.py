@@ -25,6 +25,7 @@ from wayline.errors import CodecError
 from wayline.graph.algo import TaskResult, TaskSpec, apply_step
 from wayline.graph.channels import MISSING, AppendLog, Channel
 from wayline.graph.segments import LogIndex, Segment
+from wayline.graph.types import Command, Send
 from wayline.store.base import Store
 from wayline.store.records import BlobRecord, SegmentRecord, SnapshotRecord
 
@@ -32,7 +33,9 @@ __all__ = [
     "DEFAULT_BLOB_THRESHOLD",
     "Encoded",
     "Reconstructed",
+    "decode_inbox",
     "decode_results",
+    "encode_inbox",
     "encode_results",
     "encode_snapshot",
     "reconstruct",
@@ -248,3 +251,19 @@ def _restore_logs(
             )
         channels[key].restore(items)
     return rows
+
+
+def encode_inbox(codec: Codec, value: Any) -> bytes:
+    """A run's next input as stored for a worker: new input, or a Command (resume etc.)."""
+    if isinstance(value, Command):
+        goto = [value.goto] if isinstance(value.goto, str | Send) else list(value.goto)
+        return codec.dumps(["command", value.resume, value.update, goto])
+    return codec.dumps(["input", value])
+
+
+def decode_inbox(codec: Codec, data: bytes) -> Any:
+    kind, *rest = codec.loads(data)
+    if kind == "command":
+        resume, update, goto = rest
+        return Command(resume=resume, update=update, goto=goto)
+    return rest[0]

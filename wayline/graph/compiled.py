@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import dataclasses
 import datetime as dt
 import inspect
@@ -106,6 +107,14 @@ class CompiledGraph:
     def checkpointer(self) -> Store:
         return self.store
 
+    def with_store(self, store: Store) -> CompiledGraph:
+        """The same graph bound to another store (a worker serves graphs on its own)."""
+        if store is self.store:
+            return self
+        bound = copy.copy(self)
+        bound.store = store
+        return bound
+
     def new_channels(self) -> dict[str, Channel]:
         channels = self.schema.new_channels()
         channels.update({k: b.fresh() for k, b in self.barriers.items()})
@@ -125,7 +134,7 @@ class CompiledGraph:
         An interrupted run's result carries ``"__interrupt__"``: the pending questions.
         """
         loop = self._loop(config, durability)
-        for _ in self._drive(loop, input):
+        for _ in self.run_loop(loop, input):
             pass
         return _result(loop)
 
@@ -139,7 +148,7 @@ class CompiledGraph:
     ) -> Iterator[Any]:
         modes, single = _modes(stream_mode)
         loop = self._loop(config, durability)
-        for mode, chunk in self._drive(loop, input):
+        for mode, chunk in self.run_loop(loop, input):
             if mode in modes:
                 yield chunk if single else (mode, chunk)
 
@@ -185,7 +194,8 @@ class CompiledGraph:
             config=config,
         )
 
-    def _drive(self, loop: RunLoop, input: Any) -> Iterator[tuple[str, Any]]:
+    def run_loop(self, loop: RunLoop, input: Any) -> Iterator[tuple[str, Any]]:
+        """Drive ``loop`` to its end, yielding (stream mode, chunk); workers call this."""
         error: BaseException | None = None
         pool: ThreadPoolExecutor | None = None
         try:

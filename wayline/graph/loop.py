@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
+import threading
 import uuid
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ from wayline.graph.algo import (
 from wayline.graph.channels import AppendLog, Channel
 from wayline.graph.checkpoint import (
     BlobCache,
+    decode_inbox,
     decode_results,
     encode_results,
     encode_snapshot,
@@ -102,6 +104,8 @@ class RunLoop:
         config: Mapping[str, Any],
         owner: str | None = None,
         lease_seconds: float = 300.0,
+        token: int | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.graph = graph
         self.store = graph.store
@@ -122,7 +126,12 @@ class RunLoop:
         self.saved_pending: set[str] = set()
         self.interrupts: list[InterruptRecord] = []
         self.raised: tuple[Interrupt, ...] = ()
-        self.token = 0
+        self.token = token or 0
+        self.claimed = token is not None
+        """A worker claimed the run already; an in-process invoke takes the lease itself."""
+        self.stop = stop
+        self.cancelled = False
+        self.take_inbox = False
         self.sink: CommitSink | None = None
         self.multi_task_step = False
 
@@ -137,13 +146,14 @@ class RunLoop:
             graph_version=g.version,
             durability=self.durability,
         )
-        self.token = self.store.claim(
-            self.tenant_id,
-            self.run_id,
-            owner=self.owner,
-            lease_seconds=self.lease_seconds,
-            steal=True,
-        )
+        if not self.claimed:
+            self.token = self.store.claim(
+                self.tenant_id,
+                self.run_id,
+                owner=self.owner,
+                lease_seconds=self.lease_seconds,
+                steal=True,
+            )
         self.sink = make_sink(self.durability, self.store, self.tenant_id, self.run_id, self.token)
         rec = reconstruct(
             self.store, self.codec, g.new_channels(), self.tenant_id, self.run_id, run.step
@@ -151,6 +161,9 @@ class RunLoop:
         self.channels, self.next_tasks, self.step = rec.channels, rec.next_tasks, rec.step
         self.logs = rec.logs
         self._load_unfinished_step()
+        if input is None and run.inbox is not None:  # a start or resume handed to workers
+            input = decode_inbox(self.codec, run.inbox)
+            self.take_inbox = True
         if isinstance(input, Command):
             if input.resume is not None:
                 self._resolve(input.resume)
@@ -185,6 +198,10 @@ class RunLoop:
         """Tasks of the next superstep, or None when the run has finished or stopped."""
         if self.raised or not self.next_tasks:
             return None
+        if self.stop is not None and self.stop.is_set():
+            if self.cancelled:
+                self._submit_status("cancelled", error="cancelled by request")
+            return None  # shutting down: the run stays runnable for the next claim
         if self.steps_run >= self.step_limit:
             raise StepLimitError(
                 f"run {self.run_id!r} reached its limit of {self.step_limit} supersteps at step "
@@ -326,7 +343,9 @@ class RunLoop:
             dataclasses.replace(by_id[iid], resume=self.codec.dumps(value))
             for iid, value in answers.items()
         ]
-        self.store.commit(self.tenant_id, self.run_id, self.token, CommitBatch(interrupts=resolved))
+        batch = CommitBatch(interrupts=resolved, take_inbox=self.take_inbox)
+        self.store.commit(self.tenant_id, self.run_id, self.token, batch)
+        self.take_inbox = False
         done = {r.interrupt_id for r in resolved}
         self.interrupts = [i for i in self.interrupts if i.interrupt_id not in done] + resolved
 
@@ -370,6 +389,7 @@ class RunLoop:
         batch = CommitBatch(
             deltas=[DeltaRecord(step, enc.payload, enc.channels)],
             blobs=enc.blobs,
+            take_inbox=self.take_inbox,
             clear_pending_through=step,
             run=RunUpdate(
                 status="done" if finished else "running",
@@ -392,6 +412,7 @@ class RunLoop:
             batch.blobs.extend(blobs)
         assert self.sink is not None
         self.sink.submit(batch)
+        self.take_inbox = False
         self.channels, self.next_tasks, self.step, self.logs = staged, next_tasks, step, logs
         self.pending, self.saved_pending, self.interrupts = {}, set(), []
 

@@ -7,6 +7,7 @@ run's fencing token in the same transaction (``LeaseLost`` otherwise).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from wayline.store.records import (
@@ -48,6 +49,49 @@ class Store(Protocol):
     def list_runs(
         self, tenant_id: str, *, status: RunStatus | None = None, limit: int = 100
     ) -> list[RunRecord]: ...
+
+    def enqueue(
+        self,
+        tenant_id: str,
+        run_id: str,
+        inbox: bytes,
+        *,
+        graph_name: str,
+        graph_version: str,
+        durability: str,
+    ) -> RunRecord:
+        """Give a run input for a worker to apply (creating the run if needed); wakes workers."""
+        ...
+
+    def claim_next(
+        self,
+        *,
+        owner: str,
+        lease_seconds: float,
+        graph_names: Sequence[str],
+        tenant_id: str | None = None,
+    ) -> tuple[RunRecord, int] | None:
+        """Claim the oldest claimable run of these graphs (new, resumable, due for a retry, or
+        whose holder's lease expired); returns it with its new fencing token."""
+        ...
+
+    def heartbeat(
+        self, tenant_id: str, run_id: str, *, token: int, owner: str, lease_seconds: float
+    ) -> tuple[bool, bool]:
+        """Extend a lease; returns (still held, cancellation requested)."""
+        ...
+
+    def request_cancel(self, tenant_id: str, run_id: str) -> bool: ...
+
+    def schedule_retry(
+        self, tenant_id: str, run_id: str, *, token: int, wake_at: float, error: str
+    ) -> None: ...
+
+    def requeue(self, tenant_id: str, run_id: str) -> bool: ...
+
+    def wait_for_work(self, timeout: float) -> None:
+        """Block until work may have arrived (a notification) or ``timeout`` passes."""
+        ...
 
     def claim(
         self, tenant_id: str, run_id: str, *, owner: str, lease_seconds: float, steal: bool = False

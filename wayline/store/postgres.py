@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -63,6 +64,8 @@ class PostgresStore(SQLStore):
     WHERE table_schema = current_schema() AND table_name = 'wayline_meta'
     """
 
+    claim_lock = " FOR UPDATE SKIP LOCKED"
+
     def __init__(self, url: str, *, upgrade: bool = False) -> None:
         self.url = url
         conninfo, options = _split_url(url)
@@ -74,6 +77,9 @@ class PostgresStore(SQLStore):
             settings.append(f"-c synchronous_commit={options['synchronous_commit']}")
         size = int(options.get("pool_size", "4"))
         self._lock = threading.Lock()
+        self._conninfo = conninfo
+        self._channel = f"wayline_{self.schema}"
+        self._listener: psycopg.Connection[Any] | None = None
         try:
             with psycopg.connect(conninfo, autocommit=True) as conn:
                 conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
@@ -109,10 +115,30 @@ class PostgresStore(SQLStore):
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL read failed: {exc}") from exc
 
+    def _notify(self, db: Executor) -> None:
+        db.execute("SELECT pg_notify(%s, '')", (self._channel,))  # delivered at commit
+
+    def wait_for_work(self, timeout: float) -> None:
+        """LISTEN on this schema's channel: a start, resume or retry wakes the worker at
+        once; the timeout is the polling fallback (leases that expire send no notice)."""
+        with self._lock:
+            try:
+                if self._listener is None or self._listener.closed:
+                    self._listener = psycopg.connect(self._conninfo, autocommit=True)
+                    self._listener.execute(f'LISTEN "{self._channel}"')
+                for _ in self._listener.notifies(timeout=timeout, stop_after=1):
+                    pass
+            except psycopg.Error:
+                self._listener = None
+                time.sleep(min(timeout, 1.0))  # the database is away: back off, poll again
+
     def table_names(self) -> list[str]:
         return [name for (name,) in self._read(Q_TABLES, ())]
 
     def close(self) -> None:
+        with self._lock:
+            if self._listener is not None:
+                self._listener.close()
         self._pool.close()
 
 

@@ -31,8 +31,10 @@ METERED_TABLES = (
     "interrupts",
     "blobs",
     "effects",
+    "runs",
 )
-"""Every table that holds run payload. Each byte written to one has a meter row."""
+"""Every table that holds run payload (for ``runs``: the inbox of input not yet applied).
+Each byte written to one has a meter row."""
 
 ChannelBytes = tuple[tuple[str, int], ...]
 """Per-channel attribution of a payload; "" is framing. The parts add up to the payload."""
@@ -66,6 +68,13 @@ class RunRecord:
     state_digest: str | None
     created_at: float
     updated_at: float
+    attempts: int = 0
+    """Run-level retries so far (node errors), reset when an operator re-queues the run."""
+    wake_at: float | None = None
+    """A retry waits until then before a worker may claim it."""
+    cancel_requested: bool = False
+    inbox: bytes | None = None
+    """Input a worker applies when it next claims the run (a start, a resume decision)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -85,6 +94,8 @@ class DeltaRecord:
     step: int
     payload: bytes
     channels: ChannelBytes = ()
+    fencing_token: int | None = None
+    """As read back: the token of the lease that wrote the step (the store sets it)."""
 
     def meter(self) -> list[MeterRow]:
         return _rows(self.step, "deltas", self.payload, self.channels)
@@ -219,6 +230,8 @@ class CommitBatch:
     clear_pending_through: int | None = None
     """Delete pending writes and interrupts of steps <= this (their step committed)."""
     run: RunUpdate | None = None
+    take_inbox: bool = False
+    """The run's inbox was applied by this batch: clear it in the same transaction."""
 
     def merge(self, later: CommitBatch) -> None:
         self.deltas.extend(later.deltas)
@@ -233,6 +246,7 @@ class CommitBatch:
         self.interrupts.extend(later.interrupts)
         if later.run is not None:
             self.run = later.run
+        self.take_inbox = self.take_inbox or later.take_inbox
 
     def is_empty(self) -> bool:
         return not (
@@ -243,6 +257,7 @@ class CommitBatch:
             or self.pending
             or self.interrupts
             or self.run
+            or self.take_inbox
         )
 
     def meter(self) -> list[MeterRow]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import threading
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -179,11 +180,115 @@ class SQLStore:
         with self._tx() as db:
             db.execute(
                 self.q.Q_INSERT_RUN,
-                (tenant_id, run_id, graph_name, graph_version, durability, now, now),
+                (tenant_id, run_id, graph_name, graph_version, durability, now, now, None),
             )
         run = self.get_run(tenant_id, run_id)
         assert run is not None
         return run
+
+    def enqueue(
+        self,
+        tenant_id: str,
+        run_id: str,
+        inbox: bytes,
+        *,
+        graph_name: str,
+        graph_version: str,
+        durability: str,
+    ) -> RunRecord:
+        """Hand a run input (a start or a resume decision) to whichever worker claims it."""
+        now = time.time()
+        row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, inbox)
+        with self._tx() as db:
+            created = db.execute(self.q.Q_INSERT_RUN, row).rowcount == 1
+            if not created:
+                db.execute(self.q.Q_SET_INBOX, (inbox, now, tenant_id, run_id))
+            db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "runs", "inbox", len(inbox)))
+            self._notify(db)
+        run = self.get_run(tenant_id, run_id)
+        assert run is not None
+        return run
+
+    def _notify(self, db: Executor) -> None:
+        """Wake idle workers (PostgreSQL: NOTIFY; SQLite workers poll)."""
+
+    def wait_for_work(self, timeout: float) -> None:
+        """Block until new work may be claimable or ``timeout`` passes."""
+        self._wakeup.wait(timeout)
+        self._wakeup.clear()
+
+    @property
+    def _wakeup(self) -> threading.Event:
+        event = self.__dict__.get("_wakeup_event")
+        if event is None:
+            event = self.__dict__["_wakeup_event"] = threading.Event()
+        return event
+
+    def claim_next(
+        self,
+        *,
+        owner: str,
+        lease_seconds: float,
+        graph_names: Sequence[str],
+        tenant_id: str | None = None,
+    ) -> tuple[RunRecord, int] | None:
+        """Claim the oldest claimable run of these graphs: new, waiting to resume or retry,
+        or abandoned by a worker whose lease expired (claimable at once: no sweeper).
+        Returns the run and the new fencing token."""
+        if not graph_names:
+            return None
+        now = time.time()
+        marks = ", ".join([self.placeholder] * len(graph_names))
+        query = self.q.Q_CLAIM_CANDIDATE.format(names=marks, lock=self.claim_lock)
+        with self._tx() as db:
+            row = db.execute(query, (*graph_names, now, now, tenant_id, tenant_id)).fetchone()
+            if row is None:
+                return None
+            tenant, run_id = row
+            take = (owner, now + lease_seconds, now, tenant, run_id)
+            (token,) = db.execute(self.q.Q_CLAIM_TAKE, take).fetchone()
+        run = self.get_run(tenant, run_id)
+        assert run is not None
+        return run, int(token)
+
+    claim_lock = ""
+    """Row lock suffix of the claim query (PostgreSQL: FOR UPDATE SKIP LOCKED)."""
+
+    def heartbeat(
+        self, tenant_id: str, run_id: str, *, token: int, owner: str, lease_seconds: float
+    ) -> tuple[bool, bool]:
+        """Extend a held lease. Returns (still held, cancellation requested)."""
+        expires = time.time() + lease_seconds
+        with self._tx() as db:
+            row = db.execute(
+                self.q.Q_HEARTBEAT, (expires, tenant_id, run_id, token, owner)
+            ).fetchone()
+        return (row is not None, bool(row[0]) if row is not None else False)
+
+    def request_cancel(self, tenant_id: str, run_id: str) -> bool:
+        """Cancel a run: at once if no worker holds it, else at its holder's next step."""
+        now = time.time()
+        with self._tx() as db:
+            cur = db.execute(self.q.Q_REQUEST_CANCEL, (now, now, tenant_id, run_id))
+            return cur.rowcount == 1
+
+    def schedule_retry(
+        self, tenant_id: str, run_id: str, *, token: int, wake_at: float, error: str
+    ) -> None:
+        """Give a failed run back to the queue, claimable from ``wake_at`` (fenced)."""
+        with self._tx() as db:
+            params = (wake_at, error, time.time(), tenant_id, run_id, token)
+            if db.execute(self.q.Q_SCHEDULE_RETRY, params).rowcount != 1:
+                raise LeaseLost(run_id, token)
+            self._notify(db)
+
+    def requeue(self, tenant_id: str, run_id: str) -> bool:
+        """An operator puts a failed (dead-lettered) or parked run back in the queue."""
+        with self._tx() as db:
+            cur = db.execute(self.q.Q_REQUEUE, (time.time(), tenant_id, run_id))
+            if cur.rowcount == 1:
+                self._notify(db)
+            return cur.rowcount == 1
 
     def get_run(self, tenant_id: str, run_id: str) -> RunRecord | None:
         rows = self._read(self.q.Q_GET_RUN, (tenant_id, run_id))
@@ -229,16 +334,18 @@ class SQLStore:
         rows: list[tuple[Any, ...]]
         with self._tx() as db:
             run = batch.run
+            take = 1 if batch.take_inbox else 0
             if run is None:
-                cur = db.execute(q.Q_FENCE_TOUCH, (now, *key, token))
+                cur = db.execute(q.Q_FENCE_TOUCH, (now, take, *key, token))
             else:
                 nodes = json.dumps(list(run.next_nodes))
-                params = (run.status, run.step, nodes, run.error, run.state_digest, now)
+                params = (run.status, run.step, nodes, run.error, run.state_digest, now, take)
                 cur = db.execute(q.Q_FENCE_UPDATE, (*params, *key, token))
             if cur.rowcount != 1:
                 raise LeaseLost(run_id, token)
             if batch.deltas:
-                db.executemany(q.Q_INSERT_DELTA, [(*key, d.step, d.payload) for d in batch.deltas])
+                rows = [(*key, d.step, d.payload, token) for d in batch.deltas]
+                db.executemany(q.Q_INSERT_DELTA, rows)
             if batch.snapshots:
                 rows = [(*key, s.step, s.payload) for s in batch.snapshots]
                 db.executemany(q.Q_PUT_SNAPSHOT, rows)
@@ -291,7 +398,7 @@ class SQLStore:
         now = time.time()
         with self._tx() as db:
             if token is not None:
-                fence = db.execute(q.Q_FENCE_TOUCH, (now, record.tenant_id, run_id, token))
+                fence = db.execute(q.Q_FENCE_TOUCH, (now, 0, record.tenant_id, run_id, token))
                 if fence.rowcount != 1:
                     raise LeaseLost(run_id, token)
             if expect is None:
@@ -338,7 +445,7 @@ class SQLStore:
         self, tenant_id: str, run_id: str, after: int, through: int
     ) -> list[DeltaRecord]:
         rows = self._read(self.q.Q_LOAD_DELTAS, (tenant_id, run_id, after, through))
-        return [DeltaRecord(step, bytes(payload)) for step, payload in rows]
+        return [DeltaRecord(step, bytes(data), fencing_token=tok) for step, data, tok in rows]
 
     def load_pending(self, tenant_id: str, run_id: str, step: int) -> list[PendingWriteRecord]:
         rows = self._read(self.q.Q_LOAD_PENDING, (tenant_id, run_id, step))
@@ -415,4 +522,8 @@ def _run(row: Sequence[Any]) -> RunRecord:
         state_digest=row[12],
         created_at=row[13],
         updated_at=row[14],
+        attempts=int(row[15]),
+        wake_at=row[16],
+        cancel_requested=bool(row[17]),
+        inbox=None if row[18] is None else bytes(row[18]),
     )

@@ -92,6 +92,9 @@ class SQLiteStore(SQLStore):
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite read failed: {exc}") from exc
 
+    def _notify(self, db: Any) -> None:
+        self._wakeup.set()  # workers in this process wake now; others poll
+
     def table_names(self) -> list[str]:
         return [name for (name,) in self._read(Q_TABLES, ())]
 

@@ -9,13 +9,51 @@ from __future__ import annotations
 
 _RUN_COLUMNS = (
     "tenant_id, run_id, graph_name, graph_version, status, step, next_nodes, durability, "
-    "fencing_token, lease_owner, lease_expires_at, error, state_digest, created_at, updated_at"
+    "fencing_token, lease_owner, lease_expires_at, error, state_digest, created_at, updated_at, "
+    "attempts, wake_at, cancel_requested, inbox"
 )
 
 Q_INSERT_RUN = f"""
 INSERT INTO runs ({_RUN_COLUMNS})
-VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, 0, NULL, NULL, NULL, NULL, ?, ?)
+VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, 0, NULL, NULL, NULL, NULL, ?, ?, 0, NULL, 0, ?)
 ON CONFLICT (tenant_id, run_id) DO NOTHING
+"""
+Q_SET_INBOX = """
+UPDATE runs SET inbox = ?, wake_at = NULL, updated_at = ?,
+    status = CASE WHEN status = 'running' THEN status ELSE 'pending' END
+WHERE tenant_id = ? AND run_id = ? AND status <> 'cancelled'
+"""
+Q_CLAIM_CANDIDATE = """
+SELECT tenant_id, run_id FROM runs
+WHERE graph_name IN ({names}) AND status IN ('pending', 'running') AND cancel_requested = 0
+    AND (lease_expires_at IS NULL OR lease_expires_at < ?) AND (wake_at IS NULL OR wake_at <= ?)
+    AND (CAST(? AS TEXT) IS NULL OR tenant_id = ?)
+ORDER BY updated_at LIMIT 1{lock}
+"""
+Q_CLAIM_TAKE = """
+UPDATE runs SET fencing_token = fencing_token + 1, lease_owner = ?, lease_expires_at = ?,
+    status = 'running', updated_at = ?
+WHERE tenant_id = ? AND run_id = ? RETURNING fencing_token
+"""
+Q_HEARTBEAT = """
+UPDATE runs SET lease_expires_at = ?
+WHERE tenant_id = ? AND run_id = ? AND fencing_token = ? AND lease_owner = ?
+RETURNING cancel_requested
+"""
+Q_REQUEST_CANCEL = """
+UPDATE runs SET cancel_requested = 1, updated_at = ?,
+    status = CASE WHEN lease_expires_at IS NULL OR lease_expires_at < ? THEN 'cancelled'
+             ELSE status END
+WHERE tenant_id = ? AND run_id = ? AND status NOT IN ('done', 'cancelled')
+"""
+Q_SCHEDULE_RETRY = """
+UPDATE runs SET status = 'pending', attempts = attempts + 1, wake_at = ?, error = ?,
+    lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
+"""
+Q_REQUEUE = """
+UPDATE runs SET status = 'pending', attempts = 0, wake_at = NULL, updated_at = ?
+WHERE tenant_id = ? AND run_id = ? AND status IN ('failed', 'parked')
 """
 Q_GET_RUN = f"SELECT {_RUN_COLUMNS} FROM runs WHERE tenant_id = ? AND run_id = ?"
 Q_LIST_RUNS = f"""
@@ -35,14 +73,18 @@ UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL
 WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
 """
 Q_FENCE_TOUCH = """
-UPDATE runs SET updated_at = ? WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
+UPDATE runs SET updated_at = ?, inbox = CASE WHEN ? = 1 THEN NULL ELSE inbox END
+WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
 """
 Q_FENCE_UPDATE = """
 UPDATE runs SET status = ?, step = ?, next_nodes = ?, error = ?,
-    state_digest = COALESCE(?, state_digest), updated_at = ?
+    state_digest = COALESCE(?, state_digest), updated_at = ?,
+    inbox = CASE WHEN ? = 1 THEN NULL ELSE inbox END
 WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
 """
-Q_INSERT_DELTA = "INSERT INTO deltas (tenant_id, run_id, step, payload) VALUES (?, ?, ?, ?)"
+Q_INSERT_DELTA = """
+INSERT INTO deltas (tenant_id, run_id, step, payload, fencing_token) VALUES (?, ?, ?, ?, ?)
+"""
 Q_PUT_SNAPSHOT = """
 INSERT INTO snapshots (tenant_id, run_id, step, payload) VALUES (?, ?, ?, ?)
 ON CONFLICT (tenant_id, run_id, step) DO UPDATE SET payload = excluded.payload
@@ -93,8 +135,10 @@ UNION ALL SELECT 'blobs', COALESCE(SUM(LENGTH(b.payload)), 0) FROM blobs b
     WHERE r.tenant_id = ? AND r.run_id = ?
 UNION ALL SELECT 'effects', COALESCE(SUM(COALESCE(LENGTH(result), 0)), 0) FROM effects
     WHERE tenant_id = ? AND run_id = ?
+UNION ALL SELECT 'runs', COALESCE(SUM(COALESCE(LENGTH(inbox), 0)), 0) FROM runs
+    WHERE tenant_id = ? AND run_id = ?
 """
-HELD_BYTES_PARAMS = 7
+HELD_BYTES_PARAMS = 8
 """Q_HELD_BYTES takes (tenant_id, run_id) this many times."""
 Q_PURGE = [
     "DELETE FROM deltas WHERE tenant_id = ? AND run_id = ?",
@@ -117,8 +161,8 @@ SELECT step, payload FROM snapshots WHERE tenant_id = ? AND run_id = ? AND step 
 ORDER BY step DESC LIMIT 1
 """
 Q_LOAD_DELTAS = """
-SELECT step, payload FROM deltas WHERE tenant_id = ? AND run_id = ? AND step > ? AND step <= ?
-ORDER BY step
+SELECT step, payload, fencing_token FROM deltas
+WHERE tenant_id = ? AND run_id = ? AND step > ? AND step <= ? ORDER BY step
 """
 Q_LOAD_PENDING = """
 SELECT step, task_id, payload FROM pending_writes

@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS deltas (
     run_id    TEXT    NOT NULL,
     step      BIGINT  NOT NULL,
     payload   BYTEA    NOT NULL,
+    fencing_token BIGINT,
     PRIMARY KEY (tenant_id, run_id, step)
 );
 

@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS deltas (
     run_id    TEXT    NOT NULL,
     step      INTEGER NOT NULL,
     payload   BLOB    NOT NULL,
+    fencing_token INTEGER,
     PRIMARY KEY (tenant_id, run_id, step)
 );
 

@@ -1,0 +1,246 @@
+"""Workers on SQLite and PostgreSQL: real worker processes, SIGKILL, SIGSTOP, SIGTERM.
+
+Every run is the ``counter`` graph of worker_graphs.py: six steps, an effect at n == 3.
+Node executions and provider charges are counted through files that survive kills.
+"""
+
+from __future__ import annotations
+
+import collections
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import wayline
+from wayline.client import Wayline
+from wayline.effects import RetryPolicy
+from wayline.store.base import Store
+from wayline.worker import Worker, WorkerConfig
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+import worker_graphs  # noqa: E402
+
+GRAPHS = f"{HERE / 'worker_graphs.py'}:counter"
+INPUT = {"log": [], "n": 0}
+FINAL = {"log": list(range(worker_graphs.STEPS)), "n": worker_graphs.STEPS}
+pytestmark = pytest.mark.crash
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'workers.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "side"
+    path.mkdir()
+    monkeypatch.setenv("WAYLINE_TEST_SIDE", str(path))
+    return path
+
+
+@pytest.fixture
+def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for p in started:
+        if p.poll() is None:
+            p.send_signal(signal.SIGCONT)
+            p.kill()
+            p.wait()
+
+
+def spawn(procs: list[Any], url: str, side: Path, *, lease: float, name: str) -> Any:
+    log = open(side / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+    cmd = [sys.executable, "-m", "wayline.cli.main", "worker", GRAPHS, "--db", url]
+    cmd += ["--lease", str(lease), "--poll", "0.05", "--concurrency", "2"]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    procs.append(proc)
+    # Its signal handlers are installed once it says it is serving.
+    wait_until(lambda: b"serving" in (side / f"{name}.log").read_bytes(), f"{name} to start")
+    return proc
+
+
+def wait_until(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def executions(side: Path) -> collections.Counter[tuple[str, int]]:
+    lines = (side / "executions.log").read_text().split("\n")
+    return collections.Counter((r, int(n)) for r, n, _ in (ln.split() for ln in lines if ln))
+
+
+def charges(side: Path) -> list[str]:
+    path = side / "charges.log"
+    return path.read_text().split() if path.exists() else []
+
+
+def app_for(url: str) -> Any:
+    return worker_graphs.build().compile(url)
+
+
+def values(url: str, run_id: str) -> dict[str, Any]:
+    snap = app_for(url).get_state({"configurable": {"thread_id": run_id}})
+    return {k: snap.values[k] for k in ("log", "n")}
+
+
+def tokens_by_step(store: Store, run_id: str) -> dict[int, int]:
+    return {d.step: d.fencing_token for d in store.load_deltas("default", run_id, -1, 10**6)}
+
+
+def test_workers_share_the_runs_and_each_step_runs_once(
+    url: str, side: Path, procs: list[Any]
+) -> None:
+    workers = [spawn(procs, url, side, lease=10, name=f"w{i}") for i in range(3)]
+    client = Wayline(url)
+    app = app_for(url)
+    ids = [client.start(app, INPUT, run_id=f"r{i}") for i in range(10)]
+    for run_id in ids:
+        assert client.wait(run_id, timeout=60).status == "done"
+        assert values(url, run_id) == FINAL
+    counts = executions(side)
+    assert set(counts.values()) == {1}  # nothing ran twice
+    assert len(counts) == 10 * worker_graphs.STEPS
+    assert len(charges(side)) == 10 and len(set(charges(side))) == 10
+    for w in workers:
+        w.send_signal(signal.SIGTERM)
+    assert [w.wait(timeout=20) for w in workers] == [0, 0, 0]
+
+
+def test_a_killed_workers_run_is_finished_by_another(
+    url: str, side: Path, procs: list[Any]
+) -> None:
+    (side / "block-k").touch()
+    first = spawn(procs, url, side, lease=1.0, name="first")
+    client = Wayline(url)
+    client.start(app_for(url), INPUT, run_id="k")
+    wait_until(lambda: (side / "reached-k").exists(), "the first worker to reach n == 3")
+    first.kill()
+    first.wait()
+    spawn(procs, url, side, lease=1.0, name="second")
+    assert client.wait("k", timeout=30).status == "done"
+    assert values(url, "k") == FINAL
+    counts = executions(side)
+    assert counts[("k", 3)] == 2  # the step in flight at the kill ran again
+    assert all(c == 1 for (_, n), c in counts.items() if n != 3)  # committed steps did not
+    assert len(charges(side)) == 1  # its effect had succeeded: recorded, not repeated
+    tokens = tokens_by_step(wayline.connect(url), "k")
+    assert len({tokens[s] for s in range(4)}) == 1  # input + n=0..2: the first lease
+    assert {tokens[s] for s in range(4, 7)} == {max(tokens.values())}  # the second lease
+    assert max(tokens.values()) > tokens[0]
+
+
+def test_a_paused_worker_past_its_lease_writes_nothing(
+    url: str, side: Path, procs: list[Any]
+) -> None:
+    (side / "block-p").touch()
+    paused = spawn(procs, url, side, lease=1.0, name="paused")
+    client = Wayline(url)
+    client.start(app_for(url), INPUT, run_id="p")
+    wait_until(lambda: (side / "reached-p").exists(), "the first worker to reach n == 3")
+    paused.send_signal(signal.SIGSTOP)
+    spawn(procs, url, side, lease=1.0, name="takeover")
+    assert client.wait("p", timeout=30).status == "done"
+    store = wayline.connect(url)
+    before = tokens_by_step(store, "p")
+    paused.send_signal(signal.SIGCONT)
+    (side / "go-p").touch()  # the paused worker's node returns and tries to commit
+    wait_until(
+        lambda: b"lease on run 'p' lost" in (side / "paused.log").read_bytes(),
+        "the paused worker to find its lease lost",
+    )
+    assert tokens_by_step(store, "p") == before  # none of its writes landed
+    assert values(url, "p") == FINAL
+    assert executions(side)[("p", 3)] == 2 and len(charges(side)) == 1
+    (effect,) = store.list_effects("default", "p")
+    assert effect.status == "SUCCEEDED"
+    paused.send_signal(signal.SIGTERM)
+    assert paused.wait(timeout=20) == 0
+
+
+def test_sigterm_finishes_the_step_and_releases_the_run(
+    url: str, side: Path, procs: list[Any]
+) -> None:
+    (side / "block-t").touch()
+    first = spawn(procs, url, side, lease=60.0, name="first")  # a lease far beyond the test
+    client = Wayline(url)
+    client.start(app_for(url), INPUT, run_id="t")
+    wait_until(lambda: (side / "reached-t").exists(), "the worker to reach n == 3")
+    first.send_signal(signal.SIGTERM)
+    (side / "go-t").touch()
+    assert first.wait(timeout=20) == 0
+    run = client.get("t")
+    assert run.status == "running" and run.lease_owner is None and run.step == 4
+    spawn(procs, url, side, lease=60.0, name="second")
+    assert client.wait("t", timeout=20).status == "done"  # claimable at once: released
+    assert values(url, "t") == FINAL
+    assert set(executions(side).values()) == {1}
+
+
+def in_process_worker(url: str, **config: Any) -> tuple[Worker, threading.Thread]:
+    settings = {"poll_interval": 0.02, "lease_seconds": 0.6, **config}
+    worker = Worker(url, worker_graphs.build().compile(url), WorkerConfig(**settings))
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    return worker, thread
+
+
+def test_node_errors_retry_then_dead_letter_then_requeue(
+    url: str, side: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WAYLINE_TEST_FAIL", "f")
+    retry = RetryPolicy(max_attempts=3, initial_delay=0.01, max_delay=0.02)
+    worker, thread = in_process_worker(url, retry=retry)
+    try:
+        client = Wayline(url)
+        client.start(app_for(url), INPUT, run_id="f")
+        run = wait_until(
+            lambda: (r := client.get("f")).status == "failed" and r.attempts == 2 and r,
+            "the run to exhaust its retries",
+        )
+        assert "node failure in f" in run.error
+        assert executions(side)[("f", 0)] == 3  # three attempts of the failing step
+        monkeypatch.delenv("WAYLINE_TEST_FAIL")
+        assert client.retry("f")  # the operator re-queues the dead letter
+        assert client.wait("f", timeout=20).status == "done"
+        assert values(url, "f") == FINAL
+    finally:
+        worker.stop()
+        thread.join()
+
+
+def test_cancel_stops_a_held_run_at_its_next_step(url: str, side: Path) -> None:
+    (side / "block-c").touch()
+    worker, thread = in_process_worker(url)
+    try:
+        client = Wayline(url)
+        client.start(app_for(url), INPUT, run_id="c")
+        wait_until(lambda: (side / "reached-c").exists(), "the worker to reach n == 3")
+        assert client.cancel("c")
+        worker.beat()  # the heartbeat that carries the request to the run (also on a timer)
+        (side / "go-c").touch()
+        assert client.wait("c", timeout=20).status == "cancelled"
+        assert client.get("c").step == 4  # the step in flight finished; no later step ran
+        assert not client.cancel("c")
+    finally:
+        worker.stop()
+        thread.join()
+    queued = client.start(app_for(url), INPUT, run_id="q")  # no worker holds it
+    assert client.cancel(queued)
+    assert client.get(queued).status == "cancelled"

@@ -1,0 +1,207 @@
+"""Workers: claim runnable runs, execute them under a lease, keep the lease alive.
+
+Each slot claims the oldest claimable run of the graphs this worker serves; the claim
+increments the run's fencing token, and every write the run makes is conditional on it, so
+a worker that lost its lease (paused, partitioned, too slow to heartbeat) cannot write: it
+gets ``LeaseLost`` and drops the run. A run whose holder died is claimable the moment its
+lease expires; the claim query itself is the wake-up path, there is no sweeper.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import threading
+import time
+from collections.abc import Sequence
+
+from wayline.effects.retry import RetryPolicy
+from wayline.errors import LeaseLost, ResumeError, RunParkedError
+from wayline.graph.compiled import DEFAULT_STEP_LIMIT, CompiledGraph
+from wayline.graph.loop import RunLoop, default_owner
+from wayline.store import open_store
+from wayline.store.base import Store
+from wayline.store.records import RunRecord
+
+__all__ = ["Worker", "WorkerConfig"]
+
+log = logging.getLogger("wayline.worker")
+
+RUN_RETRY = RetryPolicy(max_attempts=3, initial_delay=1.0, max_delay=60.0)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WorkerConfig:
+    """How a worker claims and holds runs. Readable back from ``Worker.config``."""
+
+    concurrency: int = 1
+    lease_seconds: float = 30.0
+    """A dead worker's runs are claimable this long after its last heartbeat."""
+    heartbeat_every: float | None = None
+    """Defaults to a third of the lease, so two heartbeats can be missed."""
+    poll_interval: float = 1.0
+    """Longest idle wait between claim attempts (PostgreSQL notifications cut it short)."""
+    retry: RetryPolicy = RUN_RETRY
+    """Run-level retries of a node error; then the run stays failed (dead letter)."""
+    tenant: str | None = None
+    """Serve one tenant only (None: every tenant)."""
+
+    @property
+    def heartbeat_interval(self) -> float:
+        return self.heartbeat_every or self.lease_seconds / 3
+
+
+@dataclasses.dataclass
+class _Held:
+    run: RunRecord
+    token: int
+    stop: threading.Event
+    loop: RunLoop | None = None
+
+
+class Worker:
+    """Runs the graphs it serves, for every run any client starts, until stopped."""
+
+    def __init__(
+        self,
+        store: Store | str,
+        graphs: CompiledGraph | Sequence[CompiledGraph],
+        config: WorkerConfig | None = None,
+        *,
+        owner: str | None = None,
+    ) -> None:
+        self.store = open_store(store) if isinstance(store, str) else store
+        graphs = [graphs] if isinstance(graphs, CompiledGraph) else list(graphs)
+        self.graphs = {g.name: g.with_store(self.store) for g in graphs}
+        self.config = config or WorkerConfig()
+        self.owner = owner or default_owner()
+        self.stopping = threading.Event()
+        self.completed = 0
+        self._held: dict[tuple[str, str], _Held] = {}
+        self._lock = threading.Lock()
+        self._rng = random.Random()
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def run(self, *, max_runs: int | None = None) -> None:
+        """Serve until ``stop()`` (or ``max_runs`` runs were executed)."""
+        beat = threading.Thread(target=self._heartbeats, name="wayline-heartbeat", daemon=True)
+        beat.start()
+        slots = [
+            threading.Thread(target=self._slot, args=(max_runs,), name=f"wayline-slot-{i}")
+            for i in range(self.config.concurrency)
+        ]
+        for slot in slots:
+            slot.start()
+        for slot in slots:
+            slot.join()
+        self.stopping.set()
+        beat.join()
+
+    def stop(self) -> None:
+        """Graceful stop: claim nothing more; each held run stops at its next step boundary
+        and its lease is released, so another worker continues it at once."""
+        self.stopping.set()
+        with self._lock:
+            for held in self._held.values():
+                held.stop.set()
+
+    # -- claiming and running ---------------------------------------------------------
+
+    def _slot(self, max_runs: int | None) -> None:
+        while not self.stopping.is_set():
+            if max_runs is not None and self.completed >= max_runs:
+                self.stopping.set()
+                return
+            claimed = self.store.claim_next(
+                owner=self.owner,
+                lease_seconds=self.config.lease_seconds,
+                graph_names=sorted(self.graphs),
+                tenant_id=self.config.tenant,
+            )
+            if claimed is None:
+                self.store.wait_for_work(self.config.poll_interval)
+                continue
+            self.execute(*claimed)
+
+    def execute(self, run: RunRecord, token: int) -> None:
+        """Run a claimed run until it finishes, waits, parks, fails or loses its lease."""
+        graph = self.graphs[run.graph_name]
+        held = _Held(run, token, threading.Event())
+        key = (run.tenant_id, run.run_id)
+        loop = RunLoop(
+            graph,
+            tenant_id=run.tenant_id,
+            run_id=run.run_id,
+            durability=run.durability,
+            step_limit=DEFAULT_STEP_LIMIT,
+            config={"configurable": {"thread_id": run.run_id, "tenant": run.tenant_id}},
+            owner=self.owner,
+            lease_seconds=self.config.lease_seconds,
+            token=token,
+            stop=held.stop,
+        )
+        held.loop = loop
+        with self._lock:
+            self._held[key] = held
+            if self.stopping.is_set():
+                held.stop.set()
+        try:
+            for _ in graph.run_loop(loop, None):
+                pass
+        except (RunParkedError, ResumeError) as exc:
+            log.warning("run %s: %s", run.run_id, exc)
+        except LeaseLost as exc:
+            log.warning("%s", exc)
+        except Exception as exc:
+            self._retry_or_dead_letter(run, token, exc)
+        finally:
+            with self._lock:
+                self._held.pop(key, None)
+                self.completed += 1
+
+    def _retry_or_dead_letter(self, run: RunRecord, token: int, exc: Exception) -> None:
+        current = self.store.get_run(run.tenant_id, run.run_id)
+        attempts = (current.attempts if current else run.attempts) + 1
+        reason = f"{type(exc).__name__}: {exc}"
+        if not self.config.retry.should_retry(attempts, exc):
+            log.error("run %s failed for good after %d attempts: %s", run.run_id, attempts, reason)
+            return  # the loop recorded status failed with the reason: the dead letter
+        wake_at = time.time() + self.config.retry.delay(attempts, self._rng)
+        try:
+            self.store.schedule_retry(
+                run.tenant_id, run.run_id, token=token, wake_at=wake_at, error=reason
+            )
+        except LeaseLost:
+            log.warning("run %s: lease lost before its retry could be scheduled", run.run_id)
+
+    # -- leases -----------------------------------------------------------------------
+
+    def _heartbeats(self) -> None:
+        while not self.stopping.wait(self.config.heartbeat_interval):
+            self.beat()
+        self.beat()
+
+    def beat(self) -> None:
+        """Extend every held lease once; stop runs whose lease is gone or are cancelled."""
+        with self._lock:
+            held = list(self._held.values())
+        for h in held:
+            try:
+                alive, cancel = self.store.heartbeat(
+                    h.run.tenant_id,
+                    h.run.run_id,
+                    token=h.token,
+                    owner=self.owner,
+                    lease_seconds=self.config.lease_seconds,
+                )
+            except Exception as exc:  # the store is away: the lease may lapse; fencing holds
+                log.warning("heartbeat for run %s failed: %s", h.run.run_id, exc)
+                continue
+            if not alive:
+                log.warning("lease on run %s lost; it stops at its next write", h.run.run_id)
+                h.stop.set()
+            elif cancel and h.loop is not None:
+                h.loop.cancelled = True
+                h.stop.set()
