@@ -25,6 +25,7 @@ def test_demo_kills_resumes_and_matches(tmp_path: Path) -> None:
     assert "SIGKILL" in done.stdout
     assert "equal" in done.stdout and "DIFFERENT" not in done.stdout
     assert "Ran twice: draft round 4 (of" in done.stdout
+    assert "charged once" in done.stdout  # part two: ctx.effect against the payments service
     run = wayline.connect(f"sqlite:///{db}").get_run("default", "ticket-1042")
     assert run is not None and run.status == "done"
 

@@ -7,6 +7,7 @@ EXECUTING); tests/crash kills real processes."""
 
 from __future__ import annotations
 
+import hashlib
 import operator
 import random
 from pathlib import Path
@@ -16,9 +17,11 @@ import pytest
 
 import wayline
 from wayline import END, START, StateGraph
+from wayline.codec import default_codec
 from wayline.effects import NOT_FOUND, RetryPolicy
 from wayline.effects.ops import list_effects, resolve_effect
 from wayline.errors import EffectError, EffectFailed, EffectIntentMismatch, RunParkedError
+from wayline.store.records import EffectRecord
 
 FAST = RetryPolicy(max_attempts=3, initial_delay=0.001, max_delay=0.002)
 
@@ -306,3 +309,30 @@ def test_record_returns_the_recorded_value_when_the_node_runs_again(tmp_path: Pa
         app.invoke({"amount": 0}, CFG)
     final = app.invoke(None, CFG)
     assert draws[0] == draws[1] and final["amount"] == int(draws[0] * 1e6)
+
+
+def test_a_business_key_in_flight_in_a_live_run_is_not_taken_over(tmp_path: Path) -> None:
+    provider = Provider()
+    app = build(tmp_path, provider, key="refund-request-9")
+    store = app.store
+    store.create_run("default", "owner", graph_name="g", graph_version="1", durability="sync")
+    token = store.claim("default", "owner", owner="live-worker", lease_seconds=60)
+    digest = hashlib.sha256(default_codec.dumps(["charge", {"amount": 100}])).hexdigest()
+    in_flight = EffectRecord(
+        tenant_id="default",
+        key="refund-request-9",
+        run_id="owner",
+        kind="effect",
+        node="charge",
+        step=1,
+        name="charge",
+        seq=0,
+        attempt=1,
+        request_digest=digest,
+        status="EXECUTING",
+        fencing_token=token,
+    )
+    assert store.put_effect("owner", token, in_flight, expect=None)
+    with pytest.raises(EffectError, match="in flight in run 'owner'"):
+        app.invoke({"amount": 100}, CFG)
+    assert provider.requests == 0  # neither resent nor reconciled behind the live worker

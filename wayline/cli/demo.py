@@ -92,7 +92,42 @@ def run_demo(db: Path | None, kill_at_round: int, console: Console) -> int:
         )
     )
     console.print(f"[dim]store: {db}[/]")
-    return 0 if same else 1
+    charged_once = _payments(workdir, console)
+    return 0 if same and charged_once else 1
+
+
+def _payments(workdir: Path, console: Console) -> bool:
+    """Part two: a charge through a local payments service that kills the worker after it
+    committed the charge and before it answered: with and without ``ctx.effect``."""
+    from wayline.cli.crashtest import run_trial
+
+    console.print(
+        Panel.fit(
+            "[bold]Part two[/]: prepare -> charge -> finalize against a local payments service "
+            "(HTTP on 127.0.0.1).\nThe service commits the charge, then SIGKILLs the worker "
+            "before answering; a fresh process resumes the run.",
+            border_style="cyan",
+        )
+    )
+    table = Table(title="Charges the provider made (it counts them in its own ledger)")
+    for col in ("charge node", "charges", "requests", "run"):
+        table.add_column(col)
+    results = {}
+    for strategy, label in (("naive", "plain HTTP call, no key"), ("wayline", "ctx.effect")):
+        r = run_trial(workdir / f"payments-{strategy}", strategy, "provider_committed", "sync")
+        results[strategy] = r
+        style = "bold green" if r.charges == 1 else "bold red"
+        table.add_row(label, f"[{style}]{r.charges}[/]", str(r.requests), r.status or r.error)
+    console.print(table)
+    once = results["wayline"].charges == 1 and results["wayline"].status == "done"
+    note = (
+        "ctx.effect: the key was durable before the request, the resend carried it, the "
+        "provider deduplicated it: [bold green]charged once[/]."
+        if once
+        else "[bold red]ctx.effect charged more than once[/]"
+    )
+    console.print(Panel.fit(note, border_style="green" if once else "red"))
+    return once
 
 
 def _wait_for(marker: Path, child: subprocess.Popen[bytes], timeout: float) -> bool:

@@ -106,6 +106,8 @@ class EffectLedger:
             if rec.status == "FAILED":
                 raise EffectFailed(key, rec.error or "failed")
             expect = rec.status
+            if rec.status == "EXECUTING" and rec.run_id != self.run_id:
+                self._refuse_if_in_flight(rec)
             if rec.status in ("EXECUTING", "UNKNOWN"):
                 if reconcile is not None:
                     found = reconcile(key)
@@ -129,6 +131,17 @@ class EffectLedger:
         return value
 
     # -- internals --------------------------------------------------------------------
+
+    def _refuse_if_in_flight(self, rec: EffectRecord) -> None:
+        """A business key shared with another run whose worker still holds its lease: that
+        worker may be mid-call, so this one must not resend or reconcile yet."""
+        owner = self.store.get_run(self.tenant_id, rec.run_id)
+        live = owner is not None and owner.lease_owner is not None
+        if live and owner is not None and (owner.lease_expires_at or 0) > time.time():
+            raise EffectError(
+                f"effect {rec.key!r} is in flight in run {rec.run_id!r}, whose worker holds "
+                "its lease; this task fails now and its retry will find the outcome"
+            )
 
     def _attempt(
         self,
