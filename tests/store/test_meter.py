@@ -19,8 +19,9 @@ from wayline.instrument import byte_report
 from wayline.store.base import Store
 from wayline.store.records import METERED_TABLES
 
-EXEMPT_TABLES = {"runs", "meter", "blob_refs", "wayline_meta"}
-"""Tables without run payload: the run row, the meter itself, blob reference bookkeeping."""
+EXEMPT_TABLES = {"meter", "blob_refs", "wayline_meta", "audit"}
+"""Tables without run payload: the meter itself, blob references, schema version, and the
+audit log (actors, digests and outcomes, never a payload)."""
 
 BIG = "B" * 5_000  # above the blob threshold set below
 BIG_DIGEST = hashlib.sha256(default_codec.dumps(BIG)).hexdigest()

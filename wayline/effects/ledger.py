@@ -106,8 +106,8 @@ class EffectLedger:
             if rec.status == "FAILED":
                 raise EffectFailed(key, rec.error or "failed")
             expect = rec.status
-            if rec.status == "EXECUTING" and rec.run_id != self.run_id:
-                self._refuse_if_in_flight(rec)
+            if rec.status == "EXECUTING" and rec.run_id != self.run_id and not idempotent:
+                self._refuse_if_in_flight(rec)  # an idempotent resend is safe even then
             if rec.status in ("EXECUTING", "UNKNOWN"):
                 if reconcile is not None:
                     found = reconcile(key)

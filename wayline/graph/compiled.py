@@ -286,7 +286,9 @@ class CompiledGraph:
         for spec in rec.next_tasks:
             task_id = derive_id(tenant, run_id, at + 1, *spec.path)
             mine = tuple(
-                Interrupt(self.codec.loads(r.value), r.interrupt_id)
+                Interrupt(
+                    self.codec.loads(r.value), r.interrupt_id, r.approvers, r.expires_at, r.digest
+                )
                 for r in records
                 if r.task_id == task_id and r.resume is None
             )

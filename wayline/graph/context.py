@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import GraphInterrupt, WaylineError
@@ -50,19 +51,41 @@ def reset_scope(token: contextvars.Token[TaskScope]) -> None:
     _SCOPE.reset(token)
 
 
-def interrupt(value: Any) -> Any:
+def interrupt(
+    value: Any,
+    *,
+    approvers: Sequence[str] | None = None,
+    expires_in: float | None = None,
+) -> Any:
     """Suspend the run with ``value`` as the question; return the answer when resumed.
 
-    On resume the node runs again from its start and this call returns the answer given
-    through ``Command(resume=...)``. Code before the call therefore runs twice: keep side
-    effects after it, or in ``ctx.effect``, or put the proposal in a node of its own.
+    With ``approvers`` (actor ids or roles) or ``expires_in`` (seconds) the question is an
+    approval: only ``Wayline.resume(run_id, decision, actor=..., digest=...)`` by an actor
+    the policy allows, naming the proposal's digest, before it expires, can answer it; every
+    request and decision is audited.
+
+    On resume the node runs again from its start and this call returns the answer. Code
+    before the call therefore runs twice: keep side effects after it, or in ``ctx.effect``,
+    or put the proposal in a node of its own (see examples/refund_agent.py).
     """
     scope = current_scope()
     idx = scope.counter
     scope.counter += 1
     if idx < len(scope.resume):
         return scope.resume[idx]
-    raise GraphInterrupt([Interrupt(value=value, id=scope.interrupt_id(idx))])
+    governed = approvers is not None or expires_in is not None
+    raise GraphInterrupt(
+        [
+            Interrupt(
+                value=value,
+                id=scope.interrupt_id(idx),
+                approvers=tuple(approvers) if approvers is not None else None,
+                expires_at=time.time() + expires_in if expires_in is not None else None,
+            )
+            if governed
+            else Interrupt(value=value, id=scope.interrupt_id(idx))
+        ]
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ that touches the store or decides what happens next lives here, once.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import socket
 import threading
@@ -50,6 +51,7 @@ from wayline.graph.node import route_writes, split_output
 from wayline.graph.segments import LogIndex, advance
 from wayline.graph.types import START, Command, Interrupt
 from wayline.store.records import (
+    AuditRecord,
     BlobRecord,
     CommitBatch,
     DeltaRecord,
@@ -328,6 +330,13 @@ class RunLoop:
                 f"run {self.run_id!r} has no pending interrupt to resume; "
                 "call invoke(None, config) to continue it or pass a new input"
             )
+        governed = [i.interrupt_id for i in open_ if i.governed]
+        if governed:
+            raise ResumeError(
+                f"run {self.run_id!r} waits for an approval ({', '.join(governed)}): decide it "
+                "with Wayline(store).resume(run_id, decision, actor=Actor(...), digest=...), "
+                "which checks who may decide; then continue the run"
+            )
         by_id = {i.interrupt_id: i for i in open_}
         if isinstance(resume, Mapping) and resume and set(resume) <= set(by_id):
             answers = {iid: resume[iid] for iid in resume}
@@ -435,16 +444,45 @@ class RunLoop:
 
     def _suspend(self, asked: list[TaskOutcome]) -> Iterator[Event]:
         records = []
+        audit = []
         raised: list[Interrupt] = []
+        earlier = {i.interrupt_id: i for i in self.interrupts}
         for o in asked:
             for idx, intr in o.interrupts:
                 value = self.codec.dumps(intr.value)
-                records.append(InterruptRecord(o.task.step, o.task.id, idx, intr.id, value, None))
-                raised.append(intr)
+                digest = hashlib.sha256(value).hexdigest()
+                before = earlier.get(intr.id)  # asked again on a re-run: the first expiry holds
+                expires = before.expires_at if before and before.expires_at else intr.expires_at
+                records.append(
+                    InterruptRecord(
+                        o.task.step,
+                        o.task.id,
+                        idx,
+                        intr.id,
+                        value,
+                        None,
+                        digest,
+                        intr.approvers,
+                        expires,
+                    )
+                )
+                raised.append(dataclasses.replace(intr, expires_at=expires, digest=digest))
+                audit.append(
+                    AuditRecord(
+                        self.tenant_id,
+                        self.run_id,
+                        actor=f"node:{o.task.spec.name}",
+                        action="request",
+                        outcome="pending",
+                        digest=digest,
+                        detail=_approvers(intr.approvers),
+                    )
+                )
         assert self.sink is not None
         self.sink.submit(
             CommitBatch(
                 interrupts=records,
+                audit=audit,
                 run=RunUpdate("interrupted", self.step, tuple(t.name for t in self.next_tasks)),
             )
         )
@@ -462,6 +500,10 @@ class RunLoop:
                 )
             )
         )
+
+
+def _approvers(approvers: tuple[str, ...] | None) -> str:
+    return "approvers: " + (", ".join(approvers) if approvers is not None else "anyone")
 
 
 def _describe(exc: BaseException | None) -> str:

@@ -58,11 +58,16 @@ class Interrupt:
     """A pending question a node asked with ``interrupt(value)``.
 
     ``id`` is derived from the task and the interrupt's index within it, so it is the same
-    in every process that computes it.
+    in every process that computes it. An approval (``interrupt(value, approvers=...,
+    expires_in=...)``) also says who may decide and until when; once recorded, ``digest``
+    is what a decision must name.
     """
 
     value: Any
     id: str
+    approvers: tuple[str, ...] | None = None
+    expires_at: float | None = None
+    digest: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

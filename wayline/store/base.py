@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from wayline.store.records import (
+    AuditRecord,
     CommitBatch,
     DeltaRecord,
     EffectRecord,
@@ -110,6 +111,17 @@ class Store(Protocol):
     def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
         """Apply ``batch`` in one transaction if ``token`` is current, else raise LeaseLost."""
         ...
+
+    def answer_interrupt(
+        self, tenant_id: str, run_id: str, interrupt_id: str, resume: bytes, audit: AuditRecord
+    ) -> bool:
+        """Record a decision on an open interrupt with its audit line, atomically; False if
+        the interrupt was answered already."""
+        ...
+
+    def append_audit(self, entry: AuditRecord) -> None: ...
+
+    def load_audit(self, tenant_id: str, run_id: str) -> list[AuditRecord]: ...
 
     def get_effect(self, tenant_id: str, key: str) -> EffectRecord | None: ...
 

@@ -8,6 +8,7 @@ from typing import Literal
 
 __all__ = [
     "METERED_TABLES",
+    "AuditRecord",
     "BlobRecord",
     "CommitBatch",
     "DeltaRecord",
@@ -75,6 +76,8 @@ class RunRecord:
     cancel_requested: bool = False
     inbox: bytes | None = None
     """Input a worker applies when it next claims the run (a start, a resume decision)."""
+    schema_version: str = ""
+    """Fingerprint (or declared version) of the state schema the run was written with."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -168,10 +171,35 @@ class InterruptRecord:
     interrupt_id: str
     value: bytes
     resume: bytes | None = None
+    digest: str | None = None
+    """sha256 of the encoded proposal: a decision must name it to be accepted."""
+    approvers: tuple[str, ...] | None = None
+    """Actor ids or roles that may decide; None: anyone of the run's tenant."""
+    expires_at: float | None = None
+
+    @property
+    def governed(self) -> bool:
+        """An approval: decided only through an authorized ``Wayline.resume``."""
+        return self.approvers is not None or self.expires_at is not None
 
     def meter(self) -> list[MeterRow]:
         size = len(self.value) + len(self.resume or b"")
         return [MeterRow(self.step, "interrupts", "", size)]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One line of the append-only audit log: an approval requested, a decision taken or
+    refused (and why)."""
+
+    tenant_id: str
+    run_id: str
+    actor: str
+    action: str
+    outcome: str
+    digest: str | None = None
+    detail: str | None = None
+    at: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -232,6 +260,7 @@ class CommitBatch:
     run: RunUpdate | None = None
     take_inbox: bool = False
     """The run's inbox was applied by this batch: clear it in the same transaction."""
+    audit: list[AuditRecord] = dataclasses.field(default_factory=list)
 
     def merge(self, later: CommitBatch) -> None:
         self.deltas.extend(later.deltas)
@@ -247,6 +276,7 @@ class CommitBatch:
         if later.run is not None:
             self.run = later.run
         self.take_inbox = self.take_inbox or later.take_inbox
+        self.audit.extend(later.audit)
 
     def is_empty(self) -> bool:
         return not (
@@ -258,6 +288,7 @@ class CommitBatch:
             or self.interrupts
             or self.run
             or self.take_inbox
+            or self.audit
         )
 
     def meter(self) -> list[MeterRow]:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from wayline.errors import LeaseConflictError, LeaseLost, RunNotFoundError, StoreError
 from wayline.store.records import (
+    AuditRecord,
     CommitBatch,
     DeltaRecord,
     EffectRecord,
@@ -180,7 +181,7 @@ class SQLStore:
         with self._tx() as db:
             db.execute(
                 self.q.Q_INSERT_RUN,
-                (tenant_id, run_id, graph_name, graph_version, durability, now, now, None),
+                (tenant_id, run_id, graph_name, graph_version, durability, now, now, None, ""),
             )
         run = self.get_run(tenant_id, run_id)
         assert run is not None
@@ -198,7 +199,7 @@ class SQLStore:
     ) -> RunRecord:
         """Hand a run input (a start or a resume decision) to whichever worker claims it."""
         now = time.time()
-        row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, inbox)
+        row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, inbox, "")
         with self._tx() as db:
             created = db.execute(self.q.Q_INSERT_RUN, row).rowcount == 1
             if not created:
@@ -356,11 +357,10 @@ class SQLStore:
                 rows = [(*key, p.step, p.task_id, p.payload) for p in batch.pending]
                 db.executemany(q.Q_PUT_PENDING, rows)
             if batch.interrupts:
-                rows = [
-                    (*key, i.step, i.task_id, i.idx, i.interrupt_id, i.value, i.resume)
-                    for i in batch.interrupts
-                ]
+                rows = [_interrupt_row(key, i) for i in batch.interrupts]
                 db.executemany(q.Q_PUT_INTERRUPT, rows)
+            for entry in batch.audit:
+                db.execute(q.Q_APPEND_AUDIT, _audit_row(entry, now))
             meter = batch.meter()
             for seg in batch.segments:  # immutable and deterministic: written at most once
                 row = (*key, seg.seg_id, seg.channel, seg.level, seg.first_step, seg.last_step)
@@ -454,9 +454,40 @@ class SQLStore:
     def load_interrupts(self, tenant_id: str, run_id: str, step: int) -> list[InterruptRecord]:
         rows = self._read(self.q.Q_LOAD_INTERRUPTS, (tenant_id, run_id, step))
         return [
-            InterruptRecord(s, t, i, iid, bytes(v), None if r is None else bytes(r))
-            for s, t, i, iid, v, r in rows
+            InterruptRecord(
+                s,
+                t,
+                i,
+                iid,
+                bytes(v),
+                None if r is None else bytes(r),
+                digest,
+                None if approvers is None else tuple(json.loads(approvers)),
+                expires,
+            )
+            for s, t, i, iid, v, r, digest, approvers, expires in rows
         ]
+
+    def answer_interrupt(
+        self, tenant_id: str, run_id: str, interrupt_id: str, resume: bytes, audit: AuditRecord
+    ) -> bool:
+        """Record a decision on an open interrupt and its audit line, in one transaction.
+        False (and nothing written) if it was answered already."""
+        now = time.time()
+        with self._tx() as db:
+            params = (resume, tenant_id, run_id, interrupt_id)
+            if db.execute(self.q.Q_ANSWER_INTERRUPT, params).rowcount != 1:
+                return False
+            db.execute(self.q.Q_APPEND_AUDIT, _audit_row(audit, now))
+            db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "interrupts", "", len(resume)))
+        return True
+
+    def append_audit(self, entry: AuditRecord) -> None:
+        with self._tx() as db:
+            db.execute(self.q.Q_APPEND_AUDIT, _audit_row(entry, time.time()))
+
+    def load_audit(self, tenant_id: str, run_id: str) -> list[AuditRecord]:
+        return [AuditRecord(*row) for row in self._read(self.q.Q_LOAD_AUDIT, (tenant_id, run_id))]
 
     def load_segments(self, tenant_id: str, run_id: str, seg_ids: list[str]) -> list[bytes]:
         out = []
@@ -498,6 +529,26 @@ class SQLStore:
         return deleted
 
 
+def _interrupt_row(key: tuple[str, str], i: InterruptRecord) -> tuple[Any, ...]:
+    approvers = None if i.approvers is None else json.dumps(list(i.approvers))
+    return (
+        *key,
+        i.step,
+        i.task_id,
+        i.idx,
+        i.interrupt_id,
+        i.value,
+        i.resume,
+        i.digest,
+        approvers,
+        i.expires_at,
+    )
+
+
+def _audit_row(e: AuditRecord, now: float) -> tuple[Any, ...]:
+    return (e.tenant_id, e.run_id, e.at or now, e.actor, e.action, e.digest, e.outcome, e.detail)
+
+
 def _effect(row: Sequence[Any]) -> EffectRecord:
     values = list(row)
     if values[12] is not None:
@@ -526,4 +577,5 @@ def _run(row: Sequence[Any]) -> RunRecord:
         wake_at=row[16],
         cancel_requested=bool(row[17]),
         inbox=None if row[18] is None else bytes(row[18]),
+        schema_version=row[19],
     )

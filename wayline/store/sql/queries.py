@@ -10,12 +10,12 @@ from __future__ import annotations
 _RUN_COLUMNS = (
     "tenant_id, run_id, graph_name, graph_version, status, step, next_nodes, durability, "
     "fencing_token, lease_owner, lease_expires_at, error, state_digest, created_at, updated_at, "
-    "attempts, wake_at, cancel_requested, inbox"
+    "attempts, wake_at, cancel_requested, inbox, schema_version"
 )
 
 Q_INSERT_RUN = f"""
 INSERT INTO runs ({_RUN_COLUMNS})
-VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, 0, NULL, NULL, NULL, NULL, ?, ?, 0, NULL, 0, ?)
+VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, 0, NULL, NULL, NULL, NULL, ?, ?, 0, NULL, 0, ?, ?)
 ON CONFLICT (tenant_id, run_id) DO NOTHING
 """
 Q_SET_INBOX = """
@@ -96,10 +96,24 @@ INSERT INTO pending_writes (tenant_id, run_id, step, task_id, payload) VALUES (?
 ON CONFLICT (tenant_id, run_id, step, task_id) DO UPDATE SET payload = excluded.payload
 """
 Q_PUT_INTERRUPT = """
-INSERT INTO interrupts (tenant_id, run_id, step, task_id, idx, interrupt_id, value, resume)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO interrupts (tenant_id, run_id, step, task_id, idx, interrupt_id, value, resume,
+    digest, approvers, expires_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (tenant_id, run_id, step, task_id, idx)
-DO UPDATE SET interrupt_id = excluded.interrupt_id, value = excluded.value, resume = excluded.resume
+DO UPDATE SET interrupt_id = excluded.interrupt_id, value = excluded.value, resume = excluded.resume,
+    digest = excluded.digest, approvers = excluded.approvers, expires_at = excluded.expires_at
+"""
+Q_ANSWER_INTERRUPT = """
+UPDATE interrupts SET resume = ?
+WHERE tenant_id = ? AND run_id = ? AND interrupt_id = ? AND resume IS NULL
+"""
+Q_APPEND_AUDIT = """
+INSERT INTO audit (tenant_id, run_id, at, actor, action, digest, outcome, detail)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+"""
+Q_LOAD_AUDIT = """
+SELECT tenant_id, run_id, actor, action, outcome, digest, detail, at FROM audit
+WHERE tenant_id = ? AND run_id = ? ORDER BY id
 """
 Q_PUT_SEGMENT = """
 INSERT INTO segments (tenant_id, run_id, seg_id, channel, level, first_step, last_step, payload)
@@ -148,6 +162,7 @@ Q_PURGE = [
     "DELETE FROM interrupts WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM effects WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM meter WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM audit WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM blob_refs WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM runs WHERE tenant_id = ? AND run_id = ?",
 ]
@@ -169,7 +184,8 @@ SELECT step, task_id, payload FROM pending_writes
 WHERE tenant_id = ? AND run_id = ? AND step = ? ORDER BY task_id
 """
 Q_LOAD_INTERRUPTS = """
-SELECT step, task_id, idx, interrupt_id, value, resume FROM interrupts
+SELECT step, task_id, idx, interrupt_id, value, resume, digest, approvers, expires_at
+FROM interrupts
 WHERE tenant_id = ? AND run_id = ? AND step = ? ORDER BY task_id, idx
 """
 

@@ -1,4 +1,4 @@
--- The current wayline SQLite schema (version 2): what the numbered migrations
+-- The current wayline SQLite schema (version 3): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS runs (
     wake_at          REAL,
     attempts         INTEGER NOT NULL DEFAULT 0,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
+    schema_version   TEXT    NOT NULL DEFAULT '',
     PRIMARY KEY (tenant_id, run_id)
 );
 
@@ -67,6 +68,9 @@ CREATE TABLE IF NOT EXISTS interrupts (
     interrupt_id TEXT    NOT NULL,
     value        BLOB    NOT NULL,
     resume       BLOB,
+    digest       TEXT,
+    approvers    TEXT,
+    expires_at   REAL,
     PRIMARY KEY (tenant_id, run_id, step, task_id, idx)
 );
 
@@ -136,3 +140,18 @@ CREATE TABLE IF NOT EXISTS effects (
 );
 
 CREATE INDEX IF NOT EXISTS effects_by_run ON effects (tenant_id, run_id);
+
+-- Every approval request and decision, append-only (purge erases a run's rows with it).
+CREATE TABLE IF NOT EXISTS audit (
+    id        INTEGER PRIMARY KEY,
+    tenant_id TEXT NOT NULL,
+    run_id    TEXT NOT NULL,
+    at        REAL NOT NULL,
+    actor     TEXT NOT NULL,
+    action    TEXT NOT NULL,
+    digest    TEXT,
+    outcome   TEXT NOT NULL,
+    detail    TEXT
+);
+
+CREATE INDEX IF NOT EXISTS audit_by_run ON audit (tenant_id, run_id, id);
