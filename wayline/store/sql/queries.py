@@ -100,8 +100,9 @@ INSERT INTO interrupts (tenant_id, run_id, step, task_id, idx, interrupt_id, val
     digest, approvers, expires_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (tenant_id, run_id, step, task_id, idx)
-DO UPDATE SET interrupt_id = excluded.interrupt_id, value = excluded.value, resume = excluded.resume,
-    digest = excluded.digest, approvers = excluded.approvers, expires_at = excluded.expires_at
+DO UPDATE SET interrupt_id = excluded.interrupt_id, value = excluded.value,
+    resume = excluded.resume, digest = excluded.digest, approvers = excluded.approvers,
+    expires_at = excluded.expires_at
 """
 Q_ANSWER_INTERRUPT = """
 UPDATE interrupts SET resume = ?
