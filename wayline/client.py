@@ -12,13 +12,14 @@ import uuid
 from typing import Any
 
 from wayline.codec import Codec, default_codec
-from wayline.errors import RunNotFoundError, WaylineError
+from wayline.control.approvals import Actor, ApprovalPolicy, decide, role_policy
+from wayline.errors import RunNotFoundError
 from wayline.graph.checkpoint import encode_inbox
 from wayline.graph.compiled import CompiledGraph
-from wayline.graph.types import Command
+from wayline.graph.types import Interrupt
 from wayline.store import open_store
 from wayline.store.base import Store
-from wayline.store.records import RunRecord, RunStatus
+from wayline.store.records import AuditRecord, RunRecord, RunStatus
 
 __all__ = ["SETTLED", "Wayline"]
 
@@ -34,11 +35,17 @@ class Wayline:
     """
 
     def __init__(
-        self, store: Store | str, *, tenant: str = "default", codec: Codec = default_codec
+        self,
+        store: Store | str,
+        *,
+        tenant: str = "default",
+        codec: Codec = default_codec,
+        policy: ApprovalPolicy = role_policy,
     ) -> None:
         self.store = open_store(store) if isinstance(store, str) else store
         self.tenant = tenant
         self.codec = codec
+        self.policy = policy
 
     def start(
         self,
@@ -62,19 +69,58 @@ class Wayline:
         )
         return run_id
 
-    def resume(self, run_id: str, decision: Any, *, tenant: str | None = None) -> None:
-        """Answer a run's pending interrupt; a worker continues the run with it."""
-        run = self.get(run_id, tenant=tenant)
-        if run.status != "interrupted":
-            raise WaylineError(f"run {run_id!r} is {run.status}, not waiting for a decision")
-        self.store.enqueue(
-            run.tenant_id,
+    def resume(
+        self,
+        run_id: str,
+        decision: Any,
+        *,
+        actor: Actor | None = None,
+        digest: str | None = None,
+        interrupt_id: str | None = None,
+        tenant: str | None = None,
+    ) -> None:
+        """Answer a run's open interrupt, then let a worker (or ``invoke(None)``) continue.
+
+        An approval needs an ``actor`` the policy allows and the ``digest`` of the proposal
+        it answers (``pending(run_id)`` shows it); a refusal raises ``ApprovalRefused``,
+        is audited, and changes nothing. The run is looked up in this client's tenant (or
+        ``tenant``), and the actor must act for that same tenant.
+        """
+        tenant = tenant or self.tenant  # the actor's own claim is checked, never trusted
+        decide(
+            self.store,
+            self.codec,
+            tenant,
             run_id,
-            encode_inbox(self.codec, Command(resume=decision)),
+            decision,
+            actor=actor,
+            digest=digest,
+            interrupt_id=interrupt_id,
+            policy=self.policy,
+        )
+        run = self.get(run_id, tenant=tenant)
+        self.store.enqueue(
+            tenant,
+            run_id,
+            encode_inbox(self.codec, None),
             graph_name=run.graph_name,
             graph_version=run.graph_version,
             durability=run.durability,
         )
+
+    def pending(self, run_id: str, *, tenant: str | None = None) -> list[Interrupt]:
+        """The open questions of a waiting run, with what a decision must name."""
+        run = self.get(run_id, tenant=tenant)
+        return [
+            Interrupt(
+                self.codec.loads(i.value), i.interrupt_id, i.approvers, i.expires_at, i.digest
+            )
+            for i in self.store.load_interrupts(run.tenant_id, run_id, run.step + 1)
+            if i.resume is None
+        ]
+
+    def audit(self, run_id: str, *, tenant: str | None = None) -> list[AuditRecord]:
+        return self.store.load_audit(tenant or self.tenant, run_id)
 
     def get(self, run_id: str, *, tenant: str | None = None) -> RunRecord:
         run = self.store.get_run(tenant or self.tenant, run_id)

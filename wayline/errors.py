@@ -15,6 +15,7 @@
     │   ├── RunNotFoundError
     │   └── LeaseConflictError
     ├── ResumeError                 a resume does not fit the run's current state
+    │   └── ApprovalRefused         the actor, digest or expiry does not allow the decision
     └── EffectError                 a side effect could not be completed as asked
         ├── EffectIntentMismatch    same idempotency key, different request
         ├── EffectFailed            the effect failed for good (retries exhausted)
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from wayline.graph.types import Interrupt
 
 __all__ = [
+    "ApprovalRefused",
     "CodecError",
     "DuplicateNodeError",
     "EffectError",
@@ -139,6 +141,17 @@ class LeaseConflictError(StoreError):
 
 class ResumeError(WaylineError):
     """A resume value or command does not match the run's pending interrupts."""
+
+
+class ApprovalRefused(ResumeError):
+    """A decision on an approval was refused; it was audited and changed nothing else.
+
+    ``reason`` is one of ``unauthorized``, ``stale_digest``, ``expired``, ``wrong_tenant``.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        super().__init__(f"decision refused ({reason}): {message}")
 
 
 class EffectError(WaylineError):
