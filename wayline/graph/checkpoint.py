@@ -219,10 +219,18 @@ def reconstruct(
         next_tasks = [TaskSpec.from_wire(t) for t in _value(codec, data["next"], resolve)]
         base = snapshot.step
     folds = 0
-    for delta in store.load_deltas(tenant_id, run_id, base, through):
-        next_tasks = apply_step(channels, decode_results(codec, delta.payload, resolve))
-        base = delta.step
-        folds += 1
+    logs_here = [c for c in channels.values() if isinstance(c, AppendLog)]
+    for log in logs_here:
+        log.value = list(log.value)  # a list only this reconstruction holds...
+        log.private = True
+    try:
+        for delta in store.load_deltas(tenant_id, run_id, base, through):
+            next_tasks = apply_step(channels, decode_results(codec, delta.payload, resolve))
+            base = delta.step
+            folds += 1
+    finally:
+        for log in logs_here:
+            log.private = False  # ...until it is handed to the caller
     rows += folds + len(resolve.cache)
     snap_step = None if snapshot is None else snapshot.step
     return Reconstructed(channels, next_tasks, base, snap_step, logs, folds, rows)

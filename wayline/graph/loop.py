@@ -13,7 +13,7 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from wayline.effects.ledger import EffectLedger
@@ -35,7 +35,7 @@ from wayline.graph.algo import (
     sorted_results,
     values_of,
 )
-from wayline.graph.channels import AppendLog, Channel
+from wayline.graph.channels import AppendLog, Barrier, Channel
 from wayline.graph.checkpoint import (
     BlobCache,
     decode_inbox,
@@ -377,8 +377,8 @@ class RunLoop:
         targets: list[Any] = list(g.static_edges.get(name, ()))
         routing = [(key, name) for key in g.joins_from.get(name, ())]
         branches = g.branches.get(name, ())
-        if branches:
-            local = {k: c.copy() for k, c in self.channels.items()}
+        if branches:  # a branch sees the state before the step plus this node's own writes
+            local = _staged(self.channels, (k for k, _ in writes))
             apply_step(local, [TaskResult(name, (PULL, name), tuple(writes))])
             state = g.schema.to_node_input(values_of(local))
             for branch in branches:
@@ -392,7 +392,7 @@ class RunLoop:
         step = self.step + 1
         threshold = self.graph.blob_threshold
         enc = encode_results(self.codec, ordered, step=step, threshold=threshold)
-        staged = {k: c.copy() for k, c in self.channels.items()}
+        staged = _staged(self.channels, (k for r in ordered for k, _ in r.writes))
         next_tasks = apply_step(staged, ordered)  # a failing reducer leaves self.channels as is
         finished = not next_tasks
         batch = CommitBatch(
@@ -500,6 +500,19 @@ class RunLoop:
                 )
             )
         )
+
+
+def _staged(channels: dict[str, Channel], written: Iterable[str]) -> dict[str, Channel]:
+    """A copy of ``channels`` to fold into, copying only what the fold can change (written
+    channels and join barriers); the live channels stay as they were if the fold fails."""
+    staged = dict(channels)
+    for key in written:
+        if key in channels and staged[key] is channels[key]:
+            staged[key] = channels[key].copy()
+    for key, channel in channels.items():
+        if isinstance(channel, Barrier):
+            staged[key] = channel.copy()
+    return staged
 
 
 def _approvers(approvers: tuple[str, ...] | None) -> str:

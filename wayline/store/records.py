@@ -4,6 +4,7 @@ never decodes them, so no backend can execute stored data."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Literal
 
 __all__ = [
@@ -102,6 +103,10 @@ class DeltaRecord:
 
     def meter(self) -> list[MeterRow]:
         return _rows(self.step, "deltas", self.payload, self.channels)
+
+    def sizes(self) -> str:
+        """The meter breakdown stored in the delta's own row (JSON)."""
+        return json.dumps([[m.channel, m.bytes] for m in self.meter()], separators=(",", ":"))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -292,10 +297,11 @@ class CommitBatch:
         )
 
     def meter(self) -> list[MeterRow]:
-        """Meter rows for every record but segments and blobs: those are written only if
-        new (deduplicated), so the backend meters them when its insert takes effect."""
+        """Meter rows for the records that get them: not deltas (each delta row carries its
+        own breakdown, so a step commit writes no meter row), and not segments and blobs
+        (written only if new, so the backend meters them when its insert takes effect)."""
         rows: list[MeterRow] = []
-        for part in (self.deltas, self.snapshots, self.pending, self.interrupts):
+        for part in (self.snapshots, self.pending, self.interrupts):
             for record in part:
                 rows.extend(record.meter())
         return rows

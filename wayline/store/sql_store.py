@@ -340,12 +340,14 @@ class SQLStore:
                 cur = db.execute(q.Q_FENCE_TOUCH, (now, take, *key, token))
             else:
                 nodes = json.dumps(list(run.next_nodes))
-                params = (run.status, run.step, nodes, run.error, run.state_digest, now, take)
-                cur = db.execute(q.Q_FENCE_UPDATE, (*params, *key, token))
+                step = (run.step, nodes, run.error, run.state_digest, now, take)
+                cur = db.execute(q.Q_FENCE_STEP, (*step, *key, token, run.status))
+                if cur.rowcount != 1:  # the status changes (or the lease is gone)
+                    cur = db.execute(q.Q_FENCE_UPDATE, (run.status, *step, *key, token))
             if cur.rowcount != 1:
                 raise LeaseLost(run_id, token)
             if batch.deltas:
-                rows = [(*key, d.step, d.payload, token) for d in batch.deltas]
+                rows = [(*key, d.step, d.payload, token, d.sizes()) for d in batch.deltas]
                 db.executemany(q.Q_INSERT_DELTA, rows)
             if batch.snapshots:
                 rows = [(*key, s.step, s.payload) for s in batch.snapshots]
@@ -506,7 +508,10 @@ class SQLStore:
 
     def load_meter(self, tenant_id: str, run_id: str) -> list[MeterRow]:
         rows = self._read(self.q.Q_LOAD_METER, (tenant_id, run_id))
-        return [MeterRow(step, tbl, ch, n) for step, tbl, ch, n in rows]
+        meter = [MeterRow(step, tbl, ch, n) for step, tbl, ch, n in rows]
+        for step, sizes in self._read(self.q.Q_LOAD_DELTA_SIZES, (tenant_id, run_id)):
+            meter.extend(MeterRow(step, "deltas", ch, n) for ch, n in json.loads(sizes))
+        return sorted(meter, key=lambda m: m.step)  # stable: write order within a step
 
     def held_bytes(self, tenant_id: str, run_id: str) -> dict[str, int]:
         """Payload bytes the run's rows hold now, per metered table (an audit of the meter:

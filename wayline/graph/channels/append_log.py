@@ -5,7 +5,7 @@ is snapshotted: as an index of immutable segments (see ``wayline.graph.segments`
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from wayline.graph.channels.reducer import ReducerChannel
@@ -19,10 +19,22 @@ class AppendLog(ReducerChannel):
     """A list channel whose every write appends: its value is the concatenation of its
     writes, in fold order, so its items can live in segments written once."""
 
-    __slots__ = ()
+    __slots__ = ("private",)
 
     def __init__(self, key: str, reducer: Callable[[Any, Any], Any] = operator.add) -> None:
         super().__init__(key, operator.add if reducer is operator.iadd else reducer, list)
+        self.private = False
+
+    def update(self, values: Sequence[Any]) -> bool:
+        """Live, each fold builds a new list, as ``operator.add`` does: a node or a stream
+        consumer may hold the old one. During reconstruction nobody can, so the same fold
+        appends in place (linear instead of quadratic replay: 999 folds of a 10,000-item
+        list took ~100 ms by copying, bench/resume.py)."""
+        if not self.private or not all(type(v) is list for v in values):
+            return super().update(values)
+        for items in values:
+            self.value.extend(items)
+        return bool(values)
 
     def fresh(self) -> AppendLog:
         return AppendLog(self.key, self.reducer)

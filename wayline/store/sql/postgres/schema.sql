@@ -1,4 +1,4 @@
--- The current wayline PostgreSQL schema (version 3): what the numbered migrations
+-- The current wayline PostgreSQL schema (version 4): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -30,7 +30,7 @@ CREATE TABLE IF NOT EXISTS runs (
     PRIMARY KEY (tenant_id, run_id)
 );
 
-CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status, updated_at);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status);
 CREATE INDEX IF NOT EXISTS runs_claimable ON runs (graph_name, status, lease_expires_at);
 
 CREATE TABLE IF NOT EXISTS deltas (
@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS deltas (
     step      BIGINT  NOT NULL,
     payload   BYTEA    NOT NULL,
     fencing_token BIGINT,
+    sizes     TEXT,
     PRIMARY KEY (tenant_id, run_id, step)
 );
 

@@ -1,4 +1,4 @@
--- The current wayline SQLite schema (version 3): what the numbered migrations
+-- The current wayline SQLite schema (version 4): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -30,15 +30,16 @@ CREATE TABLE IF NOT EXISTS runs (
     PRIMARY KEY (tenant_id, run_id)
 );
 
-CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status, updated_at);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status);
 CREATE INDEX IF NOT EXISTS runs_claimable ON runs (graph_name, status, lease_expires_at);
 
 CREATE TABLE IF NOT EXISTS deltas (
-    tenant_id TEXT    NOT NULL,
-    run_id    TEXT    NOT NULL,
-    step      INTEGER NOT NULL,
-    payload   BLOB    NOT NULL,
+    tenant_id     TEXT    NOT NULL,
+    run_id        TEXT    NOT NULL,
+    step          INTEGER NOT NULL,
+    payload       BLOB    NOT NULL,
     fencing_token INTEGER,
+    sizes         TEXT,
     PRIMARY KEY (tenant_id, run_id, step)
 );
 
