@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from wayline.codec import Codec, default_codec
 from wayline.control.approvals import Actor, ApprovalPolicy, decide, role_policy
+from wayline.control.retention import TERMINAL_STATUSES, export_run, purge_older_than
 from wayline.errors import RunNotFoundError
 from wayline.graph.checkpoint import encode_inbox
 from wayline.graph.compiled import CompiledGraph
@@ -156,6 +158,25 @@ class Wayline:
     def retry(self, run_id: str, *, tenant: str | None = None) -> bool:
         """Put a failed (dead-lettered) or parked run back in the queue, budget reset."""
         return self.store.requeue(tenant or self.tenant, run_id)
+
+    def purge(self, run_id: str, *, tenant: str | None = None) -> int:
+        """Erase a run: every row in every table, and the blobs only it referenced, in one
+        transaction. Returns the rows deleted (0: no such run for this tenant)."""
+        return self.store.purge_run(tenant or self.tenant, run_id)
+
+    def purge_older_than(
+        self,
+        age_seconds: float,
+        *,
+        statuses: Sequence[str] = TERMINAL_STATUSES,
+        tenant: str | None = None,
+    ) -> list[str]:
+        """The retention policy: purge this tenant's finished runs older than the age."""
+        return purge_older_than(self.store, tenant or self.tenant, age_seconds, statuses=statuses)
+
+    def export(self, run_id: str, *, tenant: str | None = None) -> dict[str, Any]:
+        """Everything held for a run, decoded, as JSON-ready data (subject access)."""
+        return export_run(self.store, self.codec, tenant or self.tenant, run_id)
 
     def list_runs(
         self, *, status: RunStatus | None = None, limit: int = 100, tenant: str | None = None

@@ -292,6 +292,67 @@ def effects_resolve(
     console.print(f"effect {key} is now {rec.status}; resume run {run_id} to continue")
 
 
+@app.command()
+def export(
+    run_id: str,
+    db: DbOption = "sqlite:///wayline.db",
+    tenant: TenantOption = "default",
+    out: Annotated[Path | None, typer.Option(help="Write JSON here (default: stdout).")] = None,
+) -> None:
+    """Everything held for a run, decoded, as JSON (subject access)."""
+    import json
+
+    from wayline.client import Wayline
+
+    try:
+        data = Wayline(_open(db), tenant=tenant).export(run_id)
+    except WaylineError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(1) from None
+    text = json.dumps(data, indent=2, sort_keys=True)
+    if out is None:
+        print(text)
+    else:
+        out.write_text(text)
+        console.print(f"wrote {out} ({len(text):,} bytes)")
+
+
+@app.command()
+def purge(
+    run_id: Annotated[str | None, typer.Argument(help="One run to erase.")] = None,
+    older_than: Annotated[
+        str | None, typer.Option(help="Erase finished runs not updated for this long: 30d, 12h.")
+    ] = None,
+    status: Annotated[
+        str, typer.Option(help="With --older-than: statuses to purge, comma separated.")
+    ] = "done,failed,cancelled",
+    db: DbOption = "sqlite:///wayline.db",
+    tenant: TenantOption = "default",
+) -> None:
+    """Erase a run, or apply a retention policy: every row, and blobs no other run uses."""
+    from wayline.client import Wayline
+    from wayline.control.retention import parse_age
+
+    if (run_id is None) == (older_than is None):
+        console.print("[red]give a RUN_ID or --older-than, not both[/]")
+        raise typer.Exit(2)
+    client = Wayline(_open(db), tenant=tenant)
+    if run_id is not None:
+        deleted = client.purge(run_id)
+        if not deleted:
+            console.print(f"[red]no run {run_id!r} for tenant {tenant!r}[/]")
+            raise typer.Exit(1)
+        console.print(f"purged run {run_id}: {deleted} rows")
+        return
+    try:
+        age = parse_age(older_than or "")
+    except WaylineError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
+    purged = client.purge_older_than(age, statuses=status.split(","))
+    console.print(f"purged {len(purged)} run(s) of tenant {tenant} older than {older_than}")
+
+
 @db_app.command("upgrade")
 def db_upgrade(db: DbOption = "sqlite:///wayline.db") -> None:
     """Apply the schema migrations the store lacks (safe with workers running)."""

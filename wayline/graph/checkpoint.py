@@ -35,6 +35,7 @@ __all__ = [
     "Reconstructed",
     "decode_inbox",
     "decode_results",
+    "decode_value",
     "encode_inbox",
     "encode_results",
     "encode_snapshot",
@@ -98,12 +99,15 @@ Resolver = Callable[[str], bytes]
 
 def decode_results(codec: Codec, payload: bytes, resolve: Resolver) -> list[TaskResult]:
     return [
-        TaskResult(name, tuple(path), tuple((k, _value(codec, b, resolve)) for k, b in writes))
+        TaskResult(
+            name, tuple(path), tuple((k, decode_value(codec, b, resolve)) for k, b in writes)
+        )
         for name, path, writes in ormsgpack.unpackb(payload)
     ]
 
 
-def _value(codec: Codec, data: bytes, resolve: Resolver) -> Any:
+def decode_value(codec: Codec, data: bytes, resolve: Resolver) -> Any:
+    """One stored value: resolved from its blob if it was stored by reference."""
     if len(data) == 35 and data.startswith(_REF_PREFIX):
         data = resolve(data[3:].hex())
     return codec.loads(data)
@@ -213,10 +217,10 @@ def reconstruct(
         rows += 1
         data = ormsgpack.unpackb(snapshot.payload)
         for key, value in data["channels"].items():
-            channels[key].restore(_value(codec, value, resolve))
+            channels[key].restore(decode_value(codec, value, resolve))
         logs = {k: LogIndex.from_wire(w) for k, w in data["logs"].items()}
         rows += _restore_logs(store, codec, channels, logs, tenant_id, run_id)
-        next_tasks = [TaskSpec.from_wire(t) for t in _value(codec, data["next"], resolve)]
+        next_tasks = [TaskSpec.from_wire(t) for t in decode_value(codec, data["next"], resolve)]
         base = snapshot.step
     folds = 0
     logs_here = [c for c in channels.values() if isinstance(c, AppendLog)]

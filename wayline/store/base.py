@@ -8,7 +8,7 @@ run's fencing token in the same transaction (``LeaseLost`` otherwise).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from wayline.store.records import (
     AuditRecord,
@@ -170,6 +170,14 @@ class Store(Protocol):
 
     def purge_run(self, tenant_id: str, run_id: str) -> int:
         """Delete every row of a run and the blobs only it referenced, atomically."""
+        ...
+
+    def dump_run(self, tenant_id: str, run_id: str) -> dict[str, list[dict[str, Any]]]:
+        """Every row held for a run, by table, as stored (the basis of export)."""
+        ...
+
+    def runs_before(self, tenant_id: str, before: float, statuses: Sequence[str]) -> list[str]:
+        """Ids of the tenant's runs in ``statuses`` last updated before ``before``."""
         ...
 
     def table_names(self) -> list[str]:

@@ -22,6 +22,7 @@ from wayline.store.sql_store import Executor, SQLStore, load_queries
 
 try:
     import psycopg
+    from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise StoreURLError(
@@ -131,6 +132,13 @@ class PostgresStore(SQLStore):
             except psycopg.Error:
                 self._listener = None
                 time.sleep(min(timeout, 1.0))  # the database is away: back off, poll again
+
+    def _read_dicts(self, query: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        try:
+            with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+                return cur.execute(query, params).fetchall()
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL read failed: {exc}") from exc
 
     def table_names(self) -> list[str]:
         return [name for (name,) in self._read(Q_TABLES, ())]

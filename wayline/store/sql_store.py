@@ -81,7 +81,7 @@ def load_queries(placeholder: str = "?") -> SimpleNamespace:
             return [convert(v) for v in value]
         return value
 
-    names = {k: v for k, v in vars(queries).items() if k.startswith(("Q_", "HELD_"))}
+    names = {k: v for k, v in vars(queries).items() if k.startswith(("Q_", "HELD_", "RUN_"))}
     return SimpleNamespace(**{k: convert(v) for k, v in names.items()})
 
 
@@ -518,6 +518,27 @@ class SQLStore:
         equal to what the meter counted for tables whose rows were never replaced)."""
         params = (tenant_id, run_id) * self.q.HELD_BYTES_PARAMS
         return {t: int(n) for t, n in self._read(self.q.Q_HELD_BYTES, params)}
+
+    def dump_run(self, tenant_id: str, run_id: str) -> dict[str, list[dict[str, Any]]]:
+        """Every row the store holds for a run, table by table, as stored (payloads are
+        codec bytes); blobs it references under ``blobs``. For export and for audits."""
+        key = (tenant_id, run_id)
+        out = {}
+        for table in self.q.RUN_TABLES:
+            out[table] = self._read_dicts(self.q.Q_DUMP.format(table=table), key)
+        out["blobs"] = [
+            {"digest": d, "payload": bytes(p)} for d, p in self._read(self.q.Q_DUMP_BLOBS, key)
+        ]
+        return out
+
+    def runs_before(self, tenant_id: str, before: float, statuses: Sequence[str]) -> list[str]:
+        """Ids of the tenant's runs in one of ``statuses`` last updated before ``before``."""
+        marks = ", ".join([self.placeholder] * len(statuses))
+        query = self.q.Q_RUNS_BEFORE.format(statuses=marks)
+        return [r for (r,) in self._read(query, (tenant_id, before, *statuses))]
+
+    def _read_dicts(self, query: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        raise NotImplementedError
 
     def purge_run(self, tenant_id: str, run_id: str) -> int:
         """Delete every row of a run, and the blobs no other run of the tenant references,

@@ -95,6 +95,15 @@ class SQLiteStore(SQLStore):
     def _notify(self, db: Any) -> None:
         self._wakeup.set()  # workers in this process wake now; others poll
 
+    def _read_dicts(self, query: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        with self._lock:
+            try:
+                cur = self._db.execute(query, params)
+                names = [d[0] for d in cur.description]
+                return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite read failed: {exc}") from exc
+
     def table_names(self) -> list[str]:
         return [name for (name,) in self._read(Q_TABLES, ())]
 

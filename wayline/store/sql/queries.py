@@ -220,3 +220,27 @@ UPDATE effects SET attempt = ?, status = ?, fencing_token = ?, result = ?, error
     updated_at = ?
 WHERE tenant_id = ? AND effect_key = ? AND status = ?
 """
+
+RUN_TABLES = (
+    "runs",
+    "deltas",
+    "snapshots",
+    "segments",
+    "pending_writes",
+    "interrupts",
+    "effects",
+    "audit",
+    "meter",
+    "blob_refs",
+)
+"""Tables keyed by (tenant_id, run_id): everything a run owns, bar shared blobs."""
+Q_DUMP = "SELECT * FROM {table} WHERE tenant_id = ? AND run_id = ?"
+Q_DUMP_BLOBS = """
+SELECT b.digest, b.payload FROM blobs b JOIN blob_refs r
+    ON r.tenant_id = b.tenant_id AND r.digest = b.digest
+WHERE r.tenant_id = ? AND r.run_id = ?
+"""
+Q_RUNS_BEFORE = """
+SELECT run_id FROM runs WHERE tenant_id = ? AND updated_at < ? AND status IN ({statuses})
+ORDER BY updated_at
+"""
