@@ -15,6 +15,7 @@ from typing import Any
 from wayline.codec import Codec, default_codec
 from wayline.control.approvals import Actor, ApprovalPolicy, decide, role_policy
 from wayline.control.retention import TERMINAL_STATUSES, export_run, purge_older_than
+from wayline.control.versions import migrate_run
 from wayline.errors import RunNotFoundError
 from wayline.graph.checkpoint import encode_inbox
 from wayline.graph.compiled import CompiledGraph
@@ -177,6 +178,18 @@ class Wayline:
     def export(self, run_id: str, *, tenant: str | None = None) -> dict[str, Any]:
         """Everything held for a run, decoded, as JSON-ready data (subject access)."""
         return export_run(self.store, self.codec, tenant or self.tenant, run_id)
+
+    def migrate(
+        self,
+        run_id: str,
+        old: CompiledGraph,
+        new: CompiledGraph,
+        *,
+        tenant: str | None = None,
+    ) -> RunRecord:
+        """Carry a run written by ``old`` onto ``new`` with the migration ``new`` registered
+        (``StateGraph.migrate``); refused, with nothing changed, if the result does not fit."""
+        return migrate_run(self.store, tenant or self.tenant, run_id, old, new)
 
     def list_runs(
         self, *, status: RunStatus | None = None, limit: int = 100, tenant: str | None = None

@@ -14,6 +14,7 @@
     │   ├── StoreURLError
     │   ├── RunNotFoundError
     │   └── LeaseConflictError
+    ├── VersionMismatchError        the run was written by code this graph no longer matches
     ├── ResumeError                 a resume does not fit the run's current state
     │   └── ApprovalRefused         the actor, digest or expiry does not allow the decision
     └── EffectError                 a side effect could not be completed as asked
@@ -62,6 +63,7 @@ __all__ = [
     "StoreError",
     "StoreURLError",
     "UnknownNodeError",
+    "VersionMismatchError",
     "WaylineError",
     "WaylineSignal",
 ]
@@ -137,6 +139,12 @@ class RunNotFoundError(StoreError):
 
 class LeaseConflictError(StoreError):
     """Another live worker holds the run's lease."""
+
+
+class VersionMismatchError(WaylineError):
+    """A run cannot continue on this graph: another version wrote it, or the graph lacks a
+    node the run is about to enter or a key its state holds. Nothing was changed: register
+    the run's version beside this one, or carry the run forward with a migration."""
 
 
 class ResumeError(WaylineError):

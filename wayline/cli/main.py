@@ -126,7 +126,7 @@ def worker(
     w = Worker(store, compiled, config)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: w.stop())
-    names = ", ".join(sorted(w.graphs))
+    names = ", ".join(f"{name}@{version}" for name, version in sorted(w.graphs))
     console.print(f"worker {w.owner} serving {names} on {db} (concurrency {concurrency})")
     w.run()
     console.print(f"worker {w.owner} stopped after {w.completed} run executions")

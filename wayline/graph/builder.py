@@ -15,7 +15,10 @@ if TYPE_CHECKING:
     from wayline.graph.compiled import CompiledGraph
     from wayline.store.base import Store
 
-__all__ = ["StateGraph"]
+__all__ = ["Migration", "StateGraph"]
+
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+"""State of the old version in, state of the new version out."""
 
 _RESERVED_CHARS = (":", "|")
 
@@ -29,12 +32,15 @@ class StateGraph:
         *,
         name: str | None = None,
         version: str = "1",
+        schema_version: str | None = None,
         codec: Codec | None = None,
     ) -> None:
         self.codec = codec or default_codec
         self.schema = StateSchema.from_class(state_schema, self.codec)
         self.name: str = name or str(getattr(state_schema, "__name__", "graph"))
         self.version = version
+        self.schema_version = schema_version or self.schema.fingerprint
+        self.migrations: dict[str, Migration] = {}
         self.nodes: dict[str, NodeSpec] = {}
         self.edges: set[tuple[str, str]] = set()
         self.waiting_edges: set[tuple[tuple[str, ...], str]] = set()
@@ -103,6 +109,18 @@ class StateGraph:
             if previous is not None:
                 self.add_edge(previous, name)
             previous = name
+        return self
+
+    def migrate(self, from_version: str, to_version: str, fn: Migration) -> StateGraph:
+        """Register how a run written by version ``from_version`` of this graph carries its
+        state to ``to_version`` (this graph's version): ``fn(values) -> values``. Applied
+        only on purpose, by ``Wayline.migrate``."""
+        if to_version != self.version:
+            raise GraphError(
+                f"a migration registered on version {self.version!r} must lead to it, "
+                f"not to {to_version!r}"
+            )
+        self.migrations[from_version] = fn
         return self
 
     def set_entry_point(self, key: str) -> StateGraph:

@@ -21,7 +21,7 @@ from typing import Any
 import ormsgpack
 
 from wayline.codec import EXT_REF, Codec
-from wayline.errors import CodecError
+from wayline.errors import CodecError, VersionMismatchError
 from wayline.graph.algo import TaskResult, TaskSpec, apply_step
 from wayline.graph.channels import MISSING, AppendLog, Channel
 from wayline.graph.segments import LogIndex, Segment
@@ -208,6 +208,24 @@ def reconstruct(
     through: int,
 ) -> Reconstructed:
     """State after step ``through``, folded onto ``channels`` (fresh, from the schema)."""
+    try:
+        return _reconstruct(store, codec, channels, tenant_id, run_id, through)
+    except KeyError as exc:
+        raise VersionMismatchError(
+            f"run {run_id!r} holds state key {exc.args[0]!r}, which this graph's state "
+            "schema does not declare (renamed or removed?): resume it on the code that "
+            "wrote it, or carry it forward with a migration; nothing was changed"
+        ) from None
+
+
+def _reconstruct(
+    store: Store,
+    codec: Codec,
+    channels: dict[str, Channel],
+    tenant_id: str,
+    run_id: str,
+    through: int,
+) -> Reconstructed:
     resolve = BlobCache(store, tenant_id)
     snapshot = store.load_snapshot(tenant_id, run_id, through)
     next_tasks: list[TaskSpec] = []

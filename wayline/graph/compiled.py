@@ -86,6 +86,8 @@ class CompiledGraph:
         self.verify_sample = verify_sample
         self.name = name
         self.version = version
+        self.schema_version = builder.schema_version
+        self.migrations = dict(builder.migrations)
         self.nodes = dict(builder.nodes)
         self.branches = {k: tuple(v) for k, v in builder.branches.items()}
         edges: dict[str, list[str]] = {}

@@ -24,6 +24,7 @@ from wayline.errors import (
     ResumeError,
     RunParkedError,
     StepLimitError,
+    VersionMismatchError,
 )
 from wayline.graph.algo import (
     PULL,
@@ -147,7 +148,15 @@ class RunLoop:
             graph_name=g.name,
             graph_version=g.version,
             durability=self.durability,
+            schema_version=g.schema_version,
         )
+        if run.graph_name != g.name or run.graph_version != g.version:
+            raise VersionMismatchError(
+                f"run {self.run_id!r} was written by {run.graph_name}@{run.graph_version}, "
+                f"this graph is {g.name}@{g.version}: resume it on its own version (workers "
+                "serve versions side by side) or carry it forward with "
+                "Wayline(store).migrate(run_id, old_graph, new_graph); nothing was changed"
+            )
         if not self.claimed:
             self.token = self.store.claim(
                 self.tenant_id,
@@ -162,6 +171,14 @@ class RunLoop:
         )
         self.channels, self.next_tasks, self.step = rec.channels, rec.next_tasks, rec.step
         self.logs = rec.logs
+        missing = sorted({t.name for t in self.next_tasks} - set(g.nodes))
+        if missing:
+            raise VersionMismatchError(
+                f"run {self.run_id!r} is about to enter node(s) {missing}, which "
+                f"{g.name}@{g.version} does not have (renamed or removed?): resume it on the "
+                "code that wrote it, or register a new version with a migration; nothing was "
+                "changed"
+            )
         self._load_unfinished_step()
         if input is None and run.inbox is not None:  # a start or resume handed to workers
             input = decode_inbox(self.codec, run.inbox)
@@ -186,7 +203,7 @@ class RunLoop:
         try:
             # A refused resume changed nothing, and a parked run has its status already.
             if error is not None and not isinstance(
-                error, GraphInterrupt | ResumeError | RunParkedError
+                error, GraphInterrupt | ResumeError | RunParkedError | VersionMismatchError
             ):
                 self._submit_status("failed", error=_describe(error))
             self.sink.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hashlib
 import inspect
 import typing
 from collections.abc import Callable, Mapping
@@ -52,6 +53,17 @@ class StateSchema:
         if kind in ("dataclass", "pydantic") and not codec.is_registered(schema):
             codec.register(schema)
         return cls(schema, kind, channels)
+
+    @property
+    def fingerprint(self) -> str:
+        """A short digest of the keys and how each folds: a different schema, a different
+        fingerprint (the default state-schema version a run records)."""
+        parts = []
+        for key, channel in sorted(self.channels.items()):
+            reducer = getattr(channel, "reducer", None)
+            name = getattr(reducer, "__qualname__", "") if reducer is not None else ""
+            parts.append(f"{key}:{type(channel).__name__}:{name}")
+        return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
 
     def new_channels(self) -> dict[str, Channel]:
         return {k: c.fresh() for k, c in self.channels.items()}

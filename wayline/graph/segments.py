@@ -63,10 +63,18 @@ class LogIndex:
 
 
 def advance(
-    index: LogIndex | None, channel: str, step: int, length: int, fanout: int = FANOUT
+    index: LogIndex | None,
+    channel: str,
+    step: int,
+    length: int,
+    fanout: int = FANOUT,
+    *,
+    salt: str = "",
 ) -> tuple[LogIndex, list[Segment]]:
     """The index after a snapshot at ``step`` when the channel holds ``length`` items, and
-    the segments to write now (each new and immutable)."""
+    the segments to write now (each new and immutable). ``salt`` keeps the ids of segments
+    rewritten by a migration apart from the ones the old version wrote."""
+    channel = f"{channel}@{salt}" if salt else channel
     index = index or LogIndex()
     segments = list(index.segments)
     written: list[Segment] = []

@@ -41,6 +41,7 @@ class Store(Protocol):
         graph_name: str,
         graph_version: str,
         durability: str,
+        schema_version: str = "",
     ) -> RunRecord:
         """Create the run row, or return the existing one: creating twice is not an error."""
         ...
@@ -60,6 +61,7 @@ class Store(Protocol):
         graph_name: str,
         graph_version: str,
         durability: str,
+        schema_version: str = "",
     ) -> RunRecord:
         """Give a run input for a worker to apply (creating the run if needed); wakes workers."""
         ...
@@ -69,11 +71,12 @@ class Store(Protocol):
         *,
         owner: str,
         lease_seconds: float,
-        graph_names: Sequence[str],
+        graphs: Sequence[tuple[str, str]],
         tenant_id: str | None = None,
     ) -> tuple[RunRecord, int] | None:
-        """Claim the oldest claimable run of these graphs (new, resumable, due for a retry, or
-        whose holder's lease expired); returns it with its new fencing token."""
+        """Claim the oldest claimable run of these (graph name, version) pairs (new,
+        resumable, due for a retry, or whose holder's lease expired); returns it with its
+        new fencing token."""
         ...
 
     def heartbeat(

@@ -266,6 +266,8 @@ class CommitBatch:
     take_inbox: bool = False
     """The run's inbox was applied by this batch: clear it in the same transaction."""
     audit: list[AuditRecord] = dataclasses.field(default_factory=list)
+    versions: tuple[str, str] | None = None
+    """(graph version, schema version) the run moves to: a migration."""
 
     def merge(self, later: CommitBatch) -> None:
         self.deltas.extend(later.deltas)
@@ -282,6 +284,7 @@ class CommitBatch:
             self.run = later.run
         self.take_inbox = self.take_inbox or later.take_inbox
         self.audit.extend(later.audit)
+        self.versions = later.versions or self.versions
 
     def is_empty(self) -> bool:
         return not (
@@ -294,6 +297,7 @@ class CommitBatch:
             or self.run
             or self.take_inbox
             or self.audit
+            or self.versions
         )
 
     def meter(self) -> list[MeterRow]:

@@ -176,13 +176,12 @@ class SQLStore:
         graph_name: str,
         graph_version: str,
         durability: str,
+        schema_version: str = "",
     ) -> RunRecord:
         now = time.time()
+        row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, None)
         with self._tx() as db:
-            db.execute(
-                self.q.Q_INSERT_RUN,
-                (tenant_id, run_id, graph_name, graph_version, durability, now, now, None, ""),
-            )
+            db.execute(self.q.Q_INSERT_RUN, (*row, schema_version))
         run = self.get_run(tenant_id, run_id)
         assert run is not None
         return run
@@ -196,12 +195,14 @@ class SQLStore:
         graph_name: str,
         graph_version: str,
         durability: str,
+        schema_version: str = "",
     ) -> RunRecord:
         """Hand a run input (a start or a resume decision) to whichever worker claims it."""
         now = time.time()
-        row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, inbox, "")
+        row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, inbox)
+        row_v = (*row, schema_version)
         with self._tx() as db:
-            created = db.execute(self.q.Q_INSERT_RUN, row).rowcount == 1
+            created = db.execute(self.q.Q_INSERT_RUN, row_v).rowcount == 1
             if not created:
                 db.execute(self.q.Q_SET_INBOX, (inbox, now, tenant_id, run_id))
             db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "runs", "inbox", len(inbox)))
@@ -230,19 +231,22 @@ class SQLStore:
         *,
         owner: str,
         lease_seconds: float,
-        graph_names: Sequence[str],
+        graphs: Sequence[tuple[str, str]],
         tenant_id: str | None = None,
     ) -> tuple[RunRecord, int] | None:
-        """Claim the oldest claimable run of these graphs: new, waiting to resume or retry,
-        or abandoned by a worker whose lease expired (claimable at once: no sweeper).
+        """Claim the oldest claimable run of these (graph name, version) pairs: new, waiting
+        to resume or retry, or abandoned by a worker whose lease expired (claimable at once:
+        no sweeper). A run of a version this worker lacks is left for one that has it.
         Returns the run and the new fencing token."""
-        if not graph_names:
+        if not graphs:
             return None
         now = time.time()
-        marks = ", ".join([self.placeholder] * len(graph_names))
-        query = self.q.Q_CLAIM_CANDIDATE.format(names=marks, lock=self.claim_lock)
+        ph = self.placeholder
+        clause = " OR ".join([f"(graph_name = {ph} AND graph_version = {ph})"] * len(graphs))
+        query = self.q.Q_CLAIM_CANDIDATE.format(graphs=clause, lock=self.claim_lock)
+        pairs = [part for pair in graphs for part in pair]
         with self._tx() as db:
-            row = db.execute(query, (*graph_names, now, now, tenant_id, tenant_id)).fetchone()
+            row = db.execute(query, (*pairs, now, now, tenant_id, tenant_id)).fetchone()
             if row is None:
                 return None
             tenant, run_id = row
@@ -363,6 +367,8 @@ class SQLStore:
                 db.executemany(q.Q_PUT_INTERRUPT, rows)
             for entry in batch.audit:
                 db.execute(q.Q_APPEND_AUDIT, _audit_row(entry, now))
+            if batch.versions is not None:
+                db.execute(q.Q_SET_VERSIONS, (*batch.versions, *key, token))
             meter = batch.meter()
             for seg in batch.segments:  # immutable and deterministic: written at most once
                 row = (*key, seg.seg_id, seg.channel, seg.level, seg.first_step, seg.last_step)

@@ -73,7 +73,8 @@ class Worker:
     ) -> None:
         self.store = open_store(store) if isinstance(store, str) else store
         graphs = [graphs] if isinstance(graphs, CompiledGraph) else list(graphs)
-        self.graphs = {g.name: g.with_store(self.store) for g in graphs}
+        self.graphs = {(g.name, g.version): g.with_store(self.store) for g in graphs}
+        """Versions side by side: each run continues on the version that wrote it."""
         self.config = config or WorkerConfig()
         self.owner = owner or default_owner()
         self.stopping = threading.Event()
@@ -117,7 +118,7 @@ class Worker:
             claimed = self.store.claim_next(
                 owner=self.owner,
                 lease_seconds=self.config.lease_seconds,
-                graph_names=sorted(self.graphs),
+                graphs=sorted(self.graphs),
                 tenant_id=self.config.tenant,
             )
             if claimed is None:
@@ -127,7 +128,7 @@ class Worker:
 
     def execute(self, run: RunRecord, token: int) -> None:
         """Run a claimed run until it finishes, waits, parks, fails or loses its lease."""
-        graph = self.graphs[run.graph_name]
+        graph = self.graphs[(run.graph_name, run.graph_version)]
         held = _Held(run, token, threading.Event())
         key = (run.tenant_id, run.run_id)
         loop = RunLoop(

@@ -25,7 +25,7 @@ WHERE tenant_id = ? AND run_id = ? AND status <> 'cancelled'
 """
 Q_CLAIM_CANDIDATE = """
 SELECT tenant_id, run_id FROM runs
-WHERE graph_name IN ({names}) AND status IN ('pending', 'running') AND cancel_requested = 0
+WHERE ({graphs}) AND status IN ('pending', 'running') AND cancel_requested = 0
     AND (lease_expires_at IS NULL OR lease_expires_at < ?) AND (wake_at IS NULL OR wake_at <= ?)
     AND (CAST(? AS TEXT) IS NULL OR tenant_id = ?)
 ORDER BY updated_at LIMIT 1{lock}
@@ -49,6 +49,10 @@ WHERE tenant_id = ? AND run_id = ? AND status NOT IN ('done', 'cancelled')
 Q_SCHEDULE_RETRY = """
 UPDATE runs SET status = 'pending', attempts = attempts + 1, wake_at = ?, error = ?,
     lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
+WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
+"""
+Q_SET_VERSIONS = """
+UPDATE runs SET graph_version = ?, schema_version = ?
 WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
 """
 Q_REQUEUE = """
