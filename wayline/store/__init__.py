@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
 from urllib.parse import parse_qs, urlsplit
 
 from wayline.errors import StoreError, StoreURLError
@@ -9,17 +10,30 @@ from wayline.store.base import Store
 from wayline.store.records import CommitBatch, RunRecord
 from wayline.store.sqlite import SQLiteStore
 
+if TYPE_CHECKING:
+    from wayline.store.encrypted import KeyProvider
+
 __all__ = ["CommitBatch", "RunRecord", "SQLiteStore", "Store", "open_store"]
 
 
-def open_store(url: str, *, upgrade: bool = False) -> Store:
+def open_store(url: str, *, upgrade: bool = False, keys: KeyProvider | None = None) -> Store:
     """Open a store by URL: ``sqlite:///relative.db``, ``sqlite:////abs.db``,
     ``sqlite:///:memory:``, ``postgresql://user@host/db``; options as query parameters
     (SQLite ``?synchronous=NORMAL``; PostgreSQL ``?schema=NAME&synchronous_commit=off``).
 
     A new database gets the current schema. An existing one with an older schema is refused
     with a clear error unless ``upgrade`` (``wayline db upgrade``) applies the migrations.
+    With ``keys`` every payload is sealed before it reaches the database (``EncryptedStore``).
     """
+    store = _open(url, upgrade)
+    if keys is None:
+        return store
+    from wayline.store.encrypted import EncryptedStore
+
+    return cast(Store, EncryptedStore(store, keys))
+
+
+def _open(url: str, upgrade: bool) -> Store:
     if not isinstance(url, str) or "://" not in url:
         raise StoreURLError(
             f"store URL {url!r} has no scheme: use sqlite:///path/to/file.db "
