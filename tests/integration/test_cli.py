@@ -26,6 +26,8 @@ def test_demo_kills_resumes_and_matches(tmp_path: Path) -> None:
     assert "equal" in done.stdout and "DIFFERENT" not in done.stdout
     assert "Ran twice: draft round 4 (of" in done.stdout
     assert "charged once" in done.stdout  # part two: ctx.effect against the payments service
+    assert "refused (unauthorized)" in done.stdout  # part three: an audited approval
+    assert "issued once" in done.stdout
     run = wayline.connect(f"sqlite:///{db}").get_run("default", "ticket-1042")
     assert run is not None and run.status == "done"
 

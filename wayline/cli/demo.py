@@ -93,7 +93,65 @@ def run_demo(db: Path | None, kill_at_round: int, console: Console) -> int:
     )
     console.print(f"[dim]store: {db}[/]")
     charged_once = _payments(workdir, console)
-    return 0 if same and charged_once else 1
+    approved_once = _approval(url, console)
+    return 0 if same and charged_once and approved_once else 1
+
+
+def _approval(url: str, console: Console) -> bool:
+    """Part three: a refund agent that waits for an authorized, audited approval."""
+    from wayline.control import Actor
+    from wayline.errors import ApprovalRefused
+    from wayline.examples.refund_agent import build_refund_agent, claim_input
+
+    console.print(
+        Panel.fit(
+            "[bold]Part three[/]: a refund agent proposes a refund and waits for finance.\n"
+            "The proposal is recorded with its digest, who may decide and an expiry.",
+            border_style="cyan",
+        )
+    )
+    refunds: dict[str, dict[str, object]] = {}
+
+    def refund(key: str, amount: int, customer: str) -> dict[str, object]:
+        return refunds.setdefault(key, {"id": f"re_{len(refunds) + 1}", "amount": amount})
+
+    store = wayline.connect(url)
+    app = build_refund_agent(store, refund)
+    cfg = {"configurable": {"thread_id": "claim-9"}}
+    (question,) = app.invoke(claim_input(), cfg)["__interrupt__"]
+    console.print(
+        f"waiting: refund {question.value['refund']} to {question.value['customer']}, "
+        f"approvers {list(question.approvers or ())}, digest {question.digest[:12]}"
+    )
+    client = wayline.Wayline(store)
+    attempts = [
+        (Actor(id="ivan", roles=("support",)), question.digest),
+        (Actor(id="fatima", roles=("finance",)), "0" * 64),
+        (Actor(id="fatima", roles=("finance",)), question.digest),
+    ]
+    for actor, digest in attempts:
+        try:
+            client.resume("claim-9", {"approved": True}, actor=actor, digest=digest)
+            console.print(f"  {actor.id}: [green]accepted[/]")
+        except ApprovalRefused as exc:
+            console.print(f"  {actor.id}: [yellow]refused ({exc.reason})[/]")
+    final = app.invoke(None, cfg)
+    table = Table(title="audit log of claim-9")
+    for col in ("actor", "action", "outcome", "detail"):
+        table.add_column(col)
+    for entry in client.audit("claim-9"):
+        table.add_row(entry.actor, entry.action, entry.outcome, entry.detail or "")
+    console.print(table)
+    ok = final.get("refund", {}).get("id") == "re_1" and len(refunds) == 1
+    console.print(
+        Panel.fit(
+            f"refund {final.get('refund')} issued once; outbox: {final.get('outbox')}"
+            if ok
+            else "[bold red]the refund did not go through as approved[/]",
+            border_style="green" if ok else "red",
+        )
+    )
+    return ok
 
 
 def _payments(workdir: Path, console: Console) -> bool:
