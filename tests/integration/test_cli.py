@@ -48,3 +48,15 @@ def test_bad_store_url_is_a_clear_error() -> None:
     done = run_cli("runs", "list", "--db", "mysql://x")
     assert done.returncode == 2
     assert "unsupported store URL scheme 'mysql'" in done.stdout
+
+
+def test_runs_bytes_and_verify(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    build_graph(url).invoke(demo_input(), {"configurable": {"thread_id": "t-2"}})
+    shown = run_cli("runs", "bytes", "t-2", "--db", url)
+    assert shown.returncode == 0, shown.stderr
+    assert "deltas" in shown.stdout and "write amplification" in shown.stdout
+    spec = "wayline.examples.support_agent:build_graph"
+    verified = run_cli("runs", "verify", "t-2", "--graph", spec, "--db", url)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "equal" in verified.stdout

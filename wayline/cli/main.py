@@ -181,6 +181,33 @@ def runs_show(
     console.print(table)
 
 
+@runs_app.command("verify")
+def runs_verify(
+    run_id: str,
+    graph: Annotated[str, typer.Option(help="The run's graph, as module:attribute.")],
+    db: DbOption = "sqlite:///wayline.db",
+    tenant: TenantOption = "default",
+) -> None:
+    """Reconstruct a finished run and compare it with the digest committed at its end."""
+    from wayline.cli.loading import load_graph
+
+    store = _open(db)
+    try:
+        result = load_graph(graph, store).verify(
+            {"configurable": {"thread_id": run_id, "tenant": tenant}}
+        )
+    except WaylineError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(1) from None
+    verdict = "[green]equal[/]" if result.ok else "[bold red]DIFFERENT[/]"
+    console.print(
+        f"run {run_id} step {result.step}: committed {result.expected[:16]}, reconstructed "
+        f"{result.actual[:16]}: {verdict} (snapshot at {result.snapshot_step}, "
+        f"{result.folds} folds, {result.rows_read} rows read)"
+    )
+    raise typer.Exit(0 if result.ok else 1)
+
+
 @runs_app.command("retry")
 def runs_retry(
     run_id: str, db: DbOption = "sqlite:///wayline.db", tenant: TenantOption = "default"
