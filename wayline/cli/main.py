@@ -381,10 +381,22 @@ def purge(
 
 
 @db_app.command("upgrade")
-def db_upgrade(db: DbOption = "sqlite:///wayline.db") -> None:
+def db_upgrade(
+    db: DbOption = "sqlite:///wayline.db",
+    rls: Annotated[
+        bool, typer.Option("--rls", help="PostgreSQL: enable row-level security per tenant.")
+    ] = False,
+) -> None:
     """Apply the schema migrations the store lacks (safe with workers running)."""
     store = _open(db, upgrade=True)
     console.print(f"{db}: schema version {store.schema_version()}, up to date")
+    if rls:
+        enable = getattr(store, "enable_rls", None)
+        if enable is None:
+            console.print("[red]row-level security is a PostgreSQL feature[/]")
+            raise typer.Exit(2)
+        tables = enable()
+        console.print(f"row-level security on {len(tables)} tables: {', '.join(tables)}")
 
 
 def _open(url: str, *, upgrade: bool = False) -> wayline.Store:

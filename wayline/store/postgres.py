@@ -4,7 +4,9 @@ psycopg 3 with a connection pool. ``synchronous_commit`` is the database's own d
 layer under wayline's modes: ``on`` (the server default) makes a commit survive a crash of
 the server; set ``?synchronous_commit=off`` on the URL to trade the last few hundred
 milliseconds of commits on a server crash for latency (a worker kill still loses nothing).
-A ``?schema=NAME`` URL option keeps wayline's tables in their own schema.
+A ``?schema=NAME`` URL option keeps wayline's tables in their own schema; ``?rls=1`` scopes
+every transaction to its tenant for row-level security (``wayline db upgrade --rls``), and
+``?rls=1&tenant=T`` pins a store to tenant T: the database itself then refuses it the rest.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from wayline.errors import StoreError, StoreURLError
-from wayline.store.sql_store import Executor, SQLStore, load_queries
+from wayline.store.sql_store import Executor, SQLStore, load_queries, split_statements
 
 try:
     import psycopg
@@ -32,12 +35,25 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["PostgresStore"]
 
 _QUERIES = load_queries("%s")
+RLS_TABLES = (
+    "runs",
+    "deltas",
+    "snapshots",
+    "segments",
+    "pending_writes",
+    "interrupts",
+    "effects",
+    "audit",
+    "meter",
+    "blobs",
+    "blob_refs",
+)
 Q_TABLES = """
 SELECT table_name FROM information_schema.tables
 WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name
 """
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-_WAYLINE_OPTIONS = ("schema", "synchronous_commit", "pool_size")
+_WAYLINE_OPTIONS = ("schema", "synchronous_commit", "pool_size", "rls", "tenant")
 
 
 class _Executor:
@@ -71,6 +87,10 @@ class PostgresStore(SQLStore):
         self.url = url
         conninfo, options = _split_url(url)
         self.schema = options.get("schema", "public")
+        self.rls = options.get("rls", "0").lower() in ("1", "on", "true")
+        """Scope every transaction to its tenant (``?rls=1``) for row-level security."""
+        self.pinned_tenant = options.get("tenant")
+        """``?rls=1&tenant=T``: every transaction is T's, whatever tenant a call names."""
         if not _SCHEMA_NAME.match(self.schema):
             raise StoreURLError(f"schema name {self.schema!r} must match {_SCHEMA_NAME.pattern}")
         settings = [f"-c search_path={self.schema}"]
@@ -83,7 +103,9 @@ class PostgresStore(SQLStore):
         self._listener: psycopg.Connection[Any] | None = None
         try:
             with psycopg.connect(conninfo, autocommit=True) as conn:
-                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+                found = "SELECT 1 FROM pg_namespace WHERE nspname = %s"
+                if not conn.execute(found, (self.schema,)).fetchone():  # an app role may
+                    conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')  # not create
             self._pool = ConnectionPool(
                 conninfo,
                 min_size=1,
@@ -97,21 +119,29 @@ class PostgresStore(SQLStore):
             raise StoreURLError(f"cannot open PostgreSQL store {_redact(url)}: {exc}") from exc
         self._open_schema(upgrade=upgrade)
 
-    def _lock_schema(self, db: Executor) -> None:
+    def _lock_schema(self, db: Any) -> None:
         # Several workers may start at once: one migrates, the others wait, then see it done.
         db.execute("SELECT pg_advisory_xact_lock(hashtext('wayline.schema'))")
 
     @contextmanager
-    def _tx(self) -> Iterator[_Executor]:
+    def _tx(self, tenant: str | None = None) -> Iterator[_Executor]:
         try:
             with self._pool.connection() as conn, conn.transaction():
+                self._scope(conn, tenant)
                 yield _Executor(conn)
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL write failed and was rolled back: {exc}") from exc
 
-    def _read(self, query: str, params: Sequence[Any]) -> list[Any]:
+    def _scope(self, conn: psycopg.Connection[Any], tenant: str | None) -> None:
+        """Under row-level security, name the tenant this transaction may see."""
+        tenant = self.pinned_tenant or tenant
+        if self.rls and tenant is not None:
+            conn.execute("SELECT set_config('wayline.tenant', %s, true)", (tenant,))
+
+    def _read(self, query: str, params: Sequence[Any], tenant: str | None = None) -> list[Any]:
         try:
-            with self._pool.connection() as conn:
+            with self._pool.connection() as conn, conn.transaction():
+                self._scope(conn, tenant)
                 return conn.execute(query, params).fetchall()
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL read failed: {exc}") from exc
@@ -133,12 +163,27 @@ class PostgresStore(SQLStore):
                 self._listener = None
                 time.sleep(min(timeout, 1.0))  # the database is away: back off, poll again
 
-    def _read_dicts(self, query: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    def _read_dicts(
+        self, query: str, params: Sequence[Any], tenant: str | None = None
+    ) -> list[dict[str, Any]]:
         try:
-            with self._pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-                return cur.execute(query, params).fetchall()
+            with self._pool.connection() as conn, conn.transaction():
+                self._scope(conn, tenant)
+                with conn.cursor(row_factory=dict_row) as cur:
+                    return cur.execute(query, params).fetchall()
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL read failed: {exc}") from exc
+
+    def enable_rls(self) -> list[str]:
+        """Turn on row-level security: each run table then answers only for the tenant a
+        transaction names. A role without BYPASSRLS, connecting with ``?rls=1``, can never
+        see or write another tenant's rows. Returns the tables it covers."""
+        sql = resources.files("wayline.store.sql").joinpath("postgres", "rls.sql").read_text()
+        with self._tx() as db:
+            self._lock_schema(db)
+            for statement in split_statements(sql):
+                db.execute(statement)
+        return list(RLS_TABLES)
 
     def table_names(self) -> list[str]:
         return [name for (name,) in self._read(Q_TABLES, ())]

@@ -99,11 +99,12 @@ class SQLStore:
     placeholder = "?"
     dialect = "sqlite"
 
-    def _tx(self) -> AbstractContextManager[Any]:
-        """A transaction: yields an ``Executor``, commits on exit, rolls back on error."""
+    def _tx(self, tenant: str | None = None) -> AbstractContextManager[Any]:
+        """A transaction: yields an ``Executor``, commits on exit, rolls back on error.
+        ``tenant`` scopes it where the backend enforces tenancy itself (PostgreSQL RLS)."""
         raise NotImplementedError
 
-    def _read(self, query: str, params: Sequence[Any]) -> list[Any]:
+    def _read(self, query: str, params: Sequence[Any], tenant: str | None = None) -> list[Any]:
         raise NotImplementedError
 
     def table_names(self) -> list[str]:
@@ -114,7 +115,7 @@ class SQLStore:
 
     # -- schema -----------------------------------------------------------------------
 
-    def _lock_schema(self, db: Executor) -> None:
+    def _lock_schema(self, db: Any) -> None:
         """Serialize migrations between processes (PostgreSQL takes an advisory lock)."""
 
     def schema_version(self) -> int:
@@ -180,7 +181,7 @@ class SQLStore:
     ) -> RunRecord:
         now = time.time()
         row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, None)
-        with self._tx() as db:
+        with self._tx(tenant_id) as db:
             db.execute(self.q.Q_INSERT_RUN, (*row, schema_version))
         run = self.get_run(tenant_id, run_id)
         assert run is not None
@@ -201,7 +202,7 @@ class SQLStore:
         now = time.time()
         row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, inbox)
         row_v = (*row, schema_version)
-        with self._tx() as db:
+        with self._tx(tenant_id) as db:
             created = db.execute(self.q.Q_INSERT_RUN, row_v).rowcount == 1
             if not created:
                 db.execute(self.q.Q_SET_INBOX, (inbox, now, tenant_id, run_id))
@@ -245,7 +246,7 @@ class SQLStore:
         clause = " OR ".join([f"(graph_name = {ph} AND graph_version = {ph})"] * len(graphs))
         query = self.q.Q_CLAIM_CANDIDATE.format(graphs=clause, lock=self.claim_lock)
         pairs = [part for pair in graphs for part in pair]
-        with self._tx() as db:
+        with self._tx(tenant_id) as db:
             row = db.execute(query, (*pairs, now, now, tenant_id, tenant_id)).fetchone()
             if row is None:
                 return None
@@ -264,7 +265,7 @@ class SQLStore:
     ) -> tuple[bool, bool]:
         """Extend a held lease. Returns (still held, cancellation requested)."""
         expires = time.time() + lease_seconds
-        with self._tx() as db:
+        with self._tx(tenant_id) as db:
             row = db.execute(
                 self.q.Q_HEARTBEAT, (expires, tenant_id, run_id, token, owner)
             ).fetchone()
@@ -273,7 +274,7 @@ class SQLStore:
     def request_cancel(self, tenant_id: str, run_id: str) -> bool:
         """Cancel a run: at once if no worker holds it, else at its holder's next step."""
         now = time.time()
-        with self._tx() as db:
+        with self._tx(tenant_id) as db:
             cur = db.execute(self.q.Q_REQUEST_CANCEL, (now, now, tenant_id, run_id))
             return cur.rowcount == 1
 
@@ -281,7 +282,7 @@ class SQLStore:
         self, tenant_id: str, run_id: str, *, token: int, wake_at: float, error: str
     ) -> None:
         """Give a failed run back to the queue, claimable from ``wake_at`` (fenced)."""
-        with self._tx() as db:
+        with self._tx(tenant_id) as db:
             params = (wake_at, error, time.time(), tenant_id, run_id, token)
             if db.execute(self.q.Q_SCHEDULE_RETRY, params).rowcount != 1:
                 raise LeaseLost(run_id, token)
@@ -289,20 +290,20 @@ class SQLStore:
 
     def requeue(self, tenant_id: str, run_id: str) -> bool:
         """An operator puts a failed (dead-lettered) or parked run back in the queue."""
-        with self._tx() as db:
+        with self._tx(tenant_id) as db:
             cur = db.execute(self.q.Q_REQUEUE, (time.time(), tenant_id, run_id))
             if cur.rowcount == 1:
                 self._notify(db)
             return cur.rowcount == 1
 
     def get_run(self, tenant_id: str, run_id: str) -> RunRecord | None:
-        rows = self._read(self.q.Q_GET_RUN, (tenant_id, run_id))
+        rows = self._read(self.q.Q_GET_RUN, (tenant_id, run_id), tenant=tenant_id)
         return _run(rows[0]) if rows else None
 
     def list_runs(
         self, tenant_id: str, *, status: RunStatus | None = None, limit: int = 100
     ) -> list[RunRecord]:
-        rows = self._read(self.q.Q_LIST_RUNS, (tenant_id, status, status, limit))
+        rows = self._read(self.q.Q_LIST_RUNS, (tenant_id, status, status, limit), tenant=tenant_id)
         return [_run(r) for r in rows]
 
     # -- leases -----------------------------------------------------------------------
@@ -311,7 +312,7 @@ class SQLStore:
         self, tenant_id: str, run_id: str, *, owner: str, lease_seconds: float, steal: bool = False
     ) -> int:
         now = time.time()
-        with self._tx() as db:
+        with self._tx(tenant_id) as db:
             row = db.execute(self.q.Q_LEASE_OF, (tenant_id, run_id)).fetchone()
             if row is None:
                 raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant_id!r}")
@@ -327,7 +328,7 @@ class SQLStore:
         return int(token)
 
     def release(self, tenant_id: str, run_id: str, token: int) -> None:
-        with self._tx() as db:
+        with self._tx(tenant_id) as db:
             db.execute(self.q.Q_RELEASE, (tenant_id, run_id, token))
 
     # -- commits ----------------------------------------------------------------------
@@ -337,7 +338,7 @@ class SQLStore:
         now = time.time()
         key = (tenant_id, run_id)
         rows: list[tuple[Any, ...]]
-        with self._tx() as db:
+        with self._tx(tenant_id) as db:
             run = batch.run
             take = 1 if batch.take_inbox else 0
             if run is None:
@@ -385,11 +386,14 @@ class SQLStore:
     # -- effects ----------------------------------------------------------------------
 
     def get_effect(self, tenant_id: str, key: str) -> EffectRecord | None:
-        rows = self._read(self.q.Q_GET_EFFECT, (tenant_id, key))
+        rows = self._read(self.q.Q_GET_EFFECT, (tenant_id, key), tenant=tenant_id)
         return _effect(rows[0]) if rows else None
 
     def list_effects(self, tenant_id: str, run_id: str) -> list[EffectRecord]:
-        return [_effect(r) for r in self._read(self.q.Q_LIST_EFFECTS, (tenant_id, run_id))]
+        return [
+            _effect(r)
+            for r in self._read(self.q.Q_LIST_EFFECTS, (tenant_id, run_id), tenant=tenant_id)
+        ]
 
     def put_effect(
         self,
@@ -404,7 +408,7 @@ class SQLStore:
         without one it is an operator's resolution. False: someone else changed it first."""
         q = self.q
         now = time.time()
-        with self._tx() as db:
+        with self._tx(record.tenant_id) as db:
             if token is not None:
                 fence = db.execute(q.Q_FENCE_TOUCH, (now, 0, record.tenant_id, run_id, token))
                 if fence.rowcount != 1:
@@ -446,21 +450,25 @@ class SQLStore:
     def load_snapshot(
         self, tenant_id: str, run_id: str, at_or_before: int
     ) -> SnapshotRecord | None:
-        rows = self._read(self.q.Q_LOAD_SNAPSHOT, (tenant_id, run_id, at_or_before))
+        rows = self._read(
+            self.q.Q_LOAD_SNAPSHOT, (tenant_id, run_id, at_or_before), tenant=tenant_id
+        )
         return SnapshotRecord(rows[0][0], bytes(rows[0][1])) if rows else None
 
     def load_deltas(
         self, tenant_id: str, run_id: str, after: int, through: int
     ) -> list[DeltaRecord]:
-        rows = self._read(self.q.Q_LOAD_DELTAS, (tenant_id, run_id, after, through))
+        rows = self._read(
+            self.q.Q_LOAD_DELTAS, (tenant_id, run_id, after, through), tenant=tenant_id
+        )
         return [DeltaRecord(step, bytes(data), fencing_token=tok) for step, data, tok in rows]
 
     def load_pending(self, tenant_id: str, run_id: str, step: int) -> list[PendingWriteRecord]:
-        rows = self._read(self.q.Q_LOAD_PENDING, (tenant_id, run_id, step))
+        rows = self._read(self.q.Q_LOAD_PENDING, (tenant_id, run_id, step), tenant=tenant_id)
         return [PendingWriteRecord(s, t, bytes(p)) for s, t, p in rows]
 
     def load_interrupts(self, tenant_id: str, run_id: str, step: int) -> list[InterruptRecord]:
-        rows = self._read(self.q.Q_LOAD_INTERRUPTS, (tenant_id, run_id, step))
+        rows = self._read(self.q.Q_LOAD_INTERRUPTS, (tenant_id, run_id, step), tenant=tenant_id)
         return [
             InterruptRecord(
                 s,
@@ -482,7 +490,7 @@ class SQLStore:
         """Record a decision on an open interrupt and its audit line, in one transaction.
         False (and nothing written) if it was answered already."""
         now = time.time()
-        with self._tx() as db:
+        with self._tx(tenant_id) as db:
             params = (resume, tenant_id, run_id, interrupt_id)
             if db.execute(self.q.Q_ANSWER_INTERRUPT, params).rowcount != 1:
                 return False
@@ -491,31 +499,36 @@ class SQLStore:
         return True
 
     def append_audit(self, entry: AuditRecord) -> None:
-        with self._tx() as db:
+        with self._tx(entry.tenant_id) as db:
             db.execute(self.q.Q_APPEND_AUDIT, _audit_row(entry, time.time()))
 
     def load_audit(self, tenant_id: str, run_id: str) -> list[AuditRecord]:
-        return [AuditRecord(*row) for row in self._read(self.q.Q_LOAD_AUDIT, (tenant_id, run_id))]
+        return [
+            AuditRecord(*row)
+            for row in self._read(self.q.Q_LOAD_AUDIT, (tenant_id, run_id), tenant=tenant_id)
+        ]
 
     def load_segments(self, tenant_id: str, run_id: str, seg_ids: list[str]) -> list[bytes]:
         out = []
         for seg_id in seg_ids:
-            rows = self._read(self.q.Q_LOAD_SEGMENT, (tenant_id, run_id, seg_id))
+            rows = self._read(self.q.Q_LOAD_SEGMENT, (tenant_id, run_id, seg_id), tenant=tenant_id)
             if not rows:
                 raise StoreError(f"segment {seg_id} of run {run_id!r} is missing from the store")
             out.append(bytes(rows[0][0]))
         return out
 
     def load_blob(self, tenant_id: str, digest: str) -> bytes:
-        rows = self._read(self.q.Q_LOAD_BLOB, (tenant_id, digest))
+        rows = self._read(self.q.Q_LOAD_BLOB, (tenant_id, digest), tenant=tenant_id)
         if not rows:
             raise StoreError(f"blob {digest} is missing for tenant {tenant_id!r}")
         return bytes(rows[0][0])
 
     def load_meter(self, tenant_id: str, run_id: str) -> list[MeterRow]:
-        rows = self._read(self.q.Q_LOAD_METER, (tenant_id, run_id))
+        rows = self._read(self.q.Q_LOAD_METER, (tenant_id, run_id), tenant=tenant_id)
         meter = [MeterRow(step, tbl, ch, n) for step, tbl, ch, n in rows]
-        for step, sizes in self._read(self.q.Q_LOAD_DELTA_SIZES, (tenant_id, run_id)):
+        for step, sizes in self._read(
+            self.q.Q_LOAD_DELTA_SIZES, (tenant_id, run_id), tenant=tenant_id
+        ):
             meter.extend(MeterRow(step, "deltas", ch, n) for ch, n in json.loads(sizes))
         return sorted(meter, key=lambda m: m.step)  # stable: write order within a step
 
@@ -523,7 +536,7 @@ class SQLStore:
         """Payload bytes the run's rows hold now, per metered table (an audit of the meter:
         equal to what the meter counted for tables whose rows were never replaced)."""
         params = (tenant_id, run_id) * self.q.HELD_BYTES_PARAMS
-        return {t: int(n) for t, n in self._read(self.q.Q_HELD_BYTES, params)}
+        return {t: int(n) for t, n in self._read(self.q.Q_HELD_BYTES, params, tenant=tenant_id)}
 
     def dump_run(self, tenant_id: str, run_id: str) -> dict[str, list[dict[str, Any]]]:
         """Every row the store holds for a run, table by table, as stored (payloads are
@@ -531,9 +544,10 @@ class SQLStore:
         key = (tenant_id, run_id)
         out = {}
         for table in self.q.RUN_TABLES:
-            out[table] = self._read_dicts(self.q.Q_DUMP.format(table=table), key)
+            out[table] = self._read_dicts(self.q.Q_DUMP.format(table=table), key, tenant=tenant_id)
         out["blobs"] = [
-            {"digest": d, "payload": bytes(p)} for d, p in self._read(self.q.Q_DUMP_BLOBS, key)
+            {"digest": d, "payload": bytes(p)}
+            for d, p in self._read(self.q.Q_DUMP_BLOBS, key, tenant=tenant_id)
         ]
         return out
 
@@ -541,16 +555,18 @@ class SQLStore:
         """Ids of the tenant's runs in one of ``statuses`` last updated before ``before``."""
         marks = ", ".join([self.placeholder] * len(statuses))
         query = self.q.Q_RUNS_BEFORE.format(statuses=marks)
-        return [r for (r,) in self._read(query, (tenant_id, before, *statuses))]
+        return [r for (r,) in self._read(query, (tenant_id, before, *statuses), tenant=tenant_id)]
 
-    def _read_dicts(self, query: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    def _read_dicts(
+        self, query: str, params: Sequence[Any], tenant: str | None = None
+    ) -> list[dict[str, Any]]:
         raise NotImplementedError
 
     def purge_run(self, tenant_id: str, run_id: str) -> int:
         """Delete every row of a run, and the blobs no other run of the tenant references,
         in one transaction. Returns the number of rows deleted."""
         key = (tenant_id, run_id)
-        with self._tx() as db:
+        with self._tx(tenant_id) as db:
             digests = [d for (d,) in db.execute(self.q.Q_BLOBS_OF_RUN, key).fetchall()]
             deleted = sum(db.execute(query, key).rowcount for query in self.q.Q_PURGE)
             for i in range(0, len(digests), 500):

@@ -62,7 +62,7 @@ class SQLiteStore(SQLStore):
         self._open_schema(upgrade=upgrade)
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def _tx(self, tenant: str | None = None) -> Iterator[sqlite3.Connection]:
         """One write transaction; BEGIN IMMEDIATE takes the write lock up front."""
         with self._lock:
             db = self._db
@@ -85,7 +85,7 @@ class SQLiteStore(SQLStore):
                     db.execute("ROLLBACK")
                     raise StoreError(f"SQLite commit failed: {exc}") from exc
 
-    def _read(self, query: str, params: Sequence[Any]) -> list[Any]:
+    def _read(self, query: str, params: Sequence[Any], tenant: str | None = None) -> list[Any]:
         with self._lock:
             try:
                 return self._db.execute(query, params).fetchall()
@@ -95,7 +95,9 @@ class SQLiteStore(SQLStore):
     def _notify(self, db: Any) -> None:
         self._wakeup.set()  # workers in this process wake now; others poll
 
-    def _read_dicts(self, query: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    def _read_dicts(
+        self, query: str, params: Sequence[Any], tenant: str | None = None
+    ) -> list[dict[str, Any]]:
         with self._lock:
             try:
                 cur = self._db.execute(query, params)

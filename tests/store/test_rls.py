@@ -1,0 +1,85 @@
+"""PostgreSQL row-level security, seen from a role without BYPASSRLS: a store scoped to one
+tenant can neither read nor write another tenant's rows, even with its run ids in hand."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+
+import wayline
+from wayline.examples.refund_agent import build_refund_agent, claim_input
+
+
+def refund(key: str, amount: int, customer: str) -> dict[str, Any]:
+    return {"id": f"re-{key}"}
+
+
+def as_role(url: str, role: str) -> str:
+    parts = urlsplit(url)
+    host = parts.netloc.split("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=f"{role}@{host}"))
+
+
+@pytest.fixture
+def rls_urls(pg_base_url: str) -> tuple[str, str, str, str]:
+    """(owner URL, app store URL, app libpq URL, schema): a fresh schema with RLS enabled
+    and an app role without BYPASSRLS."""
+    schema = f"t_rls_{uuid.uuid4().hex[:8]}"
+    role = f"app_{uuid.uuid4().hex[:8]}"
+    sep = "&" if "?" in pg_base_url else "?"
+    owner_url = f"{pg_base_url}{sep}schema={schema}"
+    owner = wayline.connect(owner_url)
+    assert owner.enable_rls()  # type: ignore[attr-defined]
+    owner.close()
+    with psycopg.connect(pg_base_url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN NOBYPASSRLS")
+        conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+        conn.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}"
+        )
+        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}")
+    app_libpq = as_role(pg_base_url, role)
+    return owner_url, f"{app_libpq}{sep}schema={schema}&rls=1", app_libpq, schema
+
+
+def test_a_tenant_scoped_role_sees_and_writes_only_its_tenant(
+    rls_urls: tuple[str, str, str, str],
+) -> None:
+    owner_url, app_url, app_libpq, schema = rls_urls
+    store = wayline.connect(app_url)
+    app = build_refund_agent(store, refund)
+    for tenant in ("acme", "globex"):
+        app.invoke(claim_input(), {"configurable": {"thread_id": "claim-9", "tenant": tenant}})
+    assert [r.run_id for r in store.list_runs("acme")] == ["claim-9"]
+
+    # Every statement is scoped: no row of another tenant is visible, even by its id.
+    with psycopg.connect(app_libpq, autocommit=True) as conn:
+        conn.execute(f"SET search_path TO {schema}")
+        assert conn.execute("SELECT count(*) FROM deltas").fetchone() == (0,)  # no tenant set
+        with conn.transaction():
+            conn.execute("SELECT set_config('wayline.tenant', 'acme', true)")
+            tenants = conn.execute("SELECT DISTINCT tenant_id FROM deltas").fetchall()
+            assert tenants == [("acme",)]
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):  # WITH CHECK
+                conn.execute(
+                    "INSERT INTO audit (tenant_id, run_id, at, actor, action, outcome) "
+                    "VALUES ('globex', 'claim-9', 0, 'mallory', 'decide', 'accepted')"
+                )
+
+    # A store pinned to acme: whatever tenant a call names, the database answers as acme.
+    pinned = wayline.connect(f"{app_url}&tenant=acme")
+    assert pinned.get_run("globex", "claim-9") is None
+    assert pinned.list_runs("globex") == []
+    assert pinned.load_deltas("globex", "claim-9", -1, 100) == []
+    assert pinned.get_run("acme", "claim-9") is not None
+    pinned.close()
+
+    # The owner (bypassing RLS) sees both tenants' rows: the policy, not the data, did it.
+    owner = wayline.connect(owner_url)
+    assert owner.get_run("globex", "claim-9") is not None
+    owner.close()
+    store.close()

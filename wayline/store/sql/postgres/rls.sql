@@ -1,0 +1,48 @@
+-- Row-level security (wayline db upgrade --rls): every run table answers only for the tenant
+-- named by the transaction setting wayline.tenant, which a store opened with ?rls=1 sets.
+-- An unset tenant sees nothing. Roles with BYPASSRLS (or the tables' owner) are not bound:
+-- give applications and tenant-scoped workers a role without it.
+ALTER TABLE runs ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON runs;
+CREATE POLICY wayline_tenant ON runs USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE deltas ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON deltas;
+CREATE POLICY wayline_tenant ON deltas USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE snapshots ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON snapshots;
+CREATE POLICY wayline_tenant ON snapshots USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE segments ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON segments;
+CREATE POLICY wayline_tenant ON segments USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE pending_writes ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON pending_writes;
+CREATE POLICY wayline_tenant ON pending_writes USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE interrupts ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON interrupts;
+CREATE POLICY wayline_tenant ON interrupts USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE effects ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON effects;
+CREATE POLICY wayline_tenant ON effects USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE audit ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON audit;
+CREATE POLICY wayline_tenant ON audit USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE meter ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON meter;
+CREATE POLICY wayline_tenant ON meter USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE blobs ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON blobs;
+CREATE POLICY wayline_tenant ON blobs USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE blob_refs ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON blob_refs;
+CREATE POLICY wayline_tenant ON blob_refs USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
