@@ -63,14 +63,6 @@ class TaskResult:
     path: tuple[Any, ...]
     writes: tuple[tuple[str, Any], ...]
 
-    def to_wire(self) -> list[Any]:
-        return [self.name, list(self.path), [[k, v] for k, v in self.writes]]
-
-    @classmethod
-    def from_wire(cls, item: Sequence[Any]) -> TaskResult:
-        name, path, writes = item
-        return cls(name, tuple(path), tuple((k, v) for k, v in writes))
-
 
 def fold_order(path: Sequence[Any]) -> tuple[Any, ...]:
     """PULL tasks by node name, then PUSH tasks in the order they were sent (as LangGraph)."""

@@ -35,19 +35,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 __all__ = ["PostgresStore"]
 
 _QUERIES = load_queries("%s")
-RLS_TABLES = (
-    "runs",
-    "deltas",
-    "snapshots",
-    "segments",
-    "pending_writes",
-    "interrupts",
-    "effects",
-    "audit",
-    "meter",
-    "blobs",
-    "blob_refs",
-)
+RLS_TABLES = (*_QUERIES.RUN_TABLES, "blobs")
+"""Every table with a tenant_id: the tables a run owns, and the tenant's shared blobs."""
 Q_TABLES = """
 SELECT table_name FROM information_schema.tables
 WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name
