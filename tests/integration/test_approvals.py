@@ -123,3 +123,33 @@ def test_another_tenant_cannot_see_or_decide_the_run(url: str) -> None:
     assert (
         app.get_state({"configurable": {"thread_id": "claim-9", "tenant": "globex"}}).values == {}
     )
+
+
+def test_a_node_that_asks_twice_settles_after_each_answer(url: str) -> None:
+    from typing import TypedDict
+
+    from wayline import END, START, StateGraph, interrupt
+
+    class Two(TypedDict, total=False):
+        first: str
+        second: str
+
+    def ask(s: Two) -> dict[str, str]:
+        return {"first": interrupt("first?"), "second": interrupt("second?")}
+
+    g = StateGraph(Two, name="two")
+    g.add_node("ask", ask)
+    g.add_edge(START, "ask")
+    g.add_edge("ask", END)
+    app = g.compile(url)
+    cfg = {"configurable": {"thread_id": "two"}}
+    app.invoke({}, cfg)
+    client = Wayline(app.store)
+    client.resume("two", "a")
+    out = app.invoke(None, cfg)  # answers the first, asks the second
+    assert [i.value for i in out["__interrupt__"]] == ["second?"]
+    run = client.get("two")
+    assert run.status == "interrupted" and run.inbox is None  # settled: wait() returns
+    assert client.wait("two", timeout=5).status == "interrupted"
+    client.resume("two", "b")
+    assert app.invoke(None, cfg) == {"first": "a", "second": "b"}

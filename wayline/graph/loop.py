@@ -369,9 +369,8 @@ class RunLoop:
             dataclasses.replace(by_id[iid], resume=self.codec.dumps(value))
             for iid, value in answers.items()
         ]
-        batch = CommitBatch(interrupts=resolved, take_inbox=self.take_inbox)
+        batch = CommitBatch(interrupts=resolved, take_inbox=self._taking_inbox())
         self.store.commit(self.tenant_id, self.run_id, self.token, batch)
-        self.take_inbox = False
         done = {r.interrupt_id for r in resolved}
         self.interrupts = [i for i in self.interrupts if i.interrupt_id not in done] + resolved
 
@@ -415,7 +414,7 @@ class RunLoop:
         batch = CommitBatch(
             deltas=[DeltaRecord(step, enc.payload, enc.channels)],
             blobs=enc.blobs,
-            take_inbox=self.take_inbox,
+            take_inbox=self._taking_inbox(),
             clear_pending_through=step,
             run=RunUpdate(
                 status="done" if finished else "running",
@@ -438,7 +437,6 @@ class RunLoop:
             batch.blobs.extend(blobs)
         assert self.sink is not None
         self.sink.submit(batch)
-        self.take_inbox = False
         self.channels, self.next_tasks, self.step, self.logs = staged, next_tasks, step, logs
         self.pending, self.saved_pending, self.interrupts = {}, set(), []
 
@@ -501,6 +499,7 @@ class RunLoop:
                 interrupts=records,
                 audit=audit,
                 run=RunUpdate("interrupted", self.step, tuple(t.name for t in self.next_tasks)),
+                take_inbox=self._taking_inbox(),
             )
         )
         self.sink.flush()
@@ -510,13 +509,18 @@ class RunLoop:
 
     def _submit_status(self, status: RunStatus, *, error: str | None = None) -> None:
         assert self.sink is not None
+        nodes = tuple(t.name for t in self.next_tasks)
         self.sink.submit(
             CommitBatch(
-                run=RunUpdate(
-                    status, self.step, tuple(t.name for t in self.next_tasks), error=error
-                )
+                run=RunUpdate(status, self.step, nodes, error=error),
+                take_inbox=self._taking_inbox(),
             )
         )
+
+    def _taking_inbox(self) -> bool:
+        """Whether this commit is the one that consumes the applied inbox (only the first)."""
+        taking, self.take_inbox = self.take_inbox, False
+        return taking
 
 
 def _staged(channels: dict[str, Channel], written: Iterable[str]) -> dict[str, Channel]:
