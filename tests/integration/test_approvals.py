@@ -120,6 +120,10 @@ def test_another_tenant_cannot_see_or_decide_the_run(url: str) -> None:
     with pytest.raises(RunNotFoundError):
         outsider.pending("claim-9")
     assert outsider.list_runs() == []
+    assert outsider.purge("claim-9") == 0  # nothing of acme's is reachable to purge
+    with pytest.raises(RunNotFoundError):
+        outsider.export("claim-9")
+    assert app.store.get_run("acme", "claim-9").status == "interrupted"
     assert (
         app.get_state({"configurable": {"thread_id": "claim-9", "tenant": "globex"}}).values == {}
     )
