@@ -3,6 +3,8 @@ over backends in conftest.py)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from wayline.errors import LeaseConflictError, LeaseLost, RunNotFoundError, StoreError
@@ -168,3 +170,15 @@ def test_list_runs_filters_by_status(store: Store) -> None:
     store.commit(T, "a", token, CommitBatch(run=RunUpdate("done", 3, ())))
     assert [r.run_id for r in store.list_runs(T, status="done")] == ["a"]
     assert {r.run_id for r in store.list_runs(T)} == {"a", "b"}
+
+
+def test_next_expiry_is_the_first_lease_to_run_out(store: Store) -> None:
+    graphs = [("g", "1")]
+    assert store.next_expiry(graphs=graphs) is None
+    new_run(store, "a")  # leased for 30 s by new_run
+    store.create_run(T, "b", graph_name="g", graph_version="1", durability="sync")
+    store.claim(T, "b", owner="w2", lease_seconds=5)
+    soonest = store.next_expiry(graphs=graphs)
+    assert soonest is not None and 0 < soonest - time.time() <= 5
+    assert store.next_expiry(graphs=[("other", "1")]) is None
+    assert store.next_expiry(graphs=graphs, tenant_id="someone-else") is None

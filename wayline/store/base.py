@@ -79,6 +79,12 @@ class Store(Protocol):
         new fencing token."""
         ...
 
+    def next_expiry(
+        self, *, graphs: Sequence[tuple[str, str]], tenant_id: str | None = None
+    ) -> float | None:
+        """When the first lease held on a run of these graphs expires (None: none held)."""
+        ...
+
     def heartbeat(
         self, tenant_id: str, run_id: str, *, token: int, owner: str, lease_seconds: float
     ) -> tuple[bool, bool]:

@@ -257,6 +257,20 @@ class SQLStore:
         assert run is not None
         return run, int(token)
 
+    def next_expiry(
+        self, *, graphs: Sequence[tuple[str, str]], tenant_id: str | None = None
+    ) -> float | None:
+        """When the first lease held on a run of these graphs runs out (None: none held):
+        an idle worker sleeps until then instead of a whole poll interval."""
+        if not graphs:
+            return None
+        ph = self.placeholder
+        clause = " OR ".join([f"(graph_name = {ph} AND graph_version = {ph})"] * len(graphs))
+        pairs = [part for pair in graphs for part in pair]
+        query = self.q.Q_NEXT_EXPIRY.format(graphs=clause)
+        rows = self._read(query, (*pairs, time.time(), tenant_id, tenant_id), tenant=tenant_id)
+        return float(rows[0][0]) if rows and rows[0][0] is not None else None
+
     claim_lock = ""
     """Row lock suffix of the claim query (PostgreSQL: FOR UPDATE SKIP LOCKED)."""
 

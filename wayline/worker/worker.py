@@ -122,9 +122,17 @@ class Worker:
                 tenant_id=self.config.tenant,
             )
             if claimed is None:
-                self.store.wait_for_work(self.config.poll_interval)
+                self.store.wait_for_work(self._idle_wait())
                 continue
             self.execute(*claimed)
+
+    def _idle_wait(self) -> float:
+        """Poll no later than the moment another worker's lease runs out, so a dead
+        worker's run is taken over within milliseconds of its expiry, not a poll later."""
+        expiry = self.store.next_expiry(graphs=sorted(self.graphs), tenant_id=self.config.tenant)
+        if expiry is None:
+            return self.config.poll_interval
+        return max(0.005, min(self.config.poll_interval, expiry - time.time() + 0.005))
 
     def execute(self, run: RunRecord, token: int) -> None:
         """Run a claimed run until it finishes, waits, parks, fails or loses its lease."""

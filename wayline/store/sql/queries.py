@@ -30,6 +30,11 @@ WHERE ({graphs}) AND status IN ('pending', 'running') AND cancel_requested = 0
     AND (CAST(? AS TEXT) IS NULL OR tenant_id = ?)
 ORDER BY updated_at LIMIT 1{lock}
 """
+Q_NEXT_EXPIRY = """
+SELECT MIN(lease_expires_at) FROM runs
+WHERE ({graphs}) AND status IN ('pending', 'running') AND cancel_requested = 0
+    AND lease_expires_at >= ? AND (CAST(? AS TEXT) IS NULL OR tenant_id = ?)
+"""
 Q_CLAIM_TAKE = """
 UPDATE runs SET fencing_token = fencing_token + 1, lease_owner = ?, lease_expires_at = ?,
     status = 'running', updated_at = ?
