@@ -19,6 +19,7 @@ from wayline.errors import (
     GraphInterrupt,
     ReplayDivergenceError,
     RunNotFoundError,
+    UnknownNodeError,
     WaylineError,
 )
 from wayline.graph.algo import derive_id, values_of
@@ -335,6 +336,37 @@ class CompiledGraph:
             if limit is not None and n >= limit:
                 return
             yield self.get_state({"configurable": {**base, "step": step}})
+
+    def update_state(
+        self,
+        config: Mapping[str, Any],
+        values: Any,
+        as_node: str | None = None,
+    ) -> dict[str, Any]:
+        """Write ``values`` into a run's state as a step of its own (a person correcting a
+        paused run, say), folded through the reducers like any node's writes. With
+        ``as_node`` the run continues as if that node had just written them. Returns the
+        config of the new step."""
+        tenant, run_id = _ids(config, create=False)
+        if self.store.get_run(tenant, run_id) is None:
+            raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant!r}: invoke it first")
+        if as_node is not None and as_node not in self.nodes:  # refused before any write
+            raise UnknownNodeError(
+                f"update_state(as_node={as_node!r}): nodes are {sorted(self.nodes)}"
+            )
+        self.schema.check_keys(self.schema.input_to_dict(values), "update_state")
+        loop = self._loop(config, "sync")
+        error: BaseException | None = None
+        try:
+            for _ in loop.begin(None):
+                pass
+            loop.update(values, as_node)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            loop.close(error)
+        return {"configurable": {"thread_id": run_id, "tenant": tenant, "step": loop.step}}
 
     def verify(self, config: Mapping[str, Any]) -> Verification:
         """Reconstruct a finished run from the store and compare it with the digest its

@@ -28,6 +28,8 @@ from wayline.errors import (
 )
 from wayline.graph.algo import (
     PULL,
+    ROUTE,
+    SEND,
     TaskResult,
     TaskSpec,
     apply_step,
@@ -50,7 +52,7 @@ from wayline.graph.checkpoint import (
 from wayline.graph.context import NodeContext, TaskScope
 from wayline.graph.node import route_writes, split_output
 from wayline.graph.segments import LogIndex, advance
-from wayline.graph.types import START, Command, Interrupt
+from wayline.graph.types import START, Command, Interrupt, Send
 from wayline.store.records import (
     AuditRecord,
     BlobRecord,
@@ -69,6 +71,9 @@ if TYPE_CHECKING:
 __all__ = ["ExecTask", "RunLoop", "TaskOutcome"]
 
 Event = tuple[str, Any]
+
+UPDATE = "__update__"
+"""The node name of a step written by ``update_state`` without ``as_node``."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -389,6 +394,28 @@ class RunLoop:
         assert self.sink is not None
         self.sink.flush()  # the input is durable in every mode, so any process can resume
         yield ("values", self.values())
+
+    def update(self, values: Any, as_node: str | None) -> None:
+        """``update_state``: a step of its own that writes ``values`` through the reducers.
+
+        As ``as_node``, the step routes as that node would (its edges, its branches on the
+        new state); without it, the run goes on to the tasks it was about to run. Either way
+        an unfinished step (saved writes, open questions) is discarded and runs again.
+        """
+        writes = list(self.graph.schema.input_to_dict(values).items())
+        if as_node is None:
+            writes.extend(
+                (ROUTE, t.name) if t.path[0] == PULL else (SEND, Send(t.name, t.arg))
+                for t in self.next_tasks
+            )
+        else:
+            writes.extend(self._routing(as_node, writes, []))
+        name = as_node or UPDATE
+        self.leftovers = self.leftovers or bool(self.saved_pending or self.interrupts)
+        self.pending, self.saved_pending, self.interrupts = {}, set(), []
+        self._commit_step([TaskResult(name, (PULL, name), tuple(writes))])
+        assert self.sink is not None
+        self.sink.flush()
 
     def _routing(
         self, name: str, writes: list[tuple[str, Any]], goto: list[Any]

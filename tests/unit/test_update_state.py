@@ -1,0 +1,74 @@
+"""update_state, as in LangGraph: a person edits a run's state; the run goes on from there."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+import pytest
+
+from wayline import END, START, StateGraph, interrupt
+from wayline.errors import InvalidUpdateError, RunNotFoundError, UnknownNodeError
+
+
+class S(TypedDict, total=False):
+    log: Annotated[list[str], operator.add]
+    draft: str
+    verdict: str
+
+
+def build() -> Any:
+    g = StateGraph(S)
+    g.add_node("write", lambda s: {"draft": "first draft", "log": ["write"]})
+    g.add_node("review", lambda s: {"verdict": interrupt(s["draft"]), "log": ["review"]})
+    g.add_node("publish", lambda s: {"log": [f"published {s['draft']!r}"]})
+    g.add_edge(START, "write")
+    g.add_edge("write", "review")
+    g.add_edge("review", "publish")
+    g.add_edge("publish", END)
+    return g.compile()
+
+
+CFG = {"configurable": {"thread_id": "doc"}}
+
+
+def test_a_paused_run_is_edited_and_asks_again_about_the_edit() -> None:
+    app = build()
+    (asked,) = app.invoke({"log": []}, CFG)["__interrupt__"]
+    assert asked.value == "first draft"
+    new = app.update_state(CFG, {"draft": "edited draft", "log": ["edited by hand"]})
+    assert new["configurable"]["step"] == 2  # input 0, write 1: the edit is step 2
+    state = app.get_state(CFG)
+    assert state.values["draft"] == "edited draft"
+    assert state.values["log"] == ["write", "edited by hand"]  # folded through the reducer
+    assert state.next == ("review",)  # the run goes on where it was
+    (again,) = app.invoke(None, CFG)["__interrupt__"]  # the question is asked anew
+    assert again.value == "edited draft" and again.id != asked.id
+
+
+def test_as_node_routes_as_that_node_would() -> None:
+    app = build()
+    app.invoke({"log": []}, CFG)
+    app.update_state(CFG, {"verdict": "ok", "log": ["approved by hand"]}, as_node="review")
+    assert app.get_state(CFG).next == ("publish",)
+    final = app.invoke(None, CFG)
+    assert final["log"][-1] == "published 'first draft'" and final["verdict"] == "ok"
+
+
+def test_bad_updates_are_refused_and_change_nothing() -> None:
+    app = build()
+    app.invoke({"log": []}, CFG)
+    before = app.get_state(CFG)
+    with pytest.raises(UnknownNodeError):
+        app.update_state(CFG, {"draft": "x"}, as_node="nope")
+    with pytest.raises(InvalidUpdateError):
+        app.update_state(CFG, {"undeclared": 1})
+    after = app.get_state(CFG)
+    assert (after.values, after.next, after.interrupts) == (
+        before.values,
+        before.next,
+        before.interrupts,
+    )
+    assert after.metadata["status"] == "interrupted"
+    with pytest.raises(RunNotFoundError):
+        app.update_state({"configurable": {"thread_id": "never-ran"}}, {"draft": "x"})
