@@ -60,3 +60,29 @@ def test_runs_bytes_and_verify(tmp_path: Path) -> None:
     verified = run_cli("runs", "verify", "t-2", "--graph", spec, "--db", url)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "equal" in verified.stdout
+
+
+def test_approve_shows_the_proposal_then_records_a_decision(tmp_path: Path) -> None:
+    from wayline.examples.refund_agent import build_refund_agent, claim_input
+
+    url = f"sqlite:///{tmp_path / 'approve.db'}"
+    app = build_refund_agent(url, lambda key, amount, customer: {"id": "re_1"})
+    (question,) = app.invoke(claim_input(), {"configurable": {"thread_id": "c9"}})["__interrupt__"]
+    shown = run_cli("approve", "c9", "--actor", "fatima", "--db", url)
+    assert shown.returncode == 2 and question.digest in shown.stdout
+    refused = run_cli("approve", "c9", "--actor", "ivan", "--digest", question.digest, "--db", url)
+    assert refused.returncode == 1 and "unauthorized" in refused.stdout
+    done = run_cli(
+        "approve",
+        "c9",
+        "--actor",
+        "fatima",
+        "--role",
+        "finance",
+        "--digest",
+        question.digest,
+        "--db",
+        url,
+    )
+    assert done.returncode == 0, done.stdout
+    assert app.invoke(None, {"configurable": {"thread_id": "c9"}})["refund"] == {"id": "re_1"}

@@ -320,6 +320,46 @@ def effects_resolve(
 
 
 @app.command()
+def approve(
+    run_id: str,
+    actor: Annotated[str, typer.Option(help="Who decides (an actor id).")],
+    role: Annotated[list[str] | None, typer.Option(help="A role the actor holds (repeat).")] = None,
+    digest: Annotated[
+        str | None, typer.Option(help="Digest of the proposal decided on (shown without it).")
+    ] = None,
+    decision: Annotated[str, typer.Option(help="The decision, as JSON.")] = '{"approved": true}',
+    interrupt_id: Annotated[str | None, typer.Option(help="Which question, if several.")] = None,
+    db: DbOption = "sqlite:///wayline.db",
+    tenant: TenantOption = "default",
+) -> None:
+    """Decide a run's pending approval as an actor; without --digest, show what waits."""
+    import json
+
+    from wayline.client import Wayline
+    from wayline.control import Actor
+
+    client = Wayline(_open(db), tenant=tenant)
+    try:
+        if digest is None:
+            for question in client.pending(run_id):
+                who_may = list(question.approvers or ["anyone"])
+                console.print(
+                    f"{question.id}: {json.dumps(question.value, default=str)}\n"
+                    f"  approvers {who_may}, digest {question.digest}"
+                )
+            console.print("decide with --digest DIGEST (the proposal you looked at)")
+            raise typer.Exit(2)
+        who = Actor(id=actor, roles=tuple(role or ()), tenant=tenant)
+        client.resume(
+            run_id, json.loads(decision), actor=who, digest=digest, interrupt_id=interrupt_id
+        )
+    except (WaylineError, json.JSONDecodeError) as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(1) from None
+    console.print(f"run {run_id}: decision recorded; a worker (or invoke(None)) continues it")
+
+
+@app.command()
 def export(
     run_id: str,
     db: DbOption = "sqlite:///wayline.db",
