@@ -76,6 +76,10 @@ class EffectLedger:
         self.task_id = task_id
         self._seq: dict[tuple[str, str], int] = {}
 
+    def restart(self) -> None:
+        """The node runs again (a node-level retry): its calls get the same keys again."""
+        self._seq.clear()
+
     def effect(
         self,
         name: str,

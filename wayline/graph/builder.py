@@ -6,6 +6,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wayline.codec import Codec, default_codec
+from wayline.effects.retry import RetryPolicy
 from wayline.errors import DuplicateNodeError, GraphError, NoPathToEndError, UnknownNodeError
 from wayline.graph.node import Branch, NodeSpec
 from wayline.graph.schema import StateSchema
@@ -49,8 +50,14 @@ class StateGraph:
     # -- building ---------------------------------------------------------------------
 
     def add_node(
-        self, node: str | Callable[..., Any], action: Callable[..., Any] | None = None
+        self,
+        node: str | Callable[..., Any],
+        action: Callable[..., Any] | None = None,
+        *,
+        retry_policy: RetryPolicy | None = None,
     ) -> StateGraph:
+        """Add a node; ``retry_policy`` re-runs it in place, within its step, when it raises
+        (a node-level retry, as in LangGraph; effects it already performed are not redone)."""
         if not isinstance(node, str):
             action, node = node, getattr(node, "__name__", None) or type(node).__name__
         if action is None:
@@ -65,7 +72,7 @@ class StateGraph:
             raise GraphError(
                 f"node {node!r} has the name of a state key; rename the node or the key"
             )
-        self.nodes[node] = NodeSpec.of(node, action)
+        self.nodes[node] = NodeSpec.of(node, action, retry_policy)
         return self
 
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:

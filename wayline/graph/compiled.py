@@ -9,6 +9,7 @@ import copy
 import dataclasses
 import datetime as dt
 import inspect
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -411,32 +412,48 @@ class CompiledGraph:
 
 
 def _run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
-    token = set_scope(task.scope)
-    try:
-        fn, args = loop.node_call(task)
-        output = fn(*args)
-        if inspect.isawaitable(output):
-            output = asyncio.run(_await(output))
-        return loop.outcome(task, output)
-    except (Exception, GraphInterrupt, EffectOutcomeUnknown) as exc:
-        return loop.failed(task, exc)
-    finally:
-        reset_scope(token)
+    attempt = 0
+    while True:
+        attempt += 1
+        token = set_scope(task.scope)
+        try:
+            fn, args = loop.node_call(task)
+            output = fn(*args)
+            if inspect.isawaitable(output):
+                output = asyncio.run(_await(output))
+            return loop.outcome(task, output)
+        except (GraphInterrupt, EffectOutcomeUnknown) as exc:
+            return loop.failed(task, exc)
+        except Exception as exc:
+            delay = loop.retry_delay(task, exc, attempt)
+            if delay is None:
+                return loop.failed(task, exc)
+        finally:
+            reset_scope(token)
+        time.sleep(delay)
 
 
 async def _arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
-    token = set_scope(task.scope)
-    try:
-        fn, args = loop.node_call(task)
-        if loop.graph.nodes[task.spec.name].is_async:
-            output = await fn(*args)
-        else:
-            output = await asyncio.to_thread(fn, *args)
-        return loop.outcome(task, output)
-    except (Exception, GraphInterrupt, EffectOutcomeUnknown) as exc:
-        return loop.failed(task, exc)
-    finally:
-        reset_scope(token)
+    attempt = 0
+    while True:
+        attempt += 1
+        token = set_scope(task.scope)
+        try:
+            fn, args = loop.node_call(task)
+            if loop.graph.nodes[task.spec.name].is_async:
+                output = await fn(*args)
+            else:
+                output = await asyncio.to_thread(fn, *args)
+            return loop.outcome(task, output)
+        except (GraphInterrupt, EffectOutcomeUnknown) as exc:
+            return loop.failed(task, exc)
+        except Exception as exc:
+            delay = loop.retry_delay(task, exc, attempt)
+            if delay is None:
+                return loop.failed(task, exc)
+        finally:
+            reset_scope(token)
+        await asyncio.sleep(delay)
 
 
 async def _await(awaitable: Any) -> Any:

@@ -292,6 +292,17 @@ class RunLoop:
             return TaskOutcome(task, interrupts=tuple((first, i) for i in exc.interrupts))
         return TaskOutcome(task, error=exc)
 
+    def retry_delay(self, task: ExecTask, exc: Exception, attempt: int) -> float | None:
+        """Seconds to wait before running a failed task again, or None to give up; the
+        task starts over with the same interrupt indexes and effect keys."""
+        policy = self.graph.nodes[task.spec.name].retry
+        if policy is None or not policy.should_retry(attempt, exc):
+            return None
+        task.scope.counter = 0
+        if task.ctx.ledger is not None:
+            task.ctx.ledger.restart()
+        return policy.delay(attempt)
+
     def task_done(self, outcome: TaskOutcome) -> None:
         """Save a finished peer's writes as it finishes (invariant 5): durable at once in
         sync mode, within the writer's lag bound in async mode. Exit mode keeps nothing

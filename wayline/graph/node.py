@@ -8,6 +8,7 @@ import typing
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
+from wayline.effects.retry import RetryPolicy
 from wayline.errors import InvalidUpdateError, UnknownNodeError
 from wayline.graph.algo import ROUTE, SEND
 from wayline.graph.types import END, Command, Send
@@ -24,9 +25,11 @@ class NodeSpec:
     ends: tuple[str, ...] | None
     """Targets a returned ``Command(goto=...)`` may name, from a ``Command[Literal[...]]``
     return annotation; None when the node may route anywhere (or never returns a Command)."""
+    retry: RetryPolicy | None = None
+    """Re-run the node in place when it raises (``add_node(..., retry_policy=...)``)."""
 
     @classmethod
-    def of(cls, name: str, fn: Callable[..., Any]) -> NodeSpec:
+    def of(cls, name: str, fn: Callable[..., Any], retry: RetryPolicy | None = None) -> NodeSpec:
         call = fn if inspect.isroutine(fn) else type(fn).__call__  # callable objects
         is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
         try:
@@ -38,7 +41,7 @@ class NodeSpec:
         except (TypeError, ValueError):
             params = []
         takes_ctx = len(params) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
-        return cls(name, fn, is_async, takes_ctx, _command_ends(fn))
+        return cls(name, fn, is_async, takes_ctx, _command_ends(fn), retry)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
