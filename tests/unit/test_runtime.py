@@ -632,3 +632,23 @@ def test_one_compiled_graph_serves_runs_from_several_threads() -> None:
         t.join()
     assert errors == []
     assert len(app.store.list_runs("default", limit=100)) == 20
+
+
+def test_async_lag_bound_is_configured_at_compile() -> None:
+    from wayline.store.writer import AsyncSink
+
+    class Tiny(TypedDict, total=False):
+        n: int
+
+    g = StateGraph(Tiny)
+    g.add_node("inc", lambda s: {"n": s.get("n", 0) + 1})
+    g.add_edge(START, "inc")
+    g.add_edge("inc", END)
+    app = g.compile(max_lag_steps=3, max_lag_ms=20)
+    loop = app._loop({"configurable": {"thread_id": "lag"}}, "async")
+    list(loop.begin({"n": 0}))
+    try:
+        assert isinstance(loop.sink, AsyncSink)
+        assert (loop.sink.max_lag_steps, loop.sink.max_lag_s) == (3, 0.02)
+    finally:
+        loop.close(None)

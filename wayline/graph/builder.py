@@ -204,6 +204,8 @@ class StateGraph:
         snapshot_every: int = 100,
         blob_threshold: int = 64 * 1024,
         verify_sample: float = 0.0,
+        max_lag_steps: int = 8,
+        max_lag_ms: float = 100.0,
         name: str | None = None,
         version: str | None = None,
     ) -> CompiledGraph:
@@ -214,7 +216,9 @@ class StateGraph:
         deltas. ``blob_threshold``: encoded values larger than this many bytes are stored
         once, by content digest, and referenced. ``verify_sample``: the fraction of finished
         runs (chosen by run id, so deterministically) reconstructed from the store right after
-        they finish and checked against their committed digest.
+        they finish and checked against their committed digest. ``max_lag_steps`` and
+        ``max_lag_ms``: how far durability "async" may run ahead of its writer, the most a
+        hard kill can make a run replay.
         """
         from wayline.graph.compiled import CompiledGraph
         from wayline.store import open_store
@@ -234,6 +238,8 @@ class StateGraph:
             snapshot_every=snapshot_every,
             blob_threshold=blob_threshold,
             verify_sample=verify_sample,
+            max_lag_steps=max_lag_steps,
+            max_lag_ms=max_lag_ms,
             name=name or self.name,
             version=version or self.version,
         )

@@ -78,6 +78,8 @@ class CompiledGraph:
         version: str,
         blob_threshold: int = DEFAULT_BLOB_THRESHOLD,
         verify_sample: float = 0.0,
+        max_lag_steps: int = 8,
+        max_lag_ms: float = 100.0,
     ) -> None:
         self.builder = builder
         self.store = store
@@ -86,6 +88,8 @@ class CompiledGraph:
         self.snapshot_every = snapshot_every
         self.blob_threshold = blob_threshold
         self.verify_sample = verify_sample
+        self.max_lag_steps = max_lag_steps
+        self.max_lag_ms = max_lag_ms
         self.name = name
         self.version = version
         self.schema_version = builder.schema_version

@@ -172,7 +172,15 @@ class RunLoop:
                 lease_seconds=self.lease_seconds,
                 steal=True,
             )
-        self.sink = make_sink(self.durability, self.store, self.tenant_id, self.run_id, self.token)
+        self.sink = make_sink(
+            self.durability,
+            self.store,
+            self.tenant_id,
+            self.run_id,
+            self.token,
+            max_lag_steps=g.max_lag_steps,
+            max_lag_ms=g.max_lag_ms,
+        )
         rec = reconstruct(
             self.store, self.codec, g.new_channels(), self.tenant_id, self.run_id, run.step
         )

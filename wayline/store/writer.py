@@ -149,11 +149,22 @@ class AsyncSink(CommitSink):
                 self._cond.notify_all()
 
 
-def make_sink(durability: str, store: Store, tenant_id: str, run_id: str, token: int) -> CommitSink:
+def make_sink(
+    durability: str,
+    store: Store,
+    tenant_id: str,
+    run_id: str,
+    token: int,
+    *,
+    max_lag_steps: int = 8,
+    max_lag_ms: float = 100.0,
+) -> CommitSink:
     if durability == "sync":
         return SyncSink(store, tenant_id, run_id, token)
     if durability == "async":
-        return AsyncSink(store, tenant_id, run_id, token)
+        return AsyncSink(
+            store, tenant_id, run_id, token, max_lag_steps=max_lag_steps, max_lag_ms=max_lag_ms
+        )
     if durability == "exit":
         return ExitSink(store, tenant_id, run_id, token)
     raise WaylineError(f"durability must be 'sync', 'async' or 'exit', got {durability!r}")
