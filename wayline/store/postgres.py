@@ -129,9 +129,12 @@ class PostgresStore(SQLStore):
 
     def _read(self, query: str, params: Sequence[Any], tenant: str | None = None) -> list[Any]:
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                self._scope(conn, tenant)
-                return conn.execute(query, params).fetchall()
+            with self._pool.connection() as conn:
+                if not self.rls:  # one round trip: autocommit, no BEGIN/COMMIT around it
+                    return conn.execute(query, params).fetchall()
+                with conn.transaction():
+                    self._scope(conn, tenant)
+                    return conn.execute(query, params).fetchall()
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL read failed: {exc}") from exc
 
