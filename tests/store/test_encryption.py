@@ -8,6 +8,7 @@ import os
 from typing import Any, cast
 
 import pytest
+from stored_rows import stored_rows
 
 import wayline
 from wayline.client import Wayline
@@ -41,21 +42,10 @@ def run_claim(store: Store, claim: str = "claim-9") -> None:
     app.invoke(None, cfg)
 
 
-def raw_rows(inner: Store) -> bytes:
-    out = []
-    for table in inner.table_names():
-        for row in inner._read_dicts(f"SELECT * FROM {table}", ()):  # type: ignore[attr-defined]
-            out += [
-                bytes(v) if isinstance(v, bytes | memoryview) else str(v).encode()
-                for v in row.values()
-            ]
-    return b"\n".join(out)
-
-
 def test_no_stored_row_holds_plaintext(store: Store) -> None:
     keys = StaticKeys({"default": {"k1": K1}}, {"default": "k1"})
     run_claim(sealed(store, keys))
-    assert MARKER.encode() not in raw_rows(store)
+    assert not [table for table, row in stored_rows(store) if MARKER.encode() in row]
     exported = json.dumps(Wayline(sealed(store, keys)).export("claim-9"))
     assert exported.count(MARKER) >= 4  # input, proposal, decision, effect result, blob
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from stored_rows import stored_rows
+
 from wayline.client import Wayline
 from wayline.control import Actor
 from wayline.examples.refund_agent import build_refund_agent, claim_input
@@ -30,19 +32,6 @@ def finished_claim(store: Store, tenant: str = "acme", claim: str = "claim-9") -
     return client
 
 
-def every_row(store: Store) -> list[tuple[str, bytes]]:
-    """Every row of every table, as bytes, wherever it lives."""
-    out = []
-    for table in store.table_names():
-        for row in store._read_dicts(f"SELECT * FROM {table}", ()):  # type: ignore[attr-defined]
-            values = [
-                bytes(v) if isinstance(v, bytes | memoryview) else str(v).encode()
-                for v in row.values()
-            ]
-            out.append((table, b"\x00".join(values)))
-    return out
-
-
 def test_export_returns_everything_held_for_the_run(store: Store) -> None:
     client = finished_claim(store)
     data = client.export("claim-9")
@@ -61,12 +50,12 @@ def test_export_returns_everything_held_for_the_run(store: Store) -> None:
 def test_purge_leaves_no_byte_of_the_run_in_any_table(store: Store) -> None:
     client = finished_claim(store)
     finished_claim(store, tenant="other")  # another tenant's copy of the same claim
-    assert any(MARKER.encode() in row for _, row in every_row(store))
+    assert any(MARKER.encode() in row for _, row in stored_rows(store))
     assert client.purge("claim-9") > 0
     assert client.purge("claim-9") == 0
     left = [
         table
-        for table, row in every_row(store)
+        for table, row in stored_rows(store)
         if b"acme" in row and (b"claim-9" in row or MARKER.encode() in row)
     ]
     assert left == []

@@ -38,7 +38,7 @@ from wayline.graph.algo import (
     sorted_results,
     values_of,
 )
-from wayline.graph.channels import AppendLog, Barrier, Channel
+from wayline.graph.channels import AppendLog, Channel
 from wayline.graph.checkpoint import (
     BlobCache,
     decode_inbox,
@@ -444,7 +444,7 @@ class RunLoop:
         routing = [(key, name) for key in g.joins_from.get(name, ())]
         branches = g.branches.get(name, ())
         if branches:  # a branch sees the state before the step plus this node's own writes
-            local = _staged(self.channels, (k for k, _ in writes))
+            local = _staged(self.channels, (k for k, _ in writes), self.graph.barriers)
             apply_step(local, [TaskResult(name, (PULL, name), tuple(writes))])
             state = g.schema.to_node_input(values_of(local))
             for branch in branches:
@@ -458,7 +458,8 @@ class RunLoop:
         step = self.step + 1
         threshold = self.graph.blob_threshold
         enc = encode_results(self.codec, ordered, step=step, threshold=threshold)
-        staged = _staged(self.channels, (k for r in ordered for k, _ in r.writes))
+        written = (k for r in ordered for k, _ in r.writes)
+        staged = _staged(self.channels, written, self.graph.barriers)
         next_tasks = apply_step(staged, ordered)  # a failing reducer leaves self.channels as is
         finished = not next_tasks
         batch = CommitBatch(
@@ -580,16 +581,16 @@ class RunLoop:
         return taking
 
 
-def _staged(channels: dict[str, Channel], written: Iterable[str]) -> dict[str, Channel]:
+def _staged(
+    channels: dict[str, Channel], written: Iterable[str], barriers: Iterable[str]
+) -> dict[str, Channel]:
     """A copy of ``channels`` to fold into, copying only what the fold can change (written
-    channels and join barriers); the live channels stay as they were if the fold fails."""
+    channels and the graph's join barriers); the live channels stay as they were if the
+    fold fails."""
     staged = dict(channels)
-    for key in written:
+    for key in (*written, *barriers):
         if key in channels and staged[key] is channels[key]:
             staged[key] = channels[key].copy()
-    for key, channel in channels.items():
-        if isinstance(channel, Barrier):
-            staged[key] = channel.copy()
     return staged
 
 
