@@ -16,13 +16,13 @@ from wayline.codec import Codec, default_codec
 from wayline.control.approvals import Actor, ApprovalPolicy, decide, role_policy
 from wayline.control.retention import TERMINAL_STATUSES, export_run, purge_older_than
 from wayline.control.versions import migrate_run
-from wayline.errors import RunNotFoundError
+from wayline.errors import ConfigError, RunNotFoundError
 from wayline.graph.checkpoint import encode_inbox
 from wayline.graph.compiled import CompiledGraph
 from wayline.graph.types import Interrupt
 from wayline.store import open_store
 from wayline.store.base import Store
-from wayline.store.records import AuditRecord, RunRecord, RunStatus
+from wayline.store.records import AuditRecord, RunRecord, RunStatus, check_durability
 
 __all__ = ["SETTLED", "Wayline"]
 
@@ -61,6 +61,12 @@ class Wayline:
     ) -> str:
         """Queue a new run of ``graph``; returns its id. Starting an existing id again hands
         it a new input (as ``invoke`` on a finished thread would)."""
+        check_durability(durability)  # refused here, not by a worker after queueing
+        if input is None:
+            raise ConfigError(
+                "start() needs an input: a run started with None has nothing to run; to "
+                "continue an existing run use resume() or invoke(None, config)"
+            )
         run_id = run_id or uuid.uuid4().hex
         self.store.enqueue(
             tenant or self.tenant,

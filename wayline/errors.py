@@ -10,10 +10,13 @@
     ├── CodecError                  a value cannot be encoded or decoded
     ├── StepLimitError              the run took more supersteps than its limit
     ├── ReplayDivergenceError       reconstruction does not give the state that ran
+    ├── ConfigError (ValueError)    a config, mode or thread id is missing or invalid
     ├── StoreError                  the store failed or was asked for something it lacks
     │   ├── StoreURLError
     │   ├── RunNotFoundError
-    │   └── LeaseConflictError
+    │   ├── LeaseConflictError
+    │   ├── CorruptionError         a stored row fails its integrity check
+    │   └── KeysRequiredError       an encrypted store opened without keys
     ├── VersionMismatchError        the run was written by code this graph no longer matches
     ├── ResumeError                 a resume does not fit the run's current state
     │   └── ApprovalRefused         the actor, digest or expiry does not allow the decision
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ApprovalRefused",
     "CodecError",
+    "ConfigError",
+    "CorruptionError",
     "DuplicateNodeError",
     "EffectError",
     "EffectFailed",
@@ -51,6 +56,7 @@ __all__ = [
     "GraphInterrupt",
     "GraphRecursionError",
     "InvalidUpdateError",
+    "KeysRequiredError",
     "LeaseConflictError",
     "LeaseLost",
     "NoPathToEndError",
@@ -139,6 +145,57 @@ class RunNotFoundError(StoreError):
 
 class LeaseConflictError(StoreError):
     """Another live worker holds the run's lease."""
+
+
+class CorruptionError(StoreError):
+    """A stored row does not match its checksum, cannot be decoded, or is missing from a
+    sequence that must be whole (a step's delta, a segment, a blob). Nothing was folded
+    from it and nothing was written: restore the row (from a backup) and resume.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        table: str = "",
+        tenant_id: str | None = None,
+        run_id: str | None = None,
+        step: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.table = table
+        self.tenant_id = tenant_id
+        self.run_id = run_id
+        self.step = step
+
+    @classmethod
+    def of(cls, ident: Sequence[Any], why: str) -> CorruptionError:
+        """From a row identity as ``wayline.store.payloads`` writes it: (table, tenant,
+        run or key, step, ...)."""
+        table, tenant = str(ident[0]), str(ident[1])
+        rest = list(ident[2:])
+        run_id = str(rest[0]) if rest and table not in ("blobs", "effects") else None
+        step = rest[1] if len(rest) > 1 and isinstance(rest[1], int) else None
+        where = f"{table} row" + (f" of run {run_id!r}" if run_id else f" {rest[0]!r}")
+        if step is not None:
+            where += f" at step {step}"
+        return cls(
+            f"{where} (tenant {tenant!r}) is corrupt: {why}. Nothing was read from it or "
+            "written over it; restore the row from a backup and resume the run, or purge it",
+            table=table,
+            tenant_id=tenant,
+            run_id=run_id,
+            step=step,
+        )
+
+
+class KeysRequiredError(StoreError):
+    """The store is encrypted and was opened without keys; nothing was read or written."""
+
+
+class ConfigError(WaylineError, ValueError):
+    """A config value is missing or invalid (a thread id, a durability mode); nothing ran.
+    Also a ``ValueError``, as LangGraph raises for the same mistakes."""
 
 
 class VersionMismatchError(WaylineError):

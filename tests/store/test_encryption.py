@@ -1,11 +1,14 @@
 """Encryption at rest on every backend: no stored row holds a byte of plaintext, nothing
-opens without the key, rotation changes new writes only."""
+opens without the key, rotation changes new writes only, and an encrypted store refuses a
+handle without keys before it reads or writes anything."""
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Any, cast
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from stored_rows import stored_rows
@@ -13,21 +16,38 @@ from stored_rows import stored_rows
 import wayline
 from wayline.client import Wayline
 from wayline.control import Actor
-from wayline.errors import CodecError
+from wayline.errors import CodecError, KeysRequiredError
 from wayline.examples.refund_agent import build_refund_agent, claim_input
 from wayline.store.base import Store
-from wayline.store.encrypted import EncryptedStore, StaticKeys
+from wayline.store.encrypted import StaticKeys
 
 MARKER = "PLAINTEXT-MARKER-5e1d"
 K1, K2 = os.urandom(32), os.urandom(32)
+
+
+@pytest.fixture(params=["sqlite-file", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Encryption is a property of a database, so each handle is opened anew by URL."""
+    if request.param == "sqlite-file":
+        return f"sqlite:///{tmp_path / 'sealed.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def handles() -> Iterator[list[Store]]:
+    opened: list[Store] = []
+    yield opened
+    for store in opened:
+        store.close()
 
 
 def refund(key: str, amount: int, customer: str) -> dict[str, Any]:
     return {"id": f"re-{key}", "note": MARKER}
 
 
-def sealed(inner: Store, keys: StaticKeys) -> Store:
-    return cast(Store, EncryptedStore(inner, keys))
+def keys_of(**keys: bytes) -> StaticKeys:
+    current = list(keys)[-1] if keys else "k1"
+    return StaticKeys({"default": dict(keys)}, {"default": current})
 
 
 def run_claim(store: Store, claim: str = "claim-9") -> None:
@@ -42,54 +62,71 @@ def run_claim(store: Store, claim: str = "claim-9") -> None:
     app.invoke(None, cfg)
 
 
-def test_no_stored_row_holds_plaintext(store: Store) -> None:
-    keys = StaticKeys({"default": {"k1": K1}}, {"default": "k1"})
-    run_claim(sealed(store, keys))
+def state_of(store: Store, claim: str) -> dict[str, Any]:
+    app = build_refund_agent(store, refund)
+    return app.get_state({"configurable": {"thread_id": claim}}).values
+
+
+def test_no_stored_row_holds_plaintext(url: str, handles: list[Store]) -> None:
+    store = wayline.connect(url, keys=keys_of(k1=K1))
+    handles.append(store)
+    run_claim(store)
     assert not [table for table, row in stored_rows(store) if MARKER.encode() in row]
-    exported = json.dumps(Wayline(sealed(store, keys)).export("claim-9"))
+    exported = json.dumps(Wayline(store).export("claim-9"))
     assert exported.count(MARKER) >= 4  # input, proposal, decision, effect result, blob
 
 
-def test_nothing_opens_without_the_right_key(store: Store) -> None:
-    run_claim(sealed(store, StaticKeys({"default": {"k1": K1}}, {"default": "k1"})))
-    app = build_refund_agent(sealed(store, StaticKeys({"default": {}}, {"default": "k1"})), refund)
+def test_nothing_opens_without_the_right_key(url: str, handles: list[Store]) -> None:
+    handles.append(sealed := wayline.connect(url, keys=keys_of(k1=K1)))
+    run_claim(sealed)
+    handles.append(no_k1 := wayline.connect(url, keys=keys_of()))
     with pytest.raises(CodecError, match="does not have"):
-        app.get_state({"configurable": {"thread_id": "claim-9"}})
-    wrong = StaticKeys({"default": {"k1": os.urandom(32)}}, {"default": "k1"})
+        state_of(no_k1, "claim-9")
+    handles.append(wrong := wayline.connect(url, keys=keys_of(k1=os.urandom(32))))
     with pytest.raises(CodecError, match="does not open"):
-        build_refund_agent(sealed(store, wrong), refund).get_state(
-            {"configurable": {"thread_id": "claim-9"}}
-        )
-    plain_cfg = {"configurable": {"thread_id": "plain"}}
-    build_refund_agent(store, refund).invoke(claim_input("plain"), plain_cfg)  # unsealed
-    with pytest.raises(CodecError, match="not sealed"):  # never read silently as plaintext
-        build_refund_agent(sealed(store, wrong), refund).get_state(plain_cfg)
+        state_of(wrong, "claim-9")
 
 
-def test_rotation_seals_new_writes_with_the_new_key(store: Store) -> None:
-    run_claim(sealed(store, StaticKeys({"default": {"k1": K1}}, {"default": "k1"})))
-    both = StaticKeys({"default": {"k1": K1, "k2": K2}}, {"default": "k2"})
-    run_claim(sealed(store, both), "claim-10")
-    for claim in ("claim-9", "claim-10"):
-        values = (
-            build_refund_agent(sealed(store, both), refund)
-            .get_state({"configurable": {"thread_id": claim}})
-            .values
-        )
-        assert values["refund"]["note"] == MARKER
-    only_new = sealed(store, StaticKeys({"default": {"k2": K2}}, {"default": "k2"}))
-    assert (
-        build_refund_agent(only_new, refund)
-        .get_state({"configurable": {"thread_id": "claim-10"}})
-        .values["refund"]["note"]
-        == MARKER
+def test_a_keyless_handle_is_refused_and_writes_nothing(url: str, handles: list[Store]) -> None:
+    handles.append(sealed := wayline.connect(url, keys=keys_of(k1=K1)))
+    run_claim(sealed)
+    before = stored_rows(sealed)
+    with pytest.raises(KeysRequiredError, match="encrypted"):
+        wayline.connect(url)
+    assert stored_rows(sealed) == before
+    assert state_of(sealed, "claim-9")["refund"]["note"] == MARKER
+
+
+def test_rows_written_before_encryption_never_read_as_plaintext(
+    url: str, handles: list[Store]
+) -> None:
+    handles.append(plain := wayline.connect(url))
+    build_refund_agent(plain, refund).invoke(
+        claim_input("plain"), {"configurable": {"thread_id": "plain"}}
     )
+    handles.append(sealed := wayline.connect(url, keys=keys_of(k1=K1)))
+    with pytest.raises(CodecError, match="not sealed"):
+        state_of(sealed, "plain")
+    with pytest.raises(KeysRequiredError):  # from now on the store is an encrypted one
+        wayline.connect(url)
+
+
+def test_rotation_seals_new_writes_with_the_new_key(url: str, handles: list[Store]) -> None:
+    handles.append(old := wayline.connect(url, keys=keys_of(k1=K1)))
+    run_claim(old)
+    handles.append(both := wayline.connect(url, keys=keys_of(k1=K1, k2=K2)))
+    run_claim(both, "claim-10")
+    for claim in ("claim-9", "claim-10"):
+        assert state_of(both, claim)["refund"]["note"] == MARKER
+    handles.append(only_new := wayline.connect(url, keys=keys_of(k2=K2)))
+    assert state_of(only_new, "claim-10")["refund"]["note"] == MARKER
     with pytest.raises(CodecError, match="'k1'"):
-        build_refund_agent(only_new, refund).get_state({"configurable": {"thread_id": "claim-9"}})
+        state_of(only_new, "claim-9")
 
 
 def test_connect_with_keys_seals(tmp_path: Any) -> None:
-    keys = StaticKeys({"default": {"k1": K1}}, {"default": "k1"})
     url = f"sqlite:///{tmp_path / 'sealed.db'}"
-    run_claim(wayline.connect(url, keys=keys))
+    store = wayline.connect(url, keys=keys_of(k1=K1))
+    run_claim(store)
+    store.close()
     assert MARKER.encode() not in (tmp_path / "sealed.db").read_bytes()

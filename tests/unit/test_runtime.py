@@ -419,7 +419,7 @@ def test_invoke_none_on_a_new_run_is_a_resume_error() -> None:
     g = StateGraph(State)
     g.add_node("a", appender("a"))
     g.set_entry_point("a")
-    with pytest.raises(ResumeError, match="no input"):
+    with pytest.raises(ResumeError, match="start it with an input"):
         g.compile().invoke(None, cfg())
 
 

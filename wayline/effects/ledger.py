@@ -65,6 +65,7 @@ class EffectLedger:
         node: str,
         step: int,
         task_id: str,
+        incarnation: str = "",
     ) -> None:
         self.store = store
         self.codec = codec
@@ -74,6 +75,9 @@ class EffectLedger:
         self.node = node
         self.step = step
         self.task_id = task_id
+        self.incarnation = incarnation
+        """The run's incarnation: a run started again under a purged run's id derives new
+        keys, so a provider deduplicating by key never hands back the purged run's effect."""
         self._seq: dict[tuple[str, str], int] = {}
 
     def restart(self) -> None:
@@ -92,7 +96,7 @@ class EffectLedger:
         retry: RetryPolicy | None = None,
     ) -> Any:
         seq = self._next_seq("effect", name)
-        key = key or "wl-" + derive_id(self.task_id, "effect", name, seq)
+        key = key or self._derive_key("effect", name, seq)
         digest = self._digest(name, request)
         rec = self.store.get_effect(self.tenant_id, key)
         if rec is None:
@@ -126,7 +130,7 @@ class EffectLedger:
     def record(self, name: str, fn: Callable[[], Any]) -> Any:
         """Run a non-deterministic call once; a re-executed node gets the recorded value."""
         seq = self._next_seq("record", name)
-        key = "wl-" + derive_id(self.task_id, "record", name, seq)
+        key = self._derive_key("record", name, seq)
         rec = self.store.get_effect(self.tenant_id, key)
         if rec is not None and rec.status == "SUCCEEDED":
             return self._result(rec)
@@ -135,6 +139,12 @@ class EffectLedger:
         return value
 
     # -- internals --------------------------------------------------------------------
+
+    def _derive_key(self, kind: str, name: str, seq: int) -> str:
+        """Stable across retries and resumes of this run; new for a new incarnation (runs
+        created before incarnations existed keep their keys)."""
+        head = (self.incarnation,) if self.incarnation else ()
+        return "wl-" + derive_id(*head, self.task_id, kind, name, seq)
 
     def _refuse_if_in_flight(self, rec: EffectRecord) -> None:
         """A business key shared with another run whose worker still holds its lease: that

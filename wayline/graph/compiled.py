@@ -36,6 +36,7 @@ from wayline.graph.context import reset_scope, set_scope
 from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome
 from wayline.graph.types import Interrupt, PregelTask, Send, StateSnapshot
 from wayline.store.base import Store
+from wayline.store.records import check_durability
 
 if TYPE_CHECKING:
     from wayline.graph.builder import StateGraph
@@ -191,8 +192,7 @@ class CompiledGraph:
         tenant, run_id = _ids(config, create=True)
         config.setdefault("configurable", {})
         config["configurable"] = {**config["configurable"], "thread_id": run_id}
-        if durability not in ("sync", "async", "exit"):
-            raise WaylineError(f"durability must be 'sync', 'async' or 'exit', got {durability!r}")
+        check_durability(durability)
         return RunLoop(
             self,
             tenant_id=tenant,

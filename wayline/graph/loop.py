@@ -7,6 +7,7 @@ that touches the store or decides what happens next lives here, once.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -62,6 +63,7 @@ from wayline.store.records import (
     PendingWriteRecord,
     RunStatus,
     RunUpdate,
+    check_durability,
 )
 from wayline.store.writer import CommitSink, make_sink
 
@@ -120,7 +122,7 @@ class RunLoop:
         self.codec = graph.codec
         self.tenant_id = tenant_id
         self.run_id = run_id
-        self.durability = durability
+        self.durability = check_durability(durability)
         self.step_limit = step_limit
         self.config = config
         self.owner = owner or default_owner()
@@ -144,19 +146,31 @@ class RunLoop:
         """Rows of an unfinished step (saved writes, interrupts) that the next commit clears."""
         self.sink: CommitSink | None = None
         self.multi_task_step = False
+        self.incarnation = ""
+        self.closed = False
+        self.loaded = False
+        """The run's committed state was read; until then a failure must not touch the
+        run's recorded step or status (it would rewind a run that could not be read)."""
 
     # -- lifecycle --------------------------------------------------------------------
 
     def begin(self, input: Any) -> Iterator[Event]:
         g = self.graph
-        run = self.store.create_run(
-            self.tenant_id,
-            self.run_id,
-            graph_name=g.name,
-            graph_version=g.version,
-            durability=self.durability,
-            schema_version=g.schema_version,
-        )
+        run = self.store.get_run(self.tenant_id, self.run_id)
+        if run is None:
+            if not _starts_a_run(input):  # else a row no worker could ever start
+                raise ResumeError(
+                    f"there is no run {self.run_id!r} (tenant {self.tenant_id!r}) to continue "
+                    "or resume: start it with an input first; nothing was created"
+                )
+            run = self.store.create_run(
+                self.tenant_id,
+                self.run_id,
+                graph_name=g.name,
+                graph_version=g.version,
+                durability=self.durability,
+                schema_version=g.schema_version,
+            )
         if run.graph_name != g.name or run.graph_version != g.version:
             raise VersionMismatchError(
                 f"run {self.run_id!r} was written by {run.graph_name}@{run.graph_version}, "
@@ -164,6 +178,7 @@ class RunLoop:
                 "serve versions side by side) or carry it forward with "
                 "Wayline(store).migrate(run_id, old_graph, new_graph); nothing was changed"
             )
+        self.incarnation = run.incarnation
         if not self.claimed:
             self.token = self.store.claim(
                 self.tenant_id,
@@ -172,6 +187,7 @@ class RunLoop:
                 lease_seconds=self.lease_seconds,
                 steal=True,
             )
+            self.claimed = True
         self.sink = make_sink(
             self.durability,
             self.store,
@@ -195,6 +211,7 @@ class RunLoop:
                 "changed"
             )
         self._load_unfinished_step()
+        self.loaded = True
         if input is None and run.inbox is not None:  # a start or resume handed to workers
             input = decode_inbox(self.codec, run.inbox)
             self.take_inbox = True
@@ -212,19 +229,54 @@ class RunLoop:
             )
 
     def close(self, error: BaseException | None) -> None:
-        """Make what was submitted durable (exit mode: now), then give the lease up."""
-        if self.sink is None or isinstance(error, LeaseLost):
+        """Make what was submitted durable (exit mode: now), then give the lease up, on
+        every path out: finished, failed, refused or unreadable."""
+        if self.closed:
+            return
+        self.closed = True
+        if isinstance(error, LeaseLost) or not self.claimed:
             return
         try:
-            # A refused resume changed nothing, and a parked run has its status already.
-            if error is not None and not isinstance(
-                error, GraphInterrupt | ResumeError | RunParkedError | VersionMismatchError
-            ):
-                self._submit_status("failed", error=_describe(error))
-            self.sink.close()
+            if self.sink is not None:
+                if not self.loaded and error is not None:
+                    self._note_unreadable(error)
+                elif isinstance(error, ResumeError) and (self.take_inbox or self.step < 0):
+                    self._refuse_inbox(error)
+                # A refused resume changed nothing, and a parked run has its status already.
+                elif error is not None and not isinstance(
+                    error, GraphInterrupt | ResumeError | RunParkedError | VersionMismatchError
+                ):
+                    self._submit_status("failed", error=_describe(error))
+                self.sink.close()
         finally:
             self.sink = None
             self.store.release(self.tenant_id, self.run_id, self.token)
+
+    def _refuse_inbox(self, error: ResumeError) -> None:
+        """A worker was handed input that does not fit the run (a resume with no question
+        open, nothing to start): consume it and say why, leaving the run as its committed
+        state says it is, so it is not claimed again for the same refusal."""
+        if self.step < 0:
+            status: RunStatus = "failed"  # it cannot start: nothing was ever committed
+        elif not self.next_tasks:
+            status = "done"
+        elif any(i.resume is None for i in self.interrupts):
+            status = "interrupted"
+        else:
+            status = "running"
+        self._submit_status(status, error=_describe(error))
+
+    def _note_unreadable(self, error: BaseException) -> None:
+        """The run's committed state could not be read (a corrupt row, a type this process
+        does not know, missing keys): record why beside it, leaving its step and status
+        as they are, so once the cause is fixed it continues from its last step."""
+        if isinstance(error, VersionMismatchError | ResumeError):
+            return  # refused on purpose, with nothing changed: not an error of the run
+        # If the store is what failed, the error itself still propagates to the caller.
+        with contextlib.suppress(Exception):
+            self.store.note_error(
+                self.tenant_id, self.run_id, token=self.token, error=_describe(error)
+            )
 
     # -- stepping ---------------------------------------------------------------------
 
@@ -263,6 +315,7 @@ class RunLoop:
                 node=spec.name,
                 step=step,
                 task_id=task_id,
+                incarnation=self.incarnation,
             )
             ctx = NodeContext(
                 self.run_id, self.tenant_id, spec.name, step, task_id, self.config, ledger
@@ -592,6 +645,14 @@ def _staged(
         if key in channels and staged[key] is channels[key]:
             staged[key] = channels[key].copy()
     return staged
+
+
+def _starts_a_run(input: Any) -> bool:
+    """Whether ``input`` can begin a run that does not exist yet: new input, or a Command
+    that writes or routes; not None and not a bare resume."""
+    if isinstance(input, Command):
+        return input.update is not None or bool(input.goto)
+    return input is not None
 
 
 def _approvers(approvers: tuple[str, ...] | None) -> str:

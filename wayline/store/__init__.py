@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from wayline.errors import StoreError, StoreURLError
@@ -23,17 +23,9 @@ def open_store(url: str, *, upgrade: bool = False, keys: KeyProvider | None = No
 
     A new database gets the current schema. An existing one with an older schema is refused
     with a clear error unless ``upgrade`` (``wayline db upgrade``) applies the migrations.
-    With ``keys`` every payload is sealed before it reaches the database (``EncryptedStore``).
+    With ``keys`` every payload is sealed before it reaches the database, and the store
+    remembers it is encrypted: opened without keys later, it is refused (``KeysRequiredError``).
     """
-    store = _open(url, upgrade)
-    if keys is None:
-        return store
-    from wayline.store.encrypted import EncryptedStore
-
-    return cast(Store, EncryptedStore(store, keys))
-
-
-def _open(url: str, upgrade: bool) -> Store:
     if not isinstance(url, str) or "://" not in url:
         raise StoreURLError(
             f"store URL {url!r} has no scheme: use sqlite:///path/to/file.db "
@@ -53,7 +45,7 @@ def _open(url: str, upgrade: bool) -> Store:
             raise StoreURLError(f"unknown SQLite URL option(s) {sorted(unknown)} in {url!r}")
         try:
             return SQLiteStore(
-                path, synchronous=options.get("synchronous", "FULL"), upgrade=upgrade
+                path, synchronous=options.get("synchronous", "FULL"), upgrade=upgrade, keys=keys
             )
         except StoreError:
             raise
@@ -62,5 +54,5 @@ def _open(url: str, upgrade: bool) -> Store:
     if parts.scheme in ("postgres", "postgresql"):
         from wayline.store.postgres import PostgresStore
 
-        return PostgresStore(url, upgrade=upgrade)
+        return PostgresStore(url, upgrade=upgrade, keys=keys)
     raise StoreURLError(f"unsupported store URL scheme {parts.scheme!r} in {url!r}")

@@ -97,6 +97,19 @@ class Store(Protocol):
         self, tenant_id: str, run_id: str, *, token: int, wake_at: float, error: str
     ) -> None: ...
 
+    def note_error(
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        token: int,
+        error: str,
+        status: RunStatus | None = None,
+    ) -> None:
+        """Record an error beside the run, fenced, without touching its committed step (a
+        failed read must never rewind a run); ``status`` moves it to a visible state."""
+        ...
+
     def requeue(self, tenant_id: str, run_id: str) -> bool: ...
 
     def wait_for_work(self, timeout: float) -> None:

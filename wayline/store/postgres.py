@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from wayline.errors import StoreError, StoreURLError
@@ -31,6 +31,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise StoreURLError(
         "the PostgreSQL store needs psycopg: pip install 'wayline[postgres]'"
     ) from exc
+
+if TYPE_CHECKING:
+    from wayline.store.encrypted import KeyProvider
 
 __all__ = ["PostgresStore"]
 
@@ -72,7 +75,7 @@ class PostgresStore(SQLStore):
 
     claim_lock = " FOR UPDATE SKIP LOCKED"
 
-    def __init__(self, url: str, *, upgrade: bool = False) -> None:
+    def __init__(self, url: str, *, upgrade: bool = False, keys: KeyProvider | None = None) -> None:
         self.url = url
         conninfo, options = _split_url(url)
         self.schema = options.get("schema", "public")
@@ -107,6 +110,7 @@ class PostgresStore(SQLStore):
         except Exception as exc:  # psycopg errors, OSError, the pool's timeout
             raise StoreURLError(f"cannot open PostgreSQL store {_redact(url)}: {exc}") from exc
         self._open_schema(upgrade=upgrade)
+        self._adopt_keys(keys)
 
     def _lock_schema(self, db: Any) -> None:
         # Several workers may start at once: one migrates, the others wait, then see it done.

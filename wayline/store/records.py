@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Literal
+from typing import Literal, cast, get_args
+
+from wayline.errors import ConfigError
 
 __all__ = [
+    "DURABILITY_MODES",
     "METERED_TABLES",
     "AuditRecord",
     "BlobRecord",
     "CommitBatch",
     "DeltaRecord",
+    "Durability",
     "EffectRecord",
     "EffectStatus",
     "InterruptRecord",
@@ -23,6 +27,7 @@ __all__ = [
     "RunUpdate",
     "SegmentRecord",
     "SnapshotRecord",
+    "check_durability",
 ]
 
 METERED_TABLES = (
@@ -50,6 +55,20 @@ def _attribute(payload: bytes, channels: ChannelBytes) -> ChannelBytes:
 RunStatus = Literal["pending", "running", "interrupted", "parked", "done", "failed", "cancelled"]
 EffectStatus = Literal["PENDING", "EXECUTING", "SUCCEEDED", "FAILED", "UNKNOWN"]
 TERMINAL: frozenset[str] = frozenset({"done", "failed", "cancelled"})
+RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
+
+Durability = Literal["sync", "async", "exit"]
+"""When a step is durable (README, "What survives what"); the one definition of the modes."""
+DURABILITY_MODES: tuple[str, ...] = get_args(Durability)
+
+
+def check_durability(value: object) -> Durability:
+    """The mode, or ``ConfigError`` before anything is queued or written."""
+    if value not in DURABILITY_MODES:
+        raise ConfigError(
+            f"durability must be one of {', '.join(map(repr, DURABILITY_MODES))}, got {value!r}"
+        )
+    return cast(Durability, value)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -79,6 +98,9 @@ class RunRecord:
     """Input a worker applies when it next claims the run (a start, a resume decision)."""
     schema_version: str = ""
     """Fingerprint (or declared version) of the state schema the run was written with."""
+    incarnation: str = ""
+    """Random at creation: a run started again under a purged run's id is a new
+    incarnation, so the idempotency keys derived for it are new keys."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

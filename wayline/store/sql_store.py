@@ -9,13 +9,23 @@ import json
 import re
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from importlib import resources
 from types import SimpleNamespace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from wayline.errors import LeaseConflictError, LeaseLost, RunNotFoundError, StoreError
+from wayline.errors import (
+    CorruptionError,
+    KeysRequiredError,
+    LeaseConflictError,
+    LeaseLost,
+    RunNotFoundError,
+    StoreError,
+)
+from wayline.store.payloads import Payloads
+from wayline.store.payloads import checksum as crc
 from wayline.store.records import (
     AuditRecord,
     CommitBatch,
@@ -31,9 +41,20 @@ from wayline.store.records import (
 )
 from wayline.store.sql import queries
 
+if TYPE_CHECKING:
+    from wayline.store.encrypted import KeyProvider
+
 __all__ = ["SCHEMA_VERSION", "Executor", "SQLStore", "load_queries", "migrations"]
 
 Q_SCHEMA_VERSION = "SELECT value FROM wayline_meta WHERE key = 'schema_version'"
+Q_META = "SELECT value FROM wayline_meta WHERE key = ?"
+Q_SET_META = """
+INSERT INTO wayline_meta (key, value) VALUES (?, ?)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value
+"""
+ENCRYPTION_MARK = "aes-256-gcm"
+"""``wayline_meta.encryption`` of a store whose payloads are sealed: a keyless open of it
+is refused, so no handle writes plaintext beside sealed rows."""
 Q_SET_SCHEMA_VERSION = """
 INSERT INTO wayline_meta (key, value) VALUES ('schema_version', ?)
 ON CONFLICT (key) DO UPDATE SET value = excluded.value
@@ -81,7 +102,9 @@ def load_queries(placeholder: str = "?") -> SimpleNamespace:
             return [convert(v) for v in value]
         return value
 
-    names = {k: v for k, v in vars(queries).items() if k.startswith(("Q_", "HELD_", "RUN_"))}
+    names = {
+        k: v for k, v in vars(queries).items() if k.startswith(("Q_", "HELD_", "RUN_", "EFFECT_"))
+    }
     return SimpleNamespace(**{k: convert(v) for k, v in names.items()})
 
 
@@ -98,6 +121,9 @@ class SQLStore:
     q: SimpleNamespace
     placeholder = "?"
     dialect = "sqlite"
+    payloads: Payloads = Payloads()
+    """Every payload column goes in and out through this: sealed when the store is
+    encrypted, checksummed always (``wayline.store.payloads``)."""
 
     def _tx(self, tenant: str | None = None) -> AbstractContextManager[Any]:
         """A transaction: yields an ``Executor``, commits on exit, rolls back on error.
@@ -167,6 +193,38 @@ class SQLStore:
                 f"this wayline's {SCHEMA_VERSION}: upgrade wayline"
             )
 
+    def _meta(self, key: str) -> str | None:
+        if not self._read(self.q_meta_exists, ()):
+            return None
+        rows = self._read(Q_META.replace("?", self.placeholder), (key,))
+        return str(rows[0][0]) if rows else None
+
+    def _adopt_keys(self, keys: KeyProvider | None) -> None:
+        """Seal payloads with ``keys``. An encrypted store remembers it is one: opened
+        without keys, it is refused before anything is read or written."""
+        marked = self._meta("encryption") is not None
+        if keys is None:
+            if marked:
+                raise KeysRequiredError(
+                    f"the store at {self.url} is encrypted: open it with its keys, "
+                    "wayline.connect(url, keys=provider); nothing was read or written"
+                )
+            self.payloads = Payloads()
+            return
+        from wayline.store.encrypted import AESGCMSealer
+
+        sealer = AESGCMSealer(keys)
+        if not marked:
+            with self._tx() as db:
+                db.execute(
+                    Q_SET_META.replace("?", self.placeholder), ("encryption", ENCRYPTION_MARK)
+                )
+        self.payloads = Payloads(sealer)
+
+    @property
+    def encrypted(self) -> bool:
+        return self.payloads.sealer.encrypted
+
     # -- runs -------------------------------------------------------------------------
 
     def create_run(
@@ -182,7 +240,7 @@ class SQLStore:
         now = time.time()
         row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, None)
         with self._tx(tenant_id) as db:
-            db.execute(self.q.Q_INSERT_RUN, (*row, schema_version))
+            db.execute(self.q.Q_INSERT_RUN, (*row, schema_version, None, uuid.uuid4().hex))
         run = self.get_run(tenant_id, run_id)
         assert run is not None
         return run
@@ -200,13 +258,16 @@ class SQLStore:
     ) -> RunRecord:
         """Hand a run input (a start or a resume decision) to whichever worker claims it."""
         now = time.time()
-        row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, inbox)
-        row_v = (*row, schema_version)
+        stored, crc = self.payloads.put(
+            _inbox_ident(tenant_id, run_id), tenant_id, f"{run_id}|n", inbox
+        )
+        row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, stored)
+        row_v = (*row, schema_version, crc, uuid.uuid4().hex)
         with self._tx(tenant_id) as db:
             created = db.execute(self.q.Q_INSERT_RUN, row_v).rowcount == 1
             if not created:
-                db.execute(self.q.Q_SET_INBOX, (inbox, now, tenant_id, run_id))
-            db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "runs", "inbox", len(inbox)))
+                db.execute(self.q.Q_SET_INBOX, (stored, crc, now, tenant_id, run_id))
+            db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "runs", "inbox", len(stored)))
             self._notify(db)
         run = self.get_run(tenant_id, run_id)
         assert run is not None
@@ -302,6 +363,22 @@ class SQLStore:
                 raise LeaseLost(run_id, token)
             self._notify(db)
 
+    def note_error(
+        self,
+        tenant_id: str,
+        run_id: str,
+        *,
+        token: int,
+        error: str,
+        status: RunStatus | None = None,
+    ) -> None:
+        """Record an error beside a run (and optionally a new status), fenced; the run's
+        committed step is never changed, so a run that could not be read stays reachable."""
+        with self._tx(tenant_id) as db:
+            params = (error, status, time.time(), tenant_id, run_id, token)
+            if db.execute(self.q.Q_NOTE_ERROR, params).rowcount != 1:
+                raise LeaseLost(run_id, token)
+
     def requeue(self, tenant_id: str, run_id: str) -> bool:
         """An operator puts a failed (dead-lettered) or parked run back in the queue."""
         with self._tx(tenant_id) as db:
@@ -312,13 +389,37 @@ class SQLStore:
 
     def get_run(self, tenant_id: str, run_id: str) -> RunRecord | None:
         rows = self._read(self.q.Q_GET_RUN, (tenant_id, run_id), tenant=tenant_id)
-        return _run(rows[0]) if rows else None
+        return self._run(rows[0]) if rows else None
 
     def list_runs(
         self, tenant_id: str, *, status: RunStatus | None = None, limit: int = 100
     ) -> list[RunRecord]:
         rows = self._read(self.q.Q_LIST_RUNS, (tenant_id, status, status, limit), tenant=tenant_id)
-        return [_run(r) for r in rows]
+        return [self._run(r) for r in rows]
+
+    def _run(self, row: Sequence[Any]) -> RunRecord:
+        """A run from its row, by column name; the inbox verified and opened."""
+        r = dict(zip(self.q.RUN_COLUMN_NAMES, row, strict=True))
+        tenant, run_id = r["tenant_id"], r["run_id"]
+        inbox = self.payloads.get_opt(
+            _inbox_ident(tenant, run_id), tenant, f"{run_id}|n", r.pop("inbox"), r.pop("inbox_crc")
+        )
+        r.update(
+            inbox=inbox,
+            next_nodes=tuple(json.loads(r["next_nodes"])),
+            attempts=int(r["attempts"]),
+            cancel_requested=bool(r["cancel_requested"]),
+        )
+        return RunRecord(**r)
+
+    def _effect(self, row: Sequence[Any]) -> EffectRecord:
+        """An effect record from its row, by column name; the result verified and opened."""
+        r = dict(zip(self.q.EFFECT_COLUMN_NAMES, row, strict=True))
+        t, key = r["tenant_id"], r.pop("effect_key")
+        r["result"] = self.payloads.get_opt(
+            ("effects", t, key), t, f"e|{key}", r["result"], r.pop("result_crc")
+        )
+        return EffectRecord(key=key, **r)
 
     # -- leases -----------------------------------------------------------------------
 
@@ -351,6 +452,7 @@ class SQLStore:
         q = self.q
         now = time.time()
         key = (tenant_id, run_id)
+        batch = self._sealed(tenant_id, run_id, batch)  # the meter counts what is stored
         rows: list[tuple[Any, ...]]
         with self._tx(tenant_id) as db:
             run = batch.run
@@ -366,16 +468,38 @@ class SQLStore:
             if cur.rowcount != 1:
                 raise LeaseLost(run_id, token)
             if batch.deltas:
-                rows = [(*key, d.step, d.payload, token, d.sizes()) for d in batch.deltas]
+                rows = [
+                    (
+                        *key,
+                        d.step,
+                        d.payload,
+                        token,
+                        d.sizes(),
+                        crc(("deltas", *key, d.step), d.payload),
+                    )
+                    for d in batch.deltas
+                ]
                 db.executemany(q.Q_INSERT_DELTA, rows)
             if batch.snapshots:
-                rows = [(*key, s.step, s.payload) for s in batch.snapshots]
+                rows = [
+                    (*key, s.step, s.payload, crc(("snapshots", *key, s.step), s.payload))
+                    for s in batch.snapshots
+                ]
                 db.executemany(q.Q_PUT_SNAPSHOT, rows)
             if batch.clear_pending_through is not None:
                 db.execute(q.Q_CLEAR_PENDING, (*key, batch.clear_pending_through))
                 db.execute(q.Q_CLEAR_INTERRUPTS, (*key, batch.clear_pending_through))
             if batch.pending:
-                rows = [(*key, p.step, p.task_id, p.payload) for p in batch.pending]
+                rows = [
+                    (
+                        *key,
+                        p.step,
+                        p.task_id,
+                        p.payload,
+                        crc(("pending_writes", *key, p.step, p.task_id), p.payload),
+                    )
+                    for p in batch.pending
+                ]
                 db.executemany(q.Q_PUT_PENDING, rows)
             if batch.interrupts:
                 rows = [_interrupt_row(key, i) for i in batch.interrupts]
@@ -387,25 +511,52 @@ class SQLStore:
             meter = batch.meter()
             for seg in batch.segments:  # immutable and deterministic: written at most once
                 row = (*key, seg.seg_id, seg.channel, seg.level, seg.first_step, seg.last_step)
-                if db.execute(q.Q_PUT_SEGMENT, (*row, seg.payload)).rowcount == 1:
+                check = crc(("segments", *key, seg.seg_id), seg.payload)
+                if db.execute(q.Q_PUT_SEGMENT, (*row, seg.payload, check)).rowcount == 1:
                     meter.extend(seg.meter())
             for blob in batch.blobs:
-                if db.execute(q.Q_PUT_BLOB, (tenant_id, blob.digest, blob.payload)).rowcount == 1:
+                check = crc(("blobs", tenant_id, blob.digest), blob.payload)
+                if (
+                    db.execute(q.Q_PUT_BLOB, (tenant_id, blob.digest, blob.payload, check)).rowcount
+                    == 1
+                ):
                     meter.extend(blob.meter())
                 db.execute(q.Q_PUT_BLOB_REF, (*key, blob.digest))
             if meter:
                 rows = [(*key, m.step, m.table, m.channel, m.bytes) for m in meter]
                 db.executemany(q.Q_PUT_METER, rows)
 
+    def _sealed(self, t: str, r: str, batch: CommitBatch) -> CommitBatch:
+        """The batch with every payload as it will be stored (sealed, when encrypted)."""
+        if not self.encrypted:
+            return batch
+        seal = self.payloads.sealer.seal
+        return dataclasses.replace(
+            batch,
+            deltas=[_re(d, payload=seal(t, f"{r}|d", d.payload)) for d in batch.deltas],
+            snapshots=[_re(s, payload=seal(t, f"{r}|s", s.payload)) for s in batch.snapshots],
+            segments=[_re(s, payload=seal(t, f"{r}|g", s.payload)) for s in batch.segments],
+            blobs=[_re(b, payload=seal(t, f"b|{b.digest}", b.payload)) for b in batch.blobs],
+            pending=[_re(p, payload=seal(t, f"{r}|p", p.payload)) for p in batch.pending],
+            interrupts=[
+                _re(
+                    i,
+                    value=seal(t, f"{r}|i", i.value),
+                    resume=None if i.resume is None else seal(t, f"{r}|i", i.resume),
+                )
+                for i in batch.interrupts
+            ],
+        )
+
     # -- effects ----------------------------------------------------------------------
 
     def get_effect(self, tenant_id: str, key: str) -> EffectRecord | None:
         rows = self._read(self.q.Q_GET_EFFECT, (tenant_id, key), tenant=tenant_id)
-        return _effect(rows[0]) if rows else None
+        return self._effect(rows[0]) if rows else None
 
     def list_effects(self, tenant_id: str, run_id: str) -> list[EffectRecord]:
         return [
-            _effect(r)
+            self._effect(r)
             for r in self._read(self.q.Q_LIST_EFFECTS, (tenant_id, run_id), tenant=tenant_id)
         ]
 
@@ -422,18 +573,19 @@ class SQLStore:
         without one it is an operator's resolution. False: someone else changed it first."""
         q = self.q
         now = time.time()
+        t = record.tenant_id
+        result, result_crc = self.payloads.put_opt(
+            ("effects", t, record.key), t, f"e|{record.key}", record.result
+        )
         with self._tx(record.tenant_id) as db:
             if token is not None:
                 fence = db.execute(q.Q_FENCE_TOUCH, (now, 0, record.tenant_id, run_id, token))
                 if fence.rowcount != 1:
                     raise LeaseLost(run_id, token)
             if expect is None:
-                row = (
-                    *dataclasses.astuple(record)[:14],
-                    now,
-                    now,
-                )
-                cur = db.execute(q.Q_INSERT_EFFECT, row)
+                row = {**_effect_row(record), "result": result, "result_crc": result_crc}
+                row.update(created_at=now, updated_at=now)
+                cur = db.execute(q.Q_INSERT_EFFECT, [row[c] for c in q.EFFECT_COLUMN_NAMES])
             else:
                 cur = db.execute(
                     q.Q_UPDATE_EFFECT,
@@ -441,9 +593,10 @@ class SQLStore:
                         record.attempt,
                         record.status,
                         record.fencing_token,
-                        record.result,
+                        result,
                         record.error,
                         now,
+                        result_crc,
                         record.tenant_id,
                         record.key,
                         expect,
@@ -451,8 +604,8 @@ class SQLStore:
                 )
             if cur.rowcount != 1:
                 return False
-            if record.result is not None:
-                meter = record.meter()[0]
+            if result is not None:
+                meter = _re(record, result=result).meter()[0]
                 db.execute(
                     q.Q_PUT_METER,
                     (record.tenant_id, run_id, meter.step, meter.table, meter.channel, meter.bytes),
@@ -467,7 +620,11 @@ class SQLStore:
         rows = self._read(
             self.q.Q_LOAD_SNAPSHOT, (tenant_id, run_id, at_or_before), tenant=tenant_id
         )
-        return SnapshotRecord(rows[0][0], bytes(rows[0][1])) if rows else None
+        if not rows:
+            return None
+        step, stored, crc = rows[0]
+        ident = ("snapshots", tenant_id, run_id, step)
+        return SnapshotRecord(step, self.payloads.get(ident, tenant_id, f"{run_id}|s", stored, crc))
 
     def load_deltas(
         self, tenant_id: str, run_id: str, after: int, through: int
@@ -475,27 +632,42 @@ class SQLStore:
         rows = self._read(
             self.q.Q_LOAD_DELTAS, (tenant_id, run_id, after, through), tenant=tenant_id
         )
-        return [DeltaRecord(step, bytes(data), fencing_token=tok) for step, data, tok in rows]
+        get, aad = self.payloads.get, f"{run_id}|d"
+        return [
+            DeltaRecord(
+                step,
+                get(("deltas", tenant_id, run_id, step), tenant_id, aad, data, crc),
+                fencing_token=tok,
+            )
+            for step, data, tok, crc in rows
+        ]
 
     def load_pending(self, tenant_id: str, run_id: str, step: int) -> list[PendingWriteRecord]:
         rows = self._read(self.q.Q_LOAD_PENDING, (tenant_id, run_id, step), tenant=tenant_id)
-        return [PendingWriteRecord(s, t, bytes(p)) for s, t, p in rows]
+        get, aad = self.payloads.get, f"{run_id}|p"
+        return [
+            PendingWriteRecord(
+                s, t, get(("pending_writes", tenant_id, run_id, s, t), tenant_id, aad, p, crc)
+            )
+            for s, t, p, crc in rows
+        ]
 
     def load_interrupts(self, tenant_id: str, run_id: str, step: int) -> list[InterruptRecord]:
         rows = self._read(self.q.Q_LOAD_INTERRUPTS, (tenant_id, run_id, step), tenant=tenant_id)
+        p, aad = self.payloads, f"{run_id}|i"
         return [
             InterruptRecord(
-                s,
-                t,
-                i,
-                iid,
-                bytes(v),
-                None if r is None else bytes(r),
-                digest,
-                None if approvers is None else tuple(json.loads(approvers)),
-                expires,
+                step=s,
+                task_id=t,
+                idx=i,
+                interrupt_id=iid,
+                value=p.get(_question_ident(tenant_id, run_id, iid), tenant_id, aad, v, crc),
+                resume=p.get_opt(_answer_ident(tenant_id, run_id, iid), tenant_id, aad, r, rcrc),
+                digest=digest,
+                approvers=None if approvers is None else tuple(json.loads(approvers)),
+                expires_at=expires,
             )
-            for s, t, i, iid, v, r, digest, approvers, expires in rows
+            for s, t, i, iid, v, r, digest, approvers, expires, crc, rcrc in rows
         ]
 
     def answer_interrupt(
@@ -504,12 +676,14 @@ class SQLStore:
         """Record a decision on an open interrupt and its audit line, in one transaction.
         False (and nothing written) if it was answered already."""
         now = time.time()
+        ident = _answer_ident(tenant_id, run_id, interrupt_id)
+        stored, crc = self.payloads.put(ident, tenant_id, f"{run_id}|i", resume)
         with self._tx(tenant_id) as db:
-            params = (resume, tenant_id, run_id, interrupt_id)
+            params = (stored, crc, tenant_id, run_id, interrupt_id)
             if db.execute(self.q.Q_ANSWER_INTERRUPT, params).rowcount != 1:
                 return False
             db.execute(self.q.Q_APPEND_AUDIT, _audit_row(audit, now))
-            db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "interrupts", "", len(resume)))
+            db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "interrupts", "", len(stored)))
         return True
 
     def append_audit(self, entry: AuditRecord) -> None:
@@ -526,16 +700,20 @@ class SQLStore:
         out = []
         for seg_id in seg_ids:
             rows = self._read(self.q.Q_LOAD_SEGMENT, (tenant_id, run_id, seg_id), tenant=tenant_id)
+            ident = ("segments", tenant_id, run_id, seg_id)
             if not rows:
-                raise StoreError(f"segment {seg_id} of run {run_id!r} is missing from the store")
-            out.append(bytes(rows[0][0]))
+                raise CorruptionError.of(ident, "the segment a snapshot refers to is missing")
+            stored, crc = rows[0]
+            out.append(self.payloads.get(ident, tenant_id, f"{run_id}|g", stored, crc))
         return out
 
     def load_blob(self, tenant_id: str, digest: str) -> bytes:
         rows = self._read(self.q.Q_LOAD_BLOB, (tenant_id, digest), tenant=tenant_id)
+        ident = ("blobs", tenant_id, digest)
         if not rows:
-            raise StoreError(f"blob {digest} is missing for tenant {tenant_id!r}")
-        return bytes(rows[0][0])
+            raise CorruptionError.of(ident, "a value refers to this blob, which is missing")
+        stored, crc = rows[0]
+        return self.payloads.get(ident, tenant_id, f"b|{digest}", stored, crc)
 
     def load_meter(self, tenant_id: str, run_id: str) -> list[MeterRow]:
         rows = self._read(self.q.Q_LOAD_METER, (tenant_id, run_id), tenant=tenant_id)
@@ -558,11 +736,24 @@ class SQLStore:
         key = (tenant_id, run_id)
         out = {}
         for table in self.q.RUN_TABLES:
-            out[table] = self._read_dicts(self.q.Q_DUMP.format(table=table), key, tenant=tenant_id)
+            rows = self._read_dicts(self.q.Q_DUMP.format(table=table), key, tenant=tenant_id)
+            out[table] = [self._open_row(table, tenant_id, run_id, row) for row in rows]
         out["blobs"] = [
-            {"digest": d, "payload": bytes(p)}
-            for d, p in self._read(self.q.Q_DUMP_BLOBS, key, tenant=tenant_id)
+            {
+                "digest": d,
+                "payload": self.payloads.get(("blobs", tenant_id, d), tenant_id, f"b|{d}", p, crc),
+            }
+            for d, p, crc in self._read(self.q.Q_DUMP_BLOBS, key, tenant=tenant_id)
         ]
+        return out
+
+    def _open_row(
+        self, table: str, tenant_id: str, run_id: str, row: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A dumped row with its payload columns verified and opened (checksums dropped)."""
+        out = {k: v for k, v in row.items() if not k.endswith("crc")}
+        for column, crc_column, ident, aad in _payload_columns(table, tenant_id, run_id, row):
+            out[column] = self.payloads.get_opt(ident, tenant_id, aad, row[column], row[crc_column])
         return out
 
     def runs_before(self, tenant_id: str, before: float, statuses: Sequence[str]) -> list[str]:
@@ -592,7 +783,10 @@ class SQLStore:
 
 
 def _interrupt_row(key: tuple[str, str], i: InterruptRecord) -> tuple[Any, ...]:
+    """An interrupt's row, its payloads as stored (sealed already) with their checksums."""
+    t, r = key
     approvers = None if i.approvers is None else json.dumps(list(i.approvers))
+    answer = None if i.resume is None else crc(_answer_ident(t, r, i.interrupt_id), i.resume)
     return (
         *key,
         i.step,
@@ -604,40 +798,61 @@ def _interrupt_row(key: tuple[str, str], i: InterruptRecord) -> tuple[Any, ...]:
         i.digest,
         approvers,
         i.expires_at,
+        crc(_question_ident(t, r, i.interrupt_id), i.value),
+        answer,
     )
+
+
+def _re(record: Any, **changes: Any) -> Any:
+    return dataclasses.replace(record, **changes)
+
+
+def _inbox_ident(tenant_id: str, run_id: str) -> tuple[str, ...]:
+    return ("runs", tenant_id, run_id, "inbox")
+
+
+def _question_ident(tenant_id: str, run_id: str, interrupt_id: str) -> tuple[str, ...]:
+    return ("interrupts", tenant_id, run_id, interrupt_id, "value")
+
+
+def _answer_ident(tenant_id: str, run_id: str, interrupt_id: str) -> tuple[str, ...]:
+    return ("interrupts", tenant_id, run_id, interrupt_id, "resume")
+
+
+def _payload_columns(
+    table: str, t: str, r: str, row: dict[str, Any]
+) -> list[tuple[str, str, tuple[Any, ...], str]]:
+    """(column, checksum column, row identity, sealing context) of each payload column of a
+    row of ``table``: the same identities the write path uses."""
+    if table == "runs":
+        return [("inbox", "inbox_crc", _inbox_ident(t, r), f"{r}|n")]
+    if table == "deltas":
+        return [("payload", "crc", ("deltas", t, r, row["step"]), f"{r}|d")]
+    if table == "snapshots":
+        return [("payload", "crc", ("snapshots", t, r, row["step"]), f"{r}|s")]
+    if table == "segments":
+        return [("payload", "crc", ("segments", t, r, row["seg_id"]), f"{r}|g")]
+    if table == "pending_writes":
+        ident = ("pending_writes", t, r, row["step"], row["task_id"])
+        return [("payload", "crc", ident, f"{r}|p")]
+    if table == "interrupts":
+        iid = row["interrupt_id"]
+        return [
+            ("value", "crc", _question_ident(t, r, iid), f"{r}|i"),
+            ("resume", "resume_crc", _answer_ident(t, r, iid), f"{r}|i"),
+        ]
+    if table == "effects":
+        key = row["effect_key"]
+        return [("result", "result_crc", ("effects", t, key), f"e|{key}")]
+    return []
 
 
 def _audit_row(e: AuditRecord, now: float) -> tuple[Any, ...]:
     return (e.tenant_id, e.run_id, e.at or now, e.actor, e.action, e.digest, e.outcome, e.detail)
 
 
-def _effect(row: Sequence[Any]) -> EffectRecord:
-    values = list(row)
-    if values[12] is not None:
-        values[12] = bytes(values[12])
-    return EffectRecord(*values)
-
-
-def _run(row: Sequence[Any]) -> RunRecord:
-    return RunRecord(
-        tenant_id=row[0],
-        run_id=row[1],
-        graph_name=row[2],
-        graph_version=row[3],
-        status=row[4],
-        step=row[5],
-        next_nodes=tuple(json.loads(row[6])),
-        durability=row[7],
-        fencing_token=row[8],
-        lease_owner=row[9],
-        lease_expires_at=row[10],
-        error=row[11],
-        state_digest=row[12],
-        created_at=row[13],
-        updated_at=row[14],
-        attempts=int(row[15]),
-        wake_at=row[16],
-        cancel_requested=bool(row[17]),
-        inbox=None if row[18] is None else bytes(row[18]),
-        schema_version=row[19],
-    )
+def _effect_row(record: EffectRecord) -> dict[str, Any]:
+    """An effect record by column name (``key`` is stored as ``effect_key``)."""
+    row = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+    row["effect_key"] = row.pop("key")
+    return row

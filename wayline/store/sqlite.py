@@ -12,10 +12,13 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wayline.errors import StoreError, StoreURLError
 from wayline.store.sql_store import SQLStore, load_queries
+
+if TYPE_CHECKING:
+    from wayline.store.encrypted import KeyProvider
 
 __all__ = ["SYNCHRONOUS_LEVELS", "SQLiteStore"]
 
@@ -38,6 +41,7 @@ class SQLiteStore(SQLStore):
         synchronous: str = "FULL",
         busy_timeout_ms: int = 10_000,
         upgrade: bool = False,
+        keys: KeyProvider | None = None,
     ):
         level = synchronous.upper()
         if level not in SYNCHRONOUS_LEVELS:
@@ -60,6 +64,7 @@ class SQLiteStore(SQLStore):
         except sqlite3.Error as exc:
             raise StoreURLError(f"cannot open SQLite database {path!r}: {exc}") from exc
         self._open_schema(upgrade=upgrade)
+        self._adopt_keys(keys)
 
     @contextmanager
     def _tx(self, tenant: str | None = None) -> Iterator[sqlite3.Connection]:

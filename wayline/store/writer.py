@@ -18,7 +18,7 @@ from collections import deque
 
 from wayline.errors import WaylineError
 from wayline.store.base import Store
-from wayline.store.records import CommitBatch
+from wayline.store.records import CommitBatch, check_durability
 
 __all__ = ["AsyncSink", "CommitSink", "ExitSink", "SyncSink", "make_sink"]
 
@@ -167,4 +167,5 @@ def make_sink(
         )
     if durability == "exit":
         return ExitSink(store, tenant_id, run_id, token)
-    raise WaylineError(f"durability must be 'sync', 'async' or 'exit', got {durability!r}")
+    check_durability(durability)
+    raise AssertionError(durability)  # pragma: no cover - check_durability refused it

@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 
 from wayline.effects.retry import RetryPolicy
-from wayline.errors import LeaseLost, ResumeError, RunParkedError
+from wayline.errors import LeaseLost, ResumeError, RunParkedError, VersionMismatchError
 from wayline.graph.compiled import DEFAULT_STEP_LIMIT, CompiledGraph
 from wayline.graph.loop import RunLoop, default_owner
 from wayline.store import open_store
@@ -135,22 +135,29 @@ class Worker:
         return max(0.005, min(self.config.poll_interval, expiry - time.time() + 0.005))
 
     def execute(self, run: RunRecord, token: int) -> None:
-        """Run a claimed run until it finishes, waits, parks, fails or loses its lease."""
-        graph = self.graphs[(run.graph_name, run.graph_version)]
+        """Run a claimed run until it finishes, waits, parks, fails or loses its lease.
+        Every path out releases the lease and leaves the run in a state that says why, so
+        no run is claimed again and again without progress."""
         held = _Held(run, token, threading.Event())
         key = (run.tenant_id, run.run_id)
-        loop = RunLoop(
-            graph,
-            tenant_id=run.tenant_id,
-            run_id=run.run_id,
-            durability=run.durability,
-            step_limit=DEFAULT_STEP_LIMIT,
-            config={"configurable": {"thread_id": run.run_id, "tenant": run.tenant_id}},
-            owner=self.owner,
-            lease_seconds=self.config.lease_seconds,
-            token=token,
-            stop=held.stop,
-        )
+        try:
+            graph = self.graphs[(run.graph_name, run.graph_version)]
+            loop = RunLoop(
+                graph,
+                tenant_id=run.tenant_id,
+                run_id=run.run_id,
+                durability=run.durability,
+                step_limit=DEFAULT_STEP_LIMIT,
+                config={"configurable": {"thread_id": run.run_id, "tenant": run.tenant_id}},
+                owner=self.owner,
+                lease_seconds=self.config.lease_seconds,
+                token=token,
+                stop=held.stop,
+            )
+        except Exception as exc:  # e.g. a durability mode this wayline does not know
+            self._give_up(run, token, exc)
+            self.store.release(run.tenant_id, run.run_id, token)
+            return
         held.loop = loop
         with self._lock:
             self._held[key] = held
@@ -159,23 +166,46 @@ class Worker:
         try:
             for _ in graph.run_loop(loop, None):
                 pass
-        except (RunParkedError, ResumeError) as exc:
+        except RunParkedError as exc:
             log.warning("run %s: %s", run.run_id, exc)
+        except ResumeError as exc:  # the input it was handed was refused and consumed
+            log.warning("run %s: %s", run.run_id, exc)
+        except VersionMismatchError as exc:  # this code cannot continue it: an operator must
+            self._give_up(run, token, exc)
         except LeaseLost as exc:
             log.warning("%s", exc)
         except Exception as exc:
-            self._retry_or_dead_letter(run, token, exc)
+            self._retry_or_dead_letter(run, token, exc, unreadable=not loop.loaded)
         finally:
             with self._lock:
                 self._held.pop(key, None)
                 self.completed += 1
 
-    def _retry_or_dead_letter(self, run: RunRecord, token: int, exc: Exception) -> None:
+    def _give_up(self, run: RunRecord, token: int, exc: Exception) -> None:
+        """Leave the run failed, with the reason, at the step it had committed; an operator
+        fixes the cause and re-queues it (``wayline runs retry``)."""
+        reason = f"{type(exc).__name__}: {exc}"
+        log.error("run %s cannot continue here: %s", run.run_id, reason)
+        try:
+            self.store.note_error(
+                run.tenant_id, run.run_id, token=token, error=reason, status="failed"
+            )
+        except LeaseLost:
+            log.warning("run %s: lease lost before its failure could be recorded", run.run_id)
+
+    def _retry_or_dead_letter(
+        self, run: RunRecord, token: int, exc: Exception, *, unreadable: bool = False
+    ) -> None:
         current = self.store.get_run(run.tenant_id, run.run_id)
         attempts = (current.attempts if current else run.attempts) + 1
         reason = f"{type(exc).__name__}: {exc}"
         if not self.config.retry.should_retry(attempts, exc):
-            log.error("run %s failed for good after %d attempts: %s", run.run_id, attempts, reason)
+            if unreadable:  # nothing recorded a status: the run's step and state are intact
+                self._give_up(run, token, exc)
+            else:
+                log.error(
+                    "run %s failed for good after %d attempts: %s", run.run_id, attempts, reason
+                )
             return  # the loop recorded status failed with the reason: the dead letter
         wake_at = time.time() + self.config.retry.delay(attempts, self._rng)
         try:

@@ -10,16 +10,19 @@ from __future__ import annotations
 _RUN_COLUMNS = (
     "tenant_id, run_id, graph_name, graph_version, status, step, next_nodes, durability, "
     "fencing_token, lease_owner, lease_expires_at, error, state_digest, created_at, updated_at, "
-    "attempts, wake_at, cancel_requested, inbox, schema_version"
+    "attempts, wake_at, cancel_requested, inbox, schema_version, inbox_crc, incarnation"
 )
+RUN_COLUMN_NAMES = tuple(c.strip() for c in _RUN_COLUMNS.split(","))
+"""Rows of ``runs`` are read by these names, never by position."""
 
 Q_INSERT_RUN = f"""
 INSERT INTO runs ({_RUN_COLUMNS})
-VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, 0, NULL, NULL, NULL, NULL, ?, ?, 0, NULL, 0, ?, ?)
+VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, 0, NULL, NULL, NULL, NULL, ?, ?, 0, NULL, 0, ?, ?,
+    ?, ?)
 ON CONFLICT (tenant_id, run_id) DO NOTHING
 """
 Q_SET_INBOX = """
-UPDATE runs SET inbox = ?, wake_at = NULL, updated_at = ?,
+UPDATE runs SET inbox = ?, inbox_crc = ?, wake_at = NULL, updated_at = ?,
     status = CASE WHEN status = 'running' THEN status ELSE 'pending' END
 WHERE tenant_id = ? AND run_id = ? AND status <> 'cancelled'
 """
@@ -60,6 +63,11 @@ Q_SET_VERSIONS = """
 UPDATE runs SET graph_version = ?, schema_version = ?
 WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
 """
+Q_NOTE_ERROR = """
+UPDATE runs SET error = ?, status = COALESCE(?, status), updated_at = ?
+WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
+"""
+"""Never assigns ``step``: a run that could not be read keeps its committed step."""
 Q_REQUEUE = """
 UPDATE runs SET status = 'pending', attempts = 0, wake_at = NULL, updated_at = ?
 WHERE tenant_id = ? AND run_id = ? AND status IN ('failed', 'parked')
@@ -101,33 +109,35 @@ UPDATE runs SET status = ?, step = ?, next_nodes = ?, error = ?,
 WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
 """
 Q_INSERT_DELTA = """
-INSERT INTO deltas (tenant_id, run_id, step, payload, fencing_token, sizes)
-VALUES (?, ?, ?, ?, ?, ?)
+INSERT INTO deltas (tenant_id, run_id, step, payload, fencing_token, sizes, crc)
+VALUES (?, ?, ?, ?, ?, ?, ?)
 """
 Q_LOAD_DELTA_SIZES = """
 SELECT step, sizes FROM deltas WHERE tenant_id = ? AND run_id = ? AND sizes IS NOT NULL
 """
 Q_PUT_SNAPSHOT = """
-INSERT INTO snapshots (tenant_id, run_id, step, payload) VALUES (?, ?, ?, ?)
-ON CONFLICT (tenant_id, run_id, step) DO UPDATE SET payload = excluded.payload
+INSERT INTO snapshots (tenant_id, run_id, step, payload, crc) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (tenant_id, run_id, step) DO UPDATE SET payload = excluded.payload, crc = excluded.crc
 """
 Q_CLEAR_PENDING = "DELETE FROM pending_writes WHERE tenant_id = ? AND run_id = ? AND step <= ?"
 Q_CLEAR_INTERRUPTS = "DELETE FROM interrupts WHERE tenant_id = ? AND run_id = ? AND step <= ?"
 Q_PUT_PENDING = """
-INSERT INTO pending_writes (tenant_id, run_id, step, task_id, payload) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (tenant_id, run_id, step, task_id) DO UPDATE SET payload = excluded.payload
+INSERT INTO pending_writes (tenant_id, run_id, step, task_id, payload, crc)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (tenant_id, run_id, step, task_id)
+DO UPDATE SET payload = excluded.payload, crc = excluded.crc
 """
 Q_PUT_INTERRUPT = """
 INSERT INTO interrupts (tenant_id, run_id, step, task_id, idx, interrupt_id, value, resume,
-    digest, approvers, expires_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    digest, approvers, expires_at, crc, resume_crc)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (tenant_id, run_id, step, task_id, idx)
 DO UPDATE SET interrupt_id = excluded.interrupt_id, value = excluded.value,
     resume = excluded.resume, digest = excluded.digest, approvers = excluded.approvers,
-    expires_at = excluded.expires_at
+    expires_at = excluded.expires_at, crc = excluded.crc, resume_crc = excluded.resume_crc
 """
 Q_ANSWER_INTERRUPT = """
-UPDATE interrupts SET resume = ?
+UPDATE interrupts SET resume = ?, resume_crc = ?
 WHERE tenant_id = ? AND run_id = ? AND interrupt_id = ? AND resume IS NULL
 """
 Q_APPEND_AUDIT = """
@@ -139,11 +149,12 @@ SELECT tenant_id, run_id, actor, action, outcome, digest, detail, at FROM audit
 WHERE tenant_id = ? AND run_id = ? ORDER BY id
 """
 Q_PUT_SEGMENT = """
-INSERT INTO segments (tenant_id, run_id, seg_id, channel, level, first_step, last_step, payload)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+INSERT INTO segments (tenant_id, run_id, seg_id, channel, level, first_step, last_step, payload,
+    crc)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
 """
 Q_PUT_BLOB = (
-    "INSERT INTO blobs (tenant_id, digest, payload) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+    "INSERT INTO blobs (tenant_id, digest, payload, crc) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
 )
 Q_PUT_BLOB_REF = """
 INSERT INTO blob_refs (tenant_id, run_id, digest) VALUES (?, ?, ?) ON CONFLICT DO NOTHING
@@ -151,8 +162,10 @@ INSERT INTO blob_refs (tenant_id, run_id, digest) VALUES (?, ?, ?) ON CONFLICT D
 Q_PUT_METER = """
 INSERT INTO meter (tenant_id, run_id, step, tbl, channel, bytes) VALUES (?, ?, ?, ?, ?, ?)
 """
-Q_LOAD_SEGMENT = "SELECT payload FROM segments WHERE tenant_id = ? AND run_id = ? AND seg_id = ?"
-Q_LOAD_BLOB = "SELECT payload FROM blobs WHERE tenant_id = ? AND digest = ?"
+Q_LOAD_SEGMENT = """
+SELECT payload, crc FROM segments WHERE tenant_id = ? AND run_id = ? AND seg_id = ?
+"""
+Q_LOAD_BLOB = "SELECT payload, crc FROM blobs WHERE tenant_id = ? AND digest = ?"
 Q_LOAD_METER = """
 SELECT step, tbl, channel, bytes FROM meter WHERE tenant_id = ? AND run_id = ?
 ORDER BY step, id
@@ -195,38 +208,41 @@ DELETE FROM blobs WHERE tenant_id = ? AND digest IN ({marks}) AND NOT EXISTS (
 """
 Q_BLOBS_OF_RUN = "SELECT digest FROM blob_refs WHERE tenant_id = ? AND run_id = ?"
 Q_LOAD_SNAPSHOT = """
-SELECT step, payload FROM snapshots WHERE tenant_id = ? AND run_id = ? AND step <= ?
+SELECT step, payload, crc FROM snapshots WHERE tenant_id = ? AND run_id = ? AND step <= ?
 ORDER BY step DESC LIMIT 1
 """
 Q_LOAD_DELTAS = """
-SELECT step, payload, fencing_token FROM deltas
+SELECT step, payload, fencing_token, crc FROM deltas
 WHERE tenant_id = ? AND run_id = ? AND step > ? AND step <= ? ORDER BY step
 """
 Q_LOAD_PENDING = """
-SELECT step, task_id, payload FROM pending_writes
+SELECT step, task_id, payload, crc FROM pending_writes
 WHERE tenant_id = ? AND run_id = ? AND step = ? ORDER BY task_id
 """
 Q_LOAD_INTERRUPTS = """
-SELECT step, task_id, idx, interrupt_id, value, resume, digest, approvers, expires_at
+SELECT step, task_id, idx, interrupt_id, value, resume, digest, approvers, expires_at, crc,
+    resume_crc
 FROM interrupts
 WHERE tenant_id = ? AND run_id = ? AND step = ? ORDER BY task_id, idx
 """
 
 _EFFECT_COLUMNS = (
     "tenant_id, effect_key, run_id, kind, node, step, name, seq, attempt, request_digest, "
-    "status, fencing_token, result, error, created_at, updated_at"
+    "status, fencing_token, result, error, created_at, updated_at, result_crc"
 )
+EFFECT_COLUMN_NAMES = tuple(c.strip() for c in _EFFECT_COLUMNS.split(","))
 Q_GET_EFFECT = f"SELECT {_EFFECT_COLUMNS} FROM effects WHERE tenant_id = ? AND effect_key = ?"
 Q_LIST_EFFECTS = f"""
 SELECT {_EFFECT_COLUMNS} FROM effects WHERE tenant_id = ? AND run_id = ? ORDER BY step, created_at
 """
 Q_INSERT_EFFECT = f"""
-INSERT INTO effects ({_EFFECT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO effects ({_EFFECT_COLUMNS})
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 """
 Q_UPDATE_EFFECT = """
 UPDATE effects SET attempt = ?, status = ?, fencing_token = ?, result = ?, error = ?,
-    updated_at = ?
+    updated_at = ?, result_crc = ?
 WHERE tenant_id = ? AND effect_key = ? AND status = ?
 """
 
@@ -245,7 +261,7 @@ RUN_TABLES = (
 """Tables keyed by (tenant_id, run_id): everything a run owns, bar shared blobs."""
 Q_DUMP = "SELECT * FROM {table} WHERE tenant_id = ? AND run_id = ?"
 Q_DUMP_BLOBS = """
-SELECT b.digest, b.payload FROM blobs b JOIN blob_refs r
+SELECT b.digest, b.payload, b.crc FROM blobs b JOIN blob_refs r
     ON r.tenant_id = b.tenant_id AND r.digest = b.digest
 WHERE r.tenant_id = ? AND r.run_id = ?
 """

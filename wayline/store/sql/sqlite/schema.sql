@@ -1,4 +1,4 @@
--- The current wayline SQLite schema (version 4): what the numbered migrations
+-- The current wayline SQLite schema (version 5): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -27,6 +27,8 @@ CREATE TABLE IF NOT EXISTS runs (
     attempts         INTEGER NOT NULL DEFAULT 0,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     schema_version   TEXT    NOT NULL DEFAULT '',
+    inbox_crc        INTEGER,
+    incarnation      TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (tenant_id, run_id)
 );
 
@@ -40,6 +42,7 @@ CREATE TABLE IF NOT EXISTS deltas (
     payload       BLOB    NOT NULL,
     fencing_token INTEGER,
     sizes         TEXT,
+    crc              INTEGER,
     PRIMARY KEY (tenant_id, run_id, step)
 );
 
@@ -48,6 +51,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
     run_id    TEXT    NOT NULL,
     step      INTEGER NOT NULL,
     payload   BLOB    NOT NULL,
+    crc              INTEGER,
     PRIMARY KEY (tenant_id, run_id, step)
 );
 
@@ -57,6 +61,7 @@ CREATE TABLE IF NOT EXISTS pending_writes (
     step      INTEGER NOT NULL,
     task_id   TEXT    NOT NULL,
     payload   BLOB    NOT NULL,
+    crc              INTEGER,
     PRIMARY KEY (tenant_id, run_id, step, task_id)
 );
 
@@ -72,6 +77,8 @@ CREATE TABLE IF NOT EXISTS interrupts (
     digest       TEXT,
     approvers    TEXT,
     expires_at   REAL,
+    crc              INTEGER,
+    resume_crc       INTEGER,
     PRIMARY KEY (tenant_id, run_id, step, task_id, idx)
 );
 
@@ -84,6 +91,7 @@ CREATE TABLE IF NOT EXISTS segments (
     first_step INTEGER NOT NULL,
     last_step  INTEGER NOT NULL,
     payload    BLOB    NOT NULL,
+    crc              INTEGER,
     PRIMARY KEY (tenant_id, run_id, seg_id)
 );
 
@@ -93,6 +101,7 @@ CREATE TABLE IF NOT EXISTS blobs (
     tenant_id TEXT NOT NULL,
     digest    TEXT NOT NULL,
     payload   BLOB NOT NULL,
+    crc              INTEGER,
     PRIMARY KEY (tenant_id, digest)
 );
 
@@ -137,6 +146,7 @@ CREATE TABLE IF NOT EXISTS effects (
     error          TEXT,
     created_at     REAL NOT NULL,
     updated_at     REAL NOT NULL,
+    result_crc       INTEGER,
     PRIMARY KEY (tenant_id, effect_key)
 );
 
