@@ -15,6 +15,7 @@ import decimal
 import enum
 import threading
 import uuid
+import zoneinfo
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +51,8 @@ EXT_DATACLASS = 12
 EXT_PYDANTIC = 13
 EXT_KEYED_DICT = 14
 EXT_REF = 15
+EXT_ZONED_DATETIME = 16
+EXT_BYTEARRAY = 17
 
 
 class Codec:
@@ -113,6 +116,8 @@ class Codec:
     # -- encoding ---------------------------------------------------------------------
 
     def _pack(self, value: Any) -> bytes:
+        if _holds_mutable_bytes(value):  # msgpack has one bin type: keep bytearray apart
+            value = _exact_bytes(value)
         try:
             return ormsgpack.packb(value, default=self._default, option=_PACK_OPTS)
         except TypeError as exc:
@@ -124,6 +129,14 @@ class Codec:
         return ormsgpack.packb(_keyed(value), default=self._default, option=_PACK_OPTS)
 
     def _default(self, obj: Any) -> ormsgpack.Ext:
+        try:
+            return self._ext_of(obj)
+        except CodecError as exc:  # ormsgpack replaces it by its own: ``dumps`` restores it
+            if getattr(self._failure, "error", None) is None:
+                self._failure.error = exc
+            raise
+
+    def _ext_of(self, obj: Any) -> ormsgpack.Ext:
         cls = type(obj)
         if cls is tuple:
             return ormsgpack.Ext(EXT_TUPLE, self._pack(list(obj)))
@@ -132,11 +145,20 @@ class Codec:
             code = EXT_SET if cls is set else EXT_FROZENSET
             return ormsgpack.Ext(code, self._pack(items))
         if cls is dt.datetime:
+            if isinstance(obj.tzinfo, zoneinfo.ZoneInfo):  # an offset alone loses the zone
+                naive = obj.replace(tzinfo=None).isoformat()
+                return ormsgpack.Ext(
+                    EXT_ZONED_DATETIME, self._pack([naive, obj.tzinfo.key, obj.fold])
+                )
+            _check_tz(obj)
             return ormsgpack.Ext(EXT_DATETIME, obj.isoformat().encode())
         if cls is dt.date:
             return ormsgpack.Ext(EXT_DATE, obj.isoformat().encode())
         if cls is dt.time:
+            _check_tz(obj)
             return ormsgpack.Ext(EXT_TIME, obj.isoformat().encode())
+        if cls is _Bytes:
+            return ormsgpack.Ext(EXT_BYTEARRAY, obj.data)
         if cls is dt.timedelta:
             return ormsgpack.Ext(
                 EXT_TIMEDELTA, self._pack([obj.days, obj.seconds, obj.microseconds])
@@ -190,6 +212,12 @@ class Codec:
             return frozenset(self._unpack(data))
         if code == EXT_DATETIME:
             return dt.datetime.fromisoformat(data.decode())
+        if code == EXT_ZONED_DATETIME:
+            naive, key, fold = self._unpack(data)
+            zone = zoneinfo.ZoneInfo(key)
+            return dt.datetime.fromisoformat(naive).replace(tzinfo=zone, fold=fold)
+        if code == EXT_BYTEARRAY:
+            return bytearray(data)
         if code == EXT_DATE:
             return dt.date.fromisoformat(data.decode())
         if code == EXT_TIME:
@@ -251,6 +279,68 @@ def _keyed(value: Any) -> Any:
     if cls is tuple:
         return tuple(_keyed(v) for v in value)
     return value
+
+
+class _Bytes:
+    """A bytearray on its way to becoming EXT_BYTEARRAY."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytearray | memoryview) -> None:
+        self.data = bytes(data)
+
+
+def _holds_mutable_bytes(value: Any) -> bool:
+    """Whether a bytearray or memoryview sits anywhere in plain containers (ormsgpack
+    writes them as bytes, which would read back as another type)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        cls = type(v)
+        if cls is bytearray or cls is memoryview:
+            return True
+        if cls is dict:
+            stack.extend(v.values())
+        elif cls is list or cls is tuple or cls is set or cls is frozenset:
+            stack.extend(v)
+    return False
+
+
+def _exact_bytes(value: Any) -> Any:
+    cls = type(value)
+    if cls is bytearray:
+        return _Bytes(value)
+    if cls is memoryview:
+        raise CodecError(
+            "a memoryview cannot be stored (it is a view of another object's memory): "
+            "store bytes(view) or bytearray(view)"
+        )
+    if cls is dict:
+        return {k: _exact_bytes(v) for k, v in value.items()}
+    if cls is list:
+        return [_exact_bytes(v) for v in value]
+    if cls is tuple:
+        return tuple(_exact_bytes(v) for v in value)
+    if cls is set or cls is frozenset:
+        raise CodecError("a set cannot hold a bytearray (it is unhashable)")  # unreachable
+    return value
+
+
+def _check_tz(value: dt.datetime | dt.time) -> None:
+    """Only offsets that round-trip through ISO 8601 exactly: none, or a fixed UTC offset
+    without a custom name (a ZoneInfo datetime has its own extension)."""
+    tz = value.tzinfo
+    if tz is None:
+        return
+    offset = tz.utcoffset(None)
+    fixed = type(tz) is dt.timezone and offset is not None
+    if fixed and tz.tzname(None) == dt.timezone(offset).tzname(None):  # type: ignore[arg-type]
+        return
+    raise CodecError(
+        f"a {type(value).__name__} with time zone {tz!r} ({type(tz).__qualname__}) would "
+        "not read back the same: use a datetime with zoneinfo.ZoneInfo(name), or a fixed "
+        "offset (datetime.timezone(timedelta(...))) without a custom name"
+    )
 
 
 def _is_pydantic(cls: type) -> bool:

@@ -184,28 +184,40 @@ def runs_show(
 @runs_app.command("verify")
 def runs_verify(
     run_id: str,
-    graph: Annotated[str, typer.Option(help="The run's graph, as module:attribute.")],
+    graph: Annotated[
+        str | None,
+        typer.Option(help="The run's graph (module:attribute): also re-fold its state."),
+    ] = None,
     db: DbOption = "sqlite:///wayline.db",
     tenant: TenantOption = "default",
 ) -> None:
-    """Reconstruct a finished run and compare it with the digest committed at its end."""
-    from wayline.cli.loading import load_graph
+    """Check a run's stored rows (checksums, missing rows, envelopes), finished or not; with
+    --graph also reconstruct its state and compare a finished run with its committed digest."""
+    from wayline.control.integrity import check_run
 
     store = _open(db)
     try:
-        result = load_graph(graph, store).verify(
-            {"configurable": {"thread_id": run_id, "tenant": tenant}}
-        )
+        compiled = None
+        if graph is not None:
+            from wayline.cli.loading import load_graph
+
+            compiled = load_graph(graph, store)
+        report = check_run(store, tenant, run_id, compiled)
     except WaylineError as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(1) from None
-    verdict = "[green]equal[/]" if result.ok else "[bold red]DIFFERENT[/]"
+    for problem in report.problems:
+        console.print(f"[bold red]corrupt:[/] {problem}")
+    what = "rows and state" if report.folded else "rows"
+    verdict = "[green]intact[/]" if report.ok else f"[bold red]{len(report.problems)} problem(s)[/]"
+    digest = ""
+    if report.digest_ok is not None:
+        digest = ", equal to its committed digest" if report.digest_ok else ", DIFFERENT digest"
     console.print(
-        f"run {run_id} step {result.step}: committed {result.expected[:16]}, reconstructed "
-        f"{result.actual[:16]}: {verdict} (snapshot at {result.snapshot_step}, "
-        f"{result.folds} folds, {result.rows_read} rows read)"
+        f"run {run_id} ({report.status}, step {report.step}): {report.rows} rows checked, "
+        f"{what} {verdict}{digest}"
     )
-    raise typer.Exit(0 if result.ok else 1)
+    raise typer.Exit(0 if report.ok else 1)
 
 
 @runs_app.command("retry")

@@ -232,7 +232,7 @@ class StateGraph:
             store = open_store(checkpointer)
         else:
             store = checkpointer
-        return CompiledGraph(
+        compiled = CompiledGraph(
             builder=self,
             store=store,
             snapshot_every=snapshot_every,
@@ -243,6 +243,8 @@ class StateGraph:
             name=name or self.name,
             version=version or self.version,
         )
+        compiled.requires_thread_id = checkpointer is not None
+        return compiled
 
 
 def _check(name: str, allowed: set[str], what: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import ormsgpack
 
 from wayline.codec import EXT_REF, Codec
-from wayline.errors import CodecError, VersionMismatchError
+from wayline.errors import CodecError, CorruptionError, VersionMismatchError
 from wayline.graph.algo import TaskResult, TaskSpec, apply_step
 from wayline.graph.channels import MISSING, AppendLog, Channel
 from wayline.graph.segments import LogIndex, Segment
@@ -97,12 +97,18 @@ def encode_results(
 Resolver = Callable[[str], bytes]
 
 
-def decode_results(codec: Codec, payload: bytes, resolve: Resolver) -> list[TaskResult]:
+def decode_results(
+    codec: Codec, payload: bytes, resolve: Resolver, row: Sequence[Any] = ("writes", "?")
+) -> list[TaskResult]:
+    """Task results from a delta or pending-writes payload; ``row`` (the row's identity,
+    as the store names it) is what a CorruptionError names if the envelope is damaged."""
+    try:
+        wire = [(name, tuple(path), writes) for name, path, writes in ormsgpack.unpackb(payload)]
+    except (ValueError, TypeError) as exc:  # ormsgpack's decode error is a ValueError
+        raise CorruptionError.of(row, f"it does not decode ({exc})") from None
     return [
-        TaskResult(
-            name, tuple(path), tuple((k, decode_value(codec, b, resolve)) for k, b in writes)
-        )
-        for name, path, writes in ormsgpack.unpackb(payload)
+        TaskResult(name, path, tuple((k, decode_value(codec, b, resolve)) for k, b in writes))
+        for name, path, writes in wire
     ]
 
 
@@ -233,8 +239,13 @@ def _reconstruct(
     base, rows = -1, 0
     if snapshot is not None:
         rows += 1
-        data = ormsgpack.unpackb(snapshot.payload)
-        for key, value in data["channels"].items():
+        try:
+            data = ormsgpack.unpackb(snapshot.payload)
+            parts = (data["channels"], data["logs"], data["next"])
+        except (ValueError, TypeError, KeyError) as exc:
+            ident = ("snapshots", tenant_id, run_id, snapshot.step)
+            raise CorruptionError.of(ident, f"it does not decode ({exc})") from None
+        for key, value in parts[0].items():
             channels[key].restore(decode_value(codec, value, resolve))
         logs = {k: LogIndex.from_wire(w) for k, w in data["logs"].items()}
         rows += _restore_logs(store, codec, channels, logs, tenant_id, run_id)
@@ -247,9 +258,16 @@ def _reconstruct(
         log.private = True
     try:
         for delta in store.load_deltas(tenant_id, run_id, base, through):
-            next_tasks = apply_step(channels, decode_results(codec, delta.payload, resolve))
+            if delta.step != base + 1:
+                ident = ("deltas", tenant_id, run_id, base + 1)
+                raise CorruptionError.of(ident, "the row is missing (the steps after it exist)")
+            row = ("deltas", tenant_id, run_id, delta.step)
+            next_tasks = apply_step(channels, decode_results(codec, delta.payload, resolve, row))
             base = delta.step
             folds += 1
+        if base < through:
+            ident = ("deltas", tenant_id, run_id, base + 1)
+            raise CorruptionError.of(ident, f"the row is missing (the run committed {through})")
     finally:
         for log in logs_here:
             log.private = False  # ...until it is handed to the caller

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import (
+    ConfigError,
     EffectOutcomeUnknown,
     GraphInterrupt,
     ReplayDivergenceError,
@@ -109,6 +110,9 @@ class CompiledGraph:
             for src in srcs:
                 joins.setdefault(src, []).append(key)
         self.joins_from = {k: tuple(v) for k, v in joins.items()}
+        self.requires_thread_id = True
+        """A graph compiled with a checkpointer needs a thread id to invoke (LangGraph's
+        rule); one compiled without (a private in-memory store) starts a fresh run."""
         if not self.codec.is_registered(Send):
             self.codec.register(Send, "wayline.Send")
 
@@ -189,7 +193,7 @@ class CompiledGraph:
 
     def _loop(self, config: Mapping[str, Any] | None, durability: str) -> RunLoop:
         config = dict(config or {})
-        tenant, run_id = _ids(config, create=True)
+        tenant, run_id = _ids(config, create=not self.requires_thread_id)
         config.setdefault("configurable", {})
         config["configurable"] = {**config["configurable"], "thread_id": run_id}
         check_durability(durability)
@@ -483,13 +487,18 @@ def _modes(stream_mode: str | Sequence[str]) -> tuple[set[str], bool]:
 
 
 def _ids(config: Mapping[str, Any] | None, *, create: bool) -> tuple[str, str]:
+    """(tenant, run id) from a LangGraph-style config. A missing thread id is an error (as
+    in LangGraph) unless ``create``: a run of a graph without a checkpointer of its own.
+    Any value but None and "" is an id: thread 0 is the run "0"."""
     conf = (config or {}).get("configurable", {}) or {}
     tenant = str(conf.get("tenant", DEFAULT_TENANT))
-    run_id = conf.get("thread_id") or conf.get("run_id")
-    if run_id is None:
-        if not create:
-            raise WaylineError(
-                "config needs {'configurable': {'thread_id': ...}} to find a run's state"
+    run_id = conf.get("thread_id", conf.get("run_id"))
+    if run_id is None or run_id == "":
+        if run_id == "" or not create:
+            raise ConfigError(
+                f"config needs {{'configurable': {{'thread_id': ...}}}} to find or start a run "
+                f"(got {run_id!r}): a thread id names the run, so each invoke would otherwise "
+                "start a new one"
             )
         run_id = uuid.uuid4().hex
     return tenant, str(run_id)

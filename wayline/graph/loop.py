@@ -413,7 +413,8 @@ class RunLoop:
         self.pending = {}
         resolve = BlobCache(self.store, self.tenant_id)
         for rec in self.store.load_pending(self.tenant_id, self.run_id, step):
-            (result,) = decode_results(self.codec, rec.payload, resolve)
+            row = ("pending_writes", self.tenant_id, self.run_id, step, rec.task_id)
+            (result,) = decode_results(self.codec, rec.payload, resolve, row)
             self.pending[rec.task_id] = result
         self.saved_pending = set(self.pending)
         self.interrupts = self.store.load_interrupts(self.tenant_id, self.run_id, step)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from wayline.errors import CorruptionError
 from wayline.store.records import (
     AuditRecord,
     CommitBatch,
@@ -192,6 +193,11 @@ class Store(Protocol):
 
     def purge_run(self, tenant_id: str, run_id: str) -> int:
         """Delete every row of a run and the blobs only it referenced, atomically."""
+        ...
+
+    def check_rows(self, tenant_id: str, run_id: str) -> tuple[int, list[CorruptionError]]:
+        """Verify every payload row of a run (checksum, and opening when sealed), that each
+        committed step has its delta and each referenced blob exists; (rows, problems)."""
         ...
 
     def dump_run(self, tenant_id: str, run_id: str) -> dict[str, list[dict[str, Any]]]:
