@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.effects.ledger import EffectLedger
 from wayline.errors import (
+    CorruptionError,
     EffectOutcomeUnknown,
     GraphInterrupt,
     LeaseLost,
@@ -238,7 +239,7 @@ class RunLoop:
             return
         try:
             if self.sink is not None:
-                if not self.loaded and error is not None:
+                if error is not None and (not self.loaded or isinstance(error, CorruptionError)):
                     self._note_unreadable(error)
                 elif isinstance(error, ResumeError) and (self.take_inbox or self.step < 0):
                     self._refuse_inbox(error)
@@ -384,6 +385,9 @@ class RunLoop:
             if errors:
                 error = errors[0].error
                 assert self.sink is not None and error is not None
+                if isinstance(error, CorruptionError):  # the store, not the node, failed
+                    self.sink.flush()
+                    raise error
                 if isinstance(error, EffectOutcomeUnknown):
                     self._submit_status("parked", error=f"effect {error.key} outcome unknown")
                     self.sink.flush()

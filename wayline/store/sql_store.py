@@ -315,7 +315,12 @@ class SQLStore:
             tenant, run_id = row
             take = (owner, now + lease_seconds, now, tenant, run_id)
             (token,) = db.execute(self.q.Q_CLAIM_TAKE, take).fetchone()
-        run = self.get_run(tenant, run_id)
+        try:
+            run = self.get_run(tenant, run_id)
+        except CorruptionError as exc:  # its queued input is damaged: visible, not retried
+            self.note_error(tenant, run_id, token=int(token), error=str(exc), status="failed")
+            self.release(tenant, run_id, int(token))
+            raise
         assert run is not None
         return run, int(token)
 

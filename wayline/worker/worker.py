@@ -17,7 +17,14 @@ import time
 from collections.abc import Sequence
 
 from wayline.effects.retry import RetryPolicy
-from wayline.errors import LeaseLost, ResumeError, RunParkedError, VersionMismatchError
+from wayline.errors import (
+    CorruptionError,
+    LeaseLost,
+    ResumeError,
+    RunParkedError,
+    VersionMismatchError,
+    WaylineError,
+)
 from wayline.graph.compiled import DEFAULT_STEP_LIMIT, CompiledGraph
 from wayline.graph.loop import RunLoop, default_owner
 from wayline.store import open_store
@@ -115,12 +122,17 @@ class Worker:
             if max_runs is not None and self.completed >= max_runs:
                 self.stopping.set()
                 return
-            claimed = self.store.claim_next(
-                owner=self.owner,
-                lease_seconds=self.config.lease_seconds,
-                graphs=sorted(self.graphs),
-                tenant_id=self.config.tenant,
-            )
+            try:
+                claimed = self.store.claim_next(
+                    owner=self.owner,
+                    lease_seconds=self.config.lease_seconds,
+                    graphs=sorted(self.graphs),
+                    tenant_id=self.config.tenant,
+                )
+            except WaylineError as exc:  # a damaged run (left failed, with why) or the store
+                log.error("claim failed: %s", exc)
+                self.store.wait_for_work(self.config.poll_interval)
+                continue
             if claimed is None:
                 self.store.wait_for_work(self._idle_wait())
                 continue
@@ -175,7 +187,8 @@ class Worker:
         except LeaseLost as exc:
             log.warning("%s", exc)
         except Exception as exc:
-            self._retry_or_dead_letter(run, token, exc, unreadable=not loop.loaded)
+            unreadable = not loop.loaded or isinstance(exc, CorruptionError)
+            self._retry_or_dead_letter(run, token, exc, unreadable=unreadable)
         finally:
             with self._lock:
                 self._held.pop(key, None)

@@ -1,0 +1,149 @@
+"""Damage every table that stores run data (flip a byte, truncate, delete the row) and check
+what an operator relies on: the damage is detected on read, a resume is refused, nothing is
+rewritten, and once the row is restored the run continues to exactly the state of an
+undamaged run, its effect performed once."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fault_graph import (
+    RESUME,
+    START_INPUT,
+    build,
+    cfg,
+    delete,
+    everything,
+    flip,
+    pick,
+    reference,
+    restore,
+    rows_of,
+    truncate,
+)
+
+import wayline
+from wayline.client import Wayline
+from wayline.control.integrity import check_run
+from wayline.effects.retry import RetryPolicy
+from wayline.errors import CorruptionError, ResumeError
+from wayline.store.base import Store
+from wayline.worker import Worker, WorkerConfig
+
+Fault = Callable[[Store, str, dict[str, Any]], None]
+FAULTS: dict[str, Fault] = {"flip": flip, "truncate": truncate, "delete": delete}
+
+DETECTED = [
+    (table, fault)
+    for table in ("deltas", "snapshots", "segments", "pending_writes", "interrupts", "blobs")
+    for fault in ("flip", "truncate")
+] + [
+    ("effects", "flip"),
+    ("effects", "truncate"),
+    ("deltas", "delete"),
+    ("segments", "delete"),
+    ("blobs", "delete"),
+]
+"""Damage a read of the waiting run must report (effects are read when the task re-runs)."""
+
+HARMLESS = [("snapshots", "delete"), ("pending_writes", "delete")]
+"""Damage that loses nothing: the state is rebuilt from earlier rows, a finished peer runs
+again (it made no effect)."""
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    url = (
+        f"sqlite:///{tmp_path / 'faults.db'}"
+        if request.param == "sqlite"
+        else str(request.getfixturevalue("pg_url"))
+    )
+    s = wayline.connect(url)
+    yield s
+    s.close()
+
+
+def waiting_run(store: Store, charges: Counter[str]) -> Any:
+    app = build(store, charges)
+    out = app.invoke(START_INPUT, cfg())
+    assert "__interrupt__" in out and sum(charges.values()) == 1
+    return app
+
+
+@pytest.mark.parametrize(("table", "fault"), DETECTED)
+def test_damage_is_detected_refused_and_recoverable(store: Store, table: str, fault: str) -> None:
+    charges: Counter[str] = Counter()
+    app = waiting_run(store, charges)
+    row = pick(store, table, "f-1")
+    FAULTS[fault](store, table, row)
+    damaged = everything(store, "f-1")
+
+    report = check_run(store, "default", "f-1")
+    assert not report.ok and report.problems, f"{table} {fault} not reported"
+    if table != "effects":  # get_state does not read the effect ledger
+        with pytest.raises(CorruptionError):
+            app.get_state(cfg())
+    with pytest.raises(CorruptionError) as refused:
+        app.invoke(RESUME, cfg())
+    assert refused.value.table == table
+    after = everything(store, "f-1")
+    if table == "effects":  # found when the answered task re-ran: the answer is kept
+        assert [i[7] for i in after.pop("interrupts")] == [app.codec.dumps("yes")]
+        damaged.pop("interrupts")
+    assert after == damaged  # nothing rewritten, step and status kept
+    run = store.get_run("default", "f-1")
+    assert run is not None and run.status == "interrupted" and run.step == 4
+    assert run.error is not None and "corrupt" in run.error  # the reason, beside the run
+
+    restore(store, table, row)
+    assert check_run(store, "default", "f-1").ok
+    final = app.invoke(None if table == "effects" else RESUME, cfg())
+    assert final == reference(store)
+    assert list(charges.values()) == [1]  # the effect of the damaged run ran once
+
+
+@pytest.mark.parametrize(("table", "fault"), HARMLESS)
+def test_damage_that_loses_nothing(store: Store, table: str, fault: str) -> None:
+    charges: Counter[str] = Counter()
+    app = waiting_run(store, charges)
+    FAULTS[fault](store, table, pick(store, table, "f-1"))
+    assert app.invoke(RESUME, cfg()) == reference(store)
+    assert list(charges.values()) == [1]
+
+
+def test_a_deleted_question_is_refused_then_answered_once_restored(store: Store) -> None:
+    charges: Counter[str] = Counter()
+    app = waiting_run(store, charges)
+    row = pick(store, "interrupts", "f-1")
+    delete(store, "interrupts", row)
+    with pytest.raises(ResumeError, match="no pending interrupt"):
+        app.invoke(RESUME, cfg())
+    restore(store, "interrupts", row)
+    assert app.invoke(RESUME, cfg()) == reference(store)
+    assert list(charges.values()) == [1]
+
+
+@pytest.mark.parametrize("fault", ["flip", "truncate"])
+def test_a_damaged_queued_input_leaves_the_run_failed_until_restored(
+    store: Store, fault: str
+) -> None:
+    app = build(store)
+    Wayline(store).start(app, START_INPUT, run_id="q-1")
+    (row,) = rows_of(store, "runs", "q-1")
+    FAULTS[fault](store, "runs", row)
+    worker = Worker(store, app, WorkerConfig(retry=RetryPolicy(max_attempts=1)))
+    with pytest.raises(CorruptionError, match="runs row of run 'q-1'"):
+        store.claim_next(owner="w", lease_seconds=30, graphs=[(app.name, app.version)])
+    (after,) = rows_of(store, "runs", "q-1")
+    assert after["status"] == "failed" and after["step"] == -1 and after["lease_owner"] is None
+    assert "corrupt" in after["error"]
+    assert store.claim_next(owner="w", lease_seconds=30, graphs=[(app.name, app.version)]) is None
+
+    restore(store, "runs", row)  # the row as it was: pending, with its input
+    worker.run(max_runs=1)
+    assert app.get_state(cfg("q-1")).interrupts  # it ran to its question
+    assert app.invoke(RESUME, cfg("q-1")) == reference(store)
