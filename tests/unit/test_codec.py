@@ -8,6 +8,7 @@ import decimal
 import enum
 import pickle
 import uuid
+import zoneinfo
 from typing import Any
 
 import ormsgpack
@@ -367,3 +368,42 @@ def test_invalid_bytes_raise_codec_error(codec: Codec) -> None:
 
 def test_codec_error_is_a_wayline_error() -> None:
     assert issubclass(CodecError, WaylineError)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        dt.datetime(2026, 3, 29, 2, 30, tzinfo=zoneinfo.ZoneInfo("Europe/Berlin")),
+        dt.datetime(2026, 11, 1, 1, 30, fold=1, tzinfo=zoneinfo.ZoneInfo("America/New_York")),
+        dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+        dt.datetime(2026, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=-3, minutes=-30))),
+        dt.time(9, 15, tzinfo=dt.timezone(dt.timedelta(hours=2))),
+    ],
+)
+def test_time_zones_read_back_exactly(codec: Codec, value: Any) -> None:
+    back = codec.loads(codec.dumps(value))
+    assert back == value and back.tzinfo == value.tzinfo and back.fold == value.fold
+    later = back + dt.timedelta(days=200) if isinstance(back, dt.datetime) else back
+    if isinstance(value.tzinfo, zoneinfo.ZoneInfo):  # the zone, not an offset: DST applies
+        assert later.utcoffset() == (value + dt.timedelta(days=200)).utcoffset()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        dt.datetime(2026, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=1), "CET")),
+        dt.time(9, tzinfo=zoneinfo.ZoneInfo("Europe/Berlin")),
+        memoryview(b"view"),
+    ],
+)
+def test_values_that_would_not_read_back_the_same_are_refused(codec: Codec, value: Any) -> None:
+    with pytest.raises(CodecError, match=r"would not read back the same|memoryview"):
+        codec.dumps(value)
+
+
+def test_bytearray_stays_a_bytearray_at_any_depth(codec: Codec) -> None:
+    value = {"a": [bytearray(b"x"), b"y", (bytearray(b"z"), 1)], "b": bytearray()}
+    back = codec.loads(codec.dumps(value))
+    assert back == value
+    assert type(back["a"][0]) is bytearray and type(back["a"][1]) is bytes
+    assert type(back["a"][2][0]) is bytearray and type(back["b"]) is bytearray

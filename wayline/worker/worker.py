@@ -169,6 +169,8 @@ class Worker:
         except Exception as exc:  # e.g. a durability mode this wayline does not know
             self._give_up(run, token, exc)
             self.store.release(run.tenant_id, run.run_id, token)
+            with self._lock:
+                self.completed += 1
             return
         held.loop = loop
         with self._lock:
