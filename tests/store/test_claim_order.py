@@ -40,6 +40,6 @@ def test_a_live_lease_is_not_taken_and_the_queue_stays_in_order(store: Store) ->
     store.enqueue(T, "x", b"", graph_name="g", graph_version="abandoned", durability="sync")
     assert store.claim_next(owner="A", lease_seconds=60, graphs=[ABANDONED]) is not None
     order = []
-    while (got := store.claim_next(owner="B", lease_seconds=30, graphs=[QUEUED, ABANDONED])):
+    while got := store.claim_next(owner="B", lease_seconds=30, graphs=[QUEUED, ABANDONED]):
         order.append(got[0].run_id)
     assert order == ["q0", "q1", "q2"]
