@@ -261,7 +261,10 @@ class ResumeError(WaylineError):
 class ApprovalRefused(ResumeError):
     """A decision on an approval was refused; it was audited and changed nothing else.
 
-    ``reason`` is one of ``unauthorized``, ``stale_digest``, ``expired``, ``wrong_tenant``.
+    ``reason`` is one of ``unauthorized``, ``stale_digest``, ``expired``, ``wrong_tenant``,
+    ``not_waiting`` (the run waits for no decision: one was accepted already),
+    ``already_answered``, ``unknown_interrupt`` (no such open question, or several and none
+    named).
     """
 
     def __init__(self, reason: str, message: str) -> None:
