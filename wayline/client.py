@@ -201,9 +201,13 @@ class Wayline:
         *,
         statuses: Sequence[str] = TERMINAL_STATUSES,
         tenant: str | None = None,
+        dry_run: bool = False,
     ) -> list[str]:
-        """The retention policy: purge this tenant's finished runs older than the age."""
-        return purge_older_than(self.store, self._tenant(tenant), age_seconds, statuses=statuses)
+        """The retention policy: purge this tenant's finished runs older than the age.
+        Returns their ids; with ``dry_run`` the ids it would purge, purging nothing."""
+        return purge_older_than(
+            self.store, self._tenant(tenant), age_seconds, statuses=statuses, dry_run=dry_run
+        )
 
     def export(self, run_id: str, *, tenant: str | None = None) -> dict[str, Any]:
         """Everything held for a run, decoded, as JSON-ready data (subject access)."""

@@ -234,7 +234,7 @@ class SQLStore:
         if version == 0 and not create:
             raise StoreNotFoundError(
                 f"there is no wayline store at {self.redacted_url} (the database is empty or "
-                "missing): check the URL or path; a worker, `wayline run` or `wayline db "
+                "missing): check the URL or path; a worker or `wayline db "
                 "upgrade` creates one"
             )
         if version < SCHEMA_VERSION and version != 0 and not upgrade:

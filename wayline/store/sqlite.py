@@ -73,7 +73,7 @@ class SQLiteStore(SQLStore):
             if not create and not Path(path).exists():
                 raise StoreNotFoundError(
                     f"there is no SQLite database at {path!r}: check the path (a read never "
-                    "creates one; a worker, `wayline run` or `wayline db upgrade` does)"
+                    "creates one; a worker or `wayline db upgrade` does)"
                 ) from None
             raise StoreURLError(f"cannot open SQLite database {path!r}: {exc}") from exc
         try:
