@@ -48,7 +48,9 @@ def test_a_full_disk_is_a_typed_error_and_committed_steps_stay(tmp_path: Path) -
     assert "cannot rollback" not in str(full.value)
     # Every committed step is readable, and the run's step did not move backwards.
     assert app.get_state(cfg).values == committed
-    assert store.get_run("default", "r").step == step  # type: ignore[union-attr]
+    run = store.get_run("default", "r")
+    assert run is not None and run.step == step
+    assert run.error is not None and run.error.startswith("StoreFullError")  # visible
     other = wayline.connect(url)  # a fresh process's view
     assert other.get_run("default", "r").step == step  # type: ignore[union-attr]
 
