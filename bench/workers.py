@@ -55,8 +55,10 @@ Each measurement gets a fresh SQLite file or a fresh PostgreSQL schema.
    Measured: kill -> B's first committed step of X, and the queued runs left then. A run
    whose lease expired is claimed ahead of queued work, so the takeover is the lease left
    plus B's run in flight; ordered by ``updated_at`` alone (before issue 9) it was the lease
-   plus the whole queue (measured then: 10.0 s on SQLite, 11.0 s on PostgreSQL, the queue
-   drained to 0 first; now 1.9 s and 2.0 s with ~150 runs still queued).
+   plus the whole queue. Measured on the 2-vCPU dev machine, 3 kills each, medians: 1.57 s
+   on SQLite and 1.80 s on PostgreSQL with ~160 runs still queued at the takeover; the same
+   script against the claim query ordered by ``updated_at`` alone: 11.64 s and 13.22 s, the
+   queue drained to 0 first.
 
 Default: M = 200 runs, R = 3, 20 kills per lease (L = 1, 2, 5 s), 3 backlog kills; ~4 min on
 the 2-vCPU dev machine. ``--quick``: M = 40, R = 1, no threads row, 5 kills per lease, 1
