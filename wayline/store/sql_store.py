@@ -354,9 +354,9 @@ class SQLStore:
         graphs: Sequence[tuple[str, str]],
         tenant_id: str | None = None,
     ) -> tuple[RunRecord, int] | None:
-        """Claim the oldest claimable run of these (graph name, version) pairs: new, waiting
-        to resume or retry, or abandoned by a worker whose lease expired (claimable at once:
-        no sweeper). A run of a version this worker lacks is left for one that has it.
+        """Claim a claimable run of these (graph name, version) pairs: first one abandoned by
+        a worker whose lease expired (claimable at once: no sweeper, and no wait behind the
+        queue), else the oldest new run or one waiting to resume or retry. A run of a version this worker lacks is left for one that has it.
         Returns the run and the new fencing token."""
         if not graphs:
             return None
