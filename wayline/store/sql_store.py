@@ -356,8 +356,9 @@ class SQLStore:
     ) -> tuple[RunRecord, int] | None:
         """Claim a claimable run of these (graph name, version) pairs: first one abandoned by
         a worker whose lease expired (claimable at once: no sweeper, and no wait behind the
-        queue), else the oldest new run or one waiting to resume or retry. A run of a version this worker lacks is left for one that has it.
-        Returns the run and the new fencing token."""
+        queue), else the oldest new run or one waiting to resume or retry. A run of a
+        version this worker lacks is left for one that has it. Returns the run and the new
+        fencing token."""
         if not graphs:
             return None
         now = time.time()
