@@ -15,6 +15,8 @@ Not a test module and not run directly.
   block. Because durability is sync, the node at ``n == BLOCK_AT + 1`` starts only after the
   step of ``n == BLOCK_AT`` is durably committed: its start time is the commit time, read
   off the worker's own clock.
+- ``queued`` (graph name ``bench_queued``): one node that waits ``WORK_S`` (a stand-in for a
+  model call), the queue of ``bench/workers.py``'s takeover-under-a-backlog part.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from wayline import END, START, StateGraph
 STEPS = 10
 TAKEOVER_STEPS = 4
 BLOCK_AT = 2
+WORK_S = 0.05
 
 
 class Count(TypedDict):
@@ -106,3 +109,22 @@ def build_takeover() -> StateGraph:
 
 
 takeover = build_takeover()
+
+
+# -- a queue of work ------------------------------------------------------------------------
+
+
+def _work(state: Count) -> dict[str, Any]:
+    time.sleep(WORK_S)  # a model call's wait, not CPU
+    return {"n": state["n"] + 1}
+
+
+def build_queued() -> StateGraph:
+    g = StateGraph(Count, name="bench_queued")
+    g.add_node("work", _work)
+    g.add_edge(START, "work")
+    g.add_edge("work", END)
+    return g
+
+
+queued = build_queued()

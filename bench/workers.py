@@ -47,9 +47,23 @@ Each measurement gets a fresh SQLite file or a fresh PostgreSQL schema.
    for ~0.7 s), so one core stays free of start-up work. The "re-exec to commit" column
    shows what a busy machine adds to B's own work (a few ms).
 
-Default: M = 200 runs, R = 3, 20 kills per lease (L = 1, 2, 5 s); ~3.5 min on the 2-vCPU
-dev machine. ``--quick``: M = 40, R = 1, no threads row, 5 kills per lease; ~1 min.
-Options: ``--backends sqlite,postgres``, ``--only throughput|takeover``, ``--poll P``,
+3. Takeover under a backlog. A standing queue when a worker dies: worker A (serving only
+   ``worker_graph.takeover``) holds run X, blocked after committing two steps; 200 runs of
+   ``worker_graph.queued`` (one node waiting 50 ms, a model call's stand-in: 10 s of work for
+   one worker) were queued before X's last commit; worker B serves both graphs and is draining
+   the queue when A gets SIGKILL (L = 2 s, at a random point of A's heartbeat cycle).
+   Measured: kill -> B's first committed step of X, and the queued runs left then. A run
+   whose lease expired is claimed ahead of queued work, so the takeover is the lease left
+   plus B's run in flight; ordered by ``updated_at`` alone (before issue 9) it was the lease
+   plus the whole queue. Measured on the 2-vCPU dev machine, 3 kills each, medians: 1.57 s
+   on SQLite and 1.80 s on PostgreSQL with ~160 runs still queued at the takeover; the same
+   script against the claim query ordered by ``updated_at`` alone: 11.64 s and 13.22 s, the
+   queue drained to 0 first.
+
+Default: M = 200 runs, R = 3, 20 kills per lease (L = 1, 2, 5 s), 3 backlog kills; ~4 min on
+the 2-vCPU dev machine. ``--quick``: M = 40, R = 1, no threads row, 5 kills per lease, 1
+backlog kill; ~1 min.
+Options: ``--backends sqlite,postgres``, ``--only throughput|takeover|backlog``, ``--poll P``,
 ``--pg-url URL``, ``--seed N``.
 Writes bench/results/workers.json (every sample, the settings, versions).
 """
@@ -92,7 +106,7 @@ class WorkerProc:
 
     def __init__(
         self,
-        attr: str,
+        attr: str | list[str],
         url: str,
         log: Path,
         *,
@@ -101,7 +115,9 @@ class WorkerProc:
         concurrency: int = 1,
         env: dict[str, str] | None = None,
     ) -> None:
-        cmd = [sys.executable, "-m", "wayline.cli.main", "worker", f"{GRAPH_FILE}:{attr}"]
+        attrs = [attr] if isinstance(attr, str) else attr
+        cmd = [sys.executable, "-m", "wayline.cli.main", "worker"]
+        cmd += [f"{GRAPH_FILE}:{a}" for a in attrs]
         cmd += ["--db", url, "--lease", str(lease), "--poll", str(poll)]
         cmd += ["--concurrency", str(concurrency)]
         self.log = log
@@ -624,6 +640,152 @@ def summarize_takeover(
     }
 
 
+# -- 3. takeover under a backlog -------------------------------------------------------------
+
+
+def backlog_trial(
+    backend: Backend, lease: float, poll: float, backlog: int, index: int, rng: random.Random
+) -> dict[str, Any]:
+    """A standing queue when a worker dies: does the dead worker's run wait behind it?
+
+    Worker A serves only ``takeover``; B serves ``takeover`` and ``queued``. With A alone up,
+    ``backlog`` runs of ``queued`` (one node waiting ``WORK_S``, 50 ms: the queue is 10 s of
+    work for one worker) are queued (A ignores them), then run X of ``takeover``:
+    A claims X, commits its steps 0 and 1 (X's row is now newer than every queued run: as
+    for any run a busy worker took from the head of a queue) and blocks. B starts and
+    drains the queue; A is SIGKILLed at a random point of its heartbeat cycle. Measured:
+    kill -> B's first committed step of X, and how many queued runs were still waiting
+    then. Ordered by ``updated_at`` alone, X waited behind the whole queue."""
+    label = f"bl_{backend.name}_{index}"
+    lane = backend.tmp / f"lane-{label}"
+    side = lane / "side"
+    side.mkdir(parents=True)
+    url = backend.fresh_url(label)
+    store = wayline.connect(url)
+    client = Wayline(store)
+    queued_app = wg.build_queued().compile(store)
+    takeover_app = wg.build_takeover().compile(store)
+    env = {"WAYLINE_BENCH_SIDE": str(side)}
+    a = WorkerProc("takeover", url, lane / "a.log", lease=lease, poll=poll, env=env)
+    b: WorkerProc | None = None
+    try:
+        a.wait_ready()
+        for i in range(backlog):
+            client.start(queued_app, {"n": 0}, run_id=f"q{i:04d}")
+        run_id = f"x{index}"
+        (side / f"block-{run_id}").touch()
+        client.start(takeover_app, {"n": 0}, run_id=run_id)
+        wait_until((side / f"reached-{run_id}").exists, f"{run_id} to block", 60, every=0.005)
+        b = WorkerProc(["takeover", "queued"], url, lane / "b.log", lease=lease, poll=poll, env=env)
+        b.wait_ready()
+        time.sleep(lease / 3 + rng.uniform(0, lease / 3))  # anywhere in A's heartbeat cycle
+        t_kill = time.time()
+        a.proc.kill()
+        a.proc.wait()
+        time.sleep(0.05)  # a heartbeat in flight at the kill has landed or never will
+        row = store.get_run(TENANT, run_id)
+        assert row is not None and row.lease_expires_at is not None
+        expiry = row.lease_expires_at
+        queued_at_kill = len(store.list_runs(TENANT, status="pending", limit=backlog + 1))
+        b_pid = b.pid
+
+        def taken_over() -> float | None:
+            path = side / f"exec-{run_id}.log"
+            for line in path.read_text().splitlines() if path.exists() else []:
+                _, n, pid, at = line.split()
+                if int(n) == wg.BLOCK_AT + 1 and int(pid) == b_pid:
+                    return float(at)
+            return None
+
+        t_commit = wait_until(taken_over, f"{run_id}: B's takeover", lease + 600, every=0.005)
+        queued_at_takeover = len(store.list_runs(TENANT, status="pending", limit=backlog + 1))
+        final = client.wait(run_id, timeout=60)
+        return {
+            "run_id": run_id,
+            "takeover_s": t_commit - t_kill,
+            "lease_left_at_kill_s": expiry - t_kill,
+            "expiry_to_takeover_s": t_commit - expiry,
+            "queued_at_kill": queued_at_kill,
+            "queued_at_takeover": queued_at_takeover,
+            "done": final.status == "done" and final.step == wg.TAKEOVER_STEPS,
+        }
+    finally:
+        for w in (a, b):
+            if w is not None and w.proc.poll() is None:
+                w.stop()
+        store.close()
+
+
+def backlog_takeover(
+    backends: list[Backend], lease: float, poll: float, backlog: int, kills: int, seed: int
+) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    cells = []
+    for backend in backends:
+        samples = [backlog_trial(backend, lease, poll, backlog, i, rng) for i in range(kills)]
+        xs = [s["takeover_s"] for s in samples]
+        cells.append(
+            {
+                "backend": backend.name,
+                "lease_s": lease,
+                "backlog": backlog,
+                "kills": kills,
+                "takeover_s": {"min": min(xs), "median": c.median(xs), "max": max(xs)},
+                "median_expiry_to_takeover_s": c.median(
+                    [s["expiry_to_takeover_s"] for s in samples]
+                ),
+                "median_queued_at_kill": c.median([s["queued_at_kill"] for s in samples]),
+                "median_queued_at_takeover": c.median([s["queued_at_takeover"] for s in samples]),
+                "all_done": all(s["done"] for s in samples),
+                "samples": samples,
+            }
+        )
+    return cells
+
+
+def backlog_table(cells: list[dict[str, Any]]) -> None:
+    rows = [
+        [
+            cell["backend"],
+            f"{cell['lease_s']:g}",
+            cell["backlog"],
+            cell["kills"],
+            f"{cell['takeover_s']['min']:.3f}",
+            f"{cell['takeover_s']['median']:.3f}",
+            f"{cell['takeover_s']['max']:.3f}",
+            f"{cell['median_expiry_to_takeover_s']:.3f}",
+            f"{cell['median_queued_at_kill']:g}",
+            f"{cell['median_queued_at_takeover']:g}",
+            "ok" if cell["all_done"] else "FAIL",
+        ]
+        for cell in cells
+    ]
+    c.print_table(
+        "3. takeover under a backlog: SIGKILL the worker holding a run while the other worker "
+        "drains a queue of older runs (seconds)",
+        [
+            "backend",
+            "lease L",
+            "queued",
+            "kills",
+            "min",
+            "median",
+            "max",
+            "expiry to takeover",
+            "queued at kill",
+            "still queued at takeover",
+            "done",
+        ],
+        rows,
+    )
+    print(
+        "   takeover: kill -> B's first committed step of the dead worker's run. A run whose"
+        " lease expired is claimed ahead of queued work, so it waits for the lease and B's run"
+        " in flight,\n   not for the queue ('still queued at takeover' stays near 'queued at"
+        " kill'; ordered by updated_at alone, the queue drained first)."
+    )
+
+
 # -- output -------------------------------------------------------------------------------
 
 
@@ -756,7 +918,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="under a minute, fewer samples")
     p.add_argument("--backends", default="sqlite,postgres", help="sqlite,postgres")
-    p.add_argument("--only", choices=["throughput", "takeover"], help="run one part")
+    p.add_argument("--only", choices=["throughput", "takeover", "backlog"], help="run one part")
     p.add_argument("--pg-url", help="an existing PostgreSQL server instead of an embedded one")
     p.add_argument("--poll", type=float, default=1.0, help="takeover workers' --poll (1.0)")
     p.add_argument("--seed", type=int, default=1)
@@ -785,6 +947,9 @@ def main(argv: list[str] | None = None) -> int:
         "takeover.graph": f"{wg.TAKEOVER_STEPS} node steps, blocks at n == {wg.BLOCK_AT}",
         "takeover.measured": "kill -> B's node start at n == BLOCK_AT+1 (= commit of the "
         "re-executed step; logged by B with time.time())",
+        "backlog.queued": 200,
+        "backlog.lease L": 2.0,
+        "backlog.kills": 1 if quick else 3,
     }
     settings_table(settings)
     results: dict[str, Any] = {"settings": settings, "env": c.environment()}
@@ -833,6 +998,18 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 results["takeover_wall_s"] = time.monotonic() - t
                 takeover_table(results["takeover"])
+            if args.only in (None, "backlog"):
+                t = time.monotonic()
+                results["backlog"] = backlog_takeover(
+                    backends,
+                    settings["backlog.lease L"],
+                    args.poll,
+                    settings["backlog.queued"],
+                    settings["backlog.kills"],
+                    args.seed,
+                )
+                results["backlog_wall_s"] = time.monotonic() - t
+                backlog_table(results["backlog"])
     finally:
         kill_leftovers()
         shutil.rmtree(tmp, ignore_errors=True)

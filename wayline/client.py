@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from wayline.codec import Codec, default_codec
-from wayline.control.approvals import Actor, ApprovalPolicy, decide, role_policy
+from wayline.control.approvals import Actor, ApprovalPolicy, audit_refusal, decide, role_policy
 from wayline.control.retention import TERMINAL_STATUSES, export_run, purge_older_than
 from wayline.control.versions import migrate_run
-from wayline.errors import ConfigError, RunNotFoundError
+from wayline.errors import ConfigError, RunNotFoundError, TenantMismatchError
 from wayline.graph.checkpoint import encode_inbox
 from wayline.graph.compiled import CompiledGraph
 from wayline.graph.types import Interrupt
@@ -33,20 +33,25 @@ SETTLED: frozenset[str] = frozenset({"done", "failed", "cancelled", "interrupted
 class Wayline:
     """A handle on a store for starting and steering runs.
 
-    ``Wayline("sqlite:///runs.db")`` or ``Wayline(store)``; ``tenant`` is the default for
-    every call and can be overridden per call.
+    ``Wayline("sqlite:///runs.db")`` or ``Wayline(store)``. ``Wayline(url, tenant="acme")``
+    pins the client to that tenant: every call acts for it, and a call that names another
+    (``tenant="globex"``) raises ``TenantMismatchError`` (a decision so refused is audited
+    in the named run's log). Without ``tenant`` the client acts for ``"default"`` and, as
+    an operator's tool, for whichever tenant a call names.
     """
 
     def __init__(
         self,
         store: Store | str,
         *,
-        tenant: str = "default",
+        tenant: str | None = None,
         codec: Codec = default_codec,
         policy: ApprovalPolicy = role_policy,
     ) -> None:
         self.store = open_store(store) if isinstance(store, str) else store
-        self.tenant = tenant
+        self.tenant = "default" if tenant is None else tenant
+        self.pinned = tenant is not None
+        """Pinned clients act for ``tenant`` only."""
         self.codec = codec
         self.policy = policy
 
@@ -69,7 +74,7 @@ class Wayline:
             )
         run_id = run_id or uuid.uuid4().hex
         self.store.enqueue(
-            tenant or self.tenant,
+            self._tenant(tenant),
             run_id,
             encode_inbox(self.codec, input),
             graph_name=graph.name,
@@ -95,7 +100,14 @@ class Wayline:
         is audited, and changes nothing. The run is looked up in this client's tenant (or
         ``tenant``), and the actor must act for that same tenant.
         """
-        tenant = tenant or self.tenant  # the actor's own claim is checked, never trusted
+        try:
+            tenant = self._tenant(tenant)  # the actor's own claim is checked, never trusted
+        except TenantMismatchError:
+            who = actor.id if actor is not None else "anonymous"
+            audit_refusal(
+                self.store, str(tenant), run_id, who, digest, "wrong_tenant", via=self.tenant
+            )
+            raise
         decide(
             self.store,
             self.codec,
@@ -129,13 +141,25 @@ class Wayline:
         ]
 
     def audit(self, run_id: str, *, tenant: str | None = None) -> list[AuditRecord]:
-        return self.store.load_audit(tenant or self.tenant, run_id)
+        return self.store.load_audit(self._tenant(tenant), run_id)
 
     def get(self, run_id: str, *, tenant: str | None = None) -> RunRecord:
-        run = self.store.get_run(tenant or self.tenant, run_id)
+        tenant = self._tenant(tenant)
+        run = self.store.get_run(tenant, run_id)
         if run is None:
-            raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant or self.tenant!r}")
+            raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant!r}")
         return run
+
+    def _tenant(self, tenant: str | None) -> str:
+        """The tenant a call acts for: this client's, or (unpinned only) the one named."""
+        if tenant is None or tenant == self.tenant:
+            return self.tenant
+        if self.pinned:
+            raise TenantMismatchError(
+                f"this client is pinned to tenant {self.tenant!r} and cannot act for tenant "
+                f"{tenant!r}: use a client of that tenant (Wayline(url, tenant={tenant!r}))"
+            )
+        return tenant
 
     def wait(
         self,
@@ -160,16 +184,16 @@ class Wayline:
 
     def cancel(self, run_id: str, *, tenant: str | None = None) -> bool:
         """Cancel now if no worker holds the run, else at its worker's next step."""
-        return self.store.request_cancel(tenant or self.tenant, run_id)
+        return self.store.request_cancel(self._tenant(tenant), run_id)
 
     def retry(self, run_id: str, *, tenant: str | None = None) -> bool:
         """Put a failed (dead-lettered) or parked run back in the queue, budget reset."""
-        return self.store.requeue(tenant or self.tenant, run_id)
+        return self.store.requeue(self._tenant(tenant), run_id)
 
     def purge(self, run_id: str, *, tenant: str | None = None) -> int:
         """Erase a run: every row in every table, and the blobs only it referenced, in one
         transaction. Returns the rows deleted (0: no such run for this tenant)."""
-        return self.store.purge_run(tenant or self.tenant, run_id)
+        return self.store.purge_run(self._tenant(tenant), run_id)
 
     def purge_older_than(
         self,
@@ -177,13 +201,17 @@ class Wayline:
         *,
         statuses: Sequence[str] = TERMINAL_STATUSES,
         tenant: str | None = None,
+        dry_run: bool = False,
     ) -> list[str]:
-        """The retention policy: purge this tenant's finished runs older than the age."""
-        return purge_older_than(self.store, tenant or self.tenant, age_seconds, statuses=statuses)
+        """The retention policy: purge this tenant's finished runs older than the age.
+        Returns their ids; with ``dry_run`` the ids it would purge, purging nothing."""
+        return purge_older_than(
+            self.store, self._tenant(tenant), age_seconds, statuses=statuses, dry_run=dry_run
+        )
 
     def export(self, run_id: str, *, tenant: str | None = None) -> dict[str, Any]:
         """Everything held for a run, decoded, as JSON-ready data (subject access)."""
-        return export_run(self.store, self.codec, tenant or self.tenant, run_id)
+        return export_run(self.store, self.codec, self._tenant(tenant), run_id)
 
     def migrate(
         self,
@@ -195,9 +223,9 @@ class Wayline:
     ) -> RunRecord:
         """Carry a run written by ``old`` onto ``new`` with the migration ``new`` registered
         (``StateGraph.migrate``); refused, with nothing changed, if the result does not fit."""
-        return migrate_run(self.store, tenant or self.tenant, run_id, old, new)
+        return migrate_run(self.store, self._tenant(tenant), run_id, old, new)
 
     def list_runs(
         self, *, status: RunStatus | None = None, limit: int = 100, tenant: str | None = None
     ) -> list[RunRecord]:
-        return self.store.list_runs(tenant or self.tenant, status=status, limit=limit)
+        return self.store.list_runs(self._tenant(tenant), status=status, limit=limit)

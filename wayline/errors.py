@@ -13,10 +13,17 @@
     ├── ConfigError (ValueError)    a config, mode or thread id is missing or invalid
     ├── StoreError                  the store failed or was asked for something it lacks
     │   ├── StoreURLError
+    │   │   └── StoreNotFoundError  no wayline store at the URL (and the caller only reads)
+    │   ├── SchemaError             the database's schema is not one this wayline can use
+    │   │   ├── NewerSchemaError    written by a newer wayline
+    │   │   └── ForeignDatabaseError  tables that are not wayline's
+    │   ├── StoreFullError          the disk (or the database's size limit) is full
+    │   ├── TenantMismatchError     a call names a tenant its client or actor is not pinned to
     │   ├── RunNotFoundError
     │   ├── LeaseConflictError
     │   ├── CorruptionError         a stored row fails its integrity check
     │   └── KeysRequiredError       an encrypted store opened without keys
+    ├── GraphLoadError              a graph named on the command line cannot be loaded
     ├── VersionMismatchError        the run was written by code this graph no longer matches
     ├── ResumeError                 a resume does not fit the run's current state
     │   └── ApprovalRefused         the actor, digest or expiry does not allow the decision
@@ -52,22 +59,29 @@ __all__ = [
     "EffectFailed",
     "EffectIntentMismatch",
     "EffectOutcomeUnknown",
+    "ForeignDatabaseError",
     "GraphError",
     "GraphInterrupt",
+    "GraphLoadError",
     "GraphRecursionError",
     "InvalidUpdateError",
     "KeysRequiredError",
     "LeaseConflictError",
     "LeaseLost",
+    "NewerSchemaError",
     "NoPathToEndError",
     "ReducerError",
     "ReplayDivergenceError",
     "ResumeError",
     "RunNotFoundError",
     "RunParkedError",
+    "SchemaError",
     "StepLimitError",
     "StoreError",
+    "StoreFullError",
+    "StoreNotFoundError",
     "StoreURLError",
+    "TenantMismatchError",
     "UnknownNodeError",
     "VersionMismatchError",
     "WaylineError",
@@ -139,6 +153,36 @@ class StoreURLError(StoreError):
     """A store URL could not be parsed or opened."""
 
 
+class StoreNotFoundError(StoreURLError):
+    """Nothing at this URL holds a wayline store, and the caller only reads (a read never
+    creates a database: a typo in a path must not leave an empty store behind)."""
+
+
+class SchemaError(StoreError):
+    """The database's schema is not one this wayline can use as it is. Nothing was written
+    to it: the message says whether to upgrade the schema, wayline, or the URL."""
+
+
+class NewerSchemaError(SchemaError):
+    """The database was written by a newer wayline (its schema version is above the newest
+    migration this wayline knows). Refused without writing: upgrade wayline."""
+
+
+class ForeignDatabaseError(SchemaError):
+    """The database (or PostgreSQL schema) holds tables that are not wayline's and no
+    wayline schema version: it belongs to something else, and wayline will not add to it."""
+
+
+class StoreFullError(StoreError):
+    """The database could not grow: the disk (or the database's size limit) is full. The
+    write in flight was rolled back; everything committed before it is intact."""
+
+
+class TenantMismatchError(StoreError):
+    """A call named a tenant that its client is not pinned to, or an actor of one tenant
+    acted on another tenant's run. Refused before anything was read or written."""
+
+
 class RunNotFoundError(StoreError):
     """No run with this id exists for this tenant."""
 
@@ -198,6 +242,12 @@ class ConfigError(WaylineError, ValueError):
     Also a ``ValueError``, as LangGraph raises for the same mistakes."""
 
 
+class GraphLoadError(WaylineError):
+    """A graph named as ``module:attribute`` or ``file.py:attribute`` could not be loaded:
+    the file or module is missing, importing it raised, or the attribute is not a graph (or
+    a function of no arguments returning one)."""
+
+
 class VersionMismatchError(WaylineError):
     """A run cannot continue on this graph: another version wrote it, or the graph lacks a
     node the run is about to enter or a key its state holds. Nothing was changed: register
@@ -211,7 +261,10 @@ class ResumeError(WaylineError):
 class ApprovalRefused(ResumeError):
     """A decision on an approval was refused; it was audited and changed nothing else.
 
-    ``reason`` is one of ``unauthorized``, ``stale_digest``, ``expired``, ``wrong_tenant``.
+    ``reason`` is one of ``unauthorized``, ``stale_digest``, ``expired``, ``wrong_tenant``,
+    ``not_waiting`` (the run waits for no decision: one was accepted already),
+    ``already_answered``, ``unknown_interrupt`` (no such open question, or several and none
+    named).
     """
 
     def __init__(self, reason: str, message: str) -> None:

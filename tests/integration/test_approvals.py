@@ -157,3 +157,74 @@ def test_a_node_that_asks_twice_settles_after_each_answer(url: str) -> None:
     assert client.wait("two", timeout=5).status == "interrupted"
     client.resume("two", "b")
     assert app.invoke(None, cfg) == {"first": "a", "second": "b"}
+
+
+# -- every refused decision on an existing run is audited; a pinned client stays in its tenant
+
+
+def refusals(client: Wayline) -> list[tuple[str, str | None]]:
+    return [(a.actor, a.detail) for a in client.audit("claim-9") if a.outcome == "refused"]
+
+
+def test_a_second_decision_after_acceptance_is_refused_and_audited(url: str) -> None:
+    app, client, question = waiting(url, Refunds())
+    client.resume("claim-9", {"approved": True}, actor=FINANCE, digest=question.digest)
+    with pytest.raises(ApprovalRefused, match="not waiting for a decision") as again:
+        client.resume("claim-9", {"approved": False}, actor=FINANCE, digest=question.digest)
+    assert again.value.reason == "not_waiting"
+    assert refusals(client) == [("fatima", "not_waiting")]
+    final = app.invoke(None, CFG)  # the accepted decision stands
+    assert final["outbox"] == ["Refund of 4200 issued."]
+    with pytest.raises(ApprovalRefused):  # and after the run finished
+        client.resume("claim-9", {"approved": False}, actor=INTERN, digest=question.digest)
+    assert refusals(client) == [("fatima", "not_waiting"), ("ivan", "not_waiting")]
+
+
+def test_a_decision_through_another_tenants_client_is_audited_in_the_runs_log(url: str) -> None:
+    app, client, question = waiting(url, Refunds())
+    outsider = Wayline(app.store, tenant="globex")
+    with pytest.raises(RunNotFoundError):  # the outsider learns nothing new
+        outsider.resume("claim-9", {"approved": True}, actor=FINANCE, digest=question.digest)
+    assert refusals(client) == [("fatima", "wrong_tenant (through tenant 'globex')")]
+    assert client.get("claim-9").status == "interrupted"
+    assert outsider.audit("claim-9") == []
+
+
+def test_a_pinned_client_cannot_act_for_another_tenant(url: str) -> None:
+    from wayline.errors import TenantMismatchError
+
+    app, client, question = waiting(url, Refunds())
+    outsider = Wayline(app.store, tenant="globex")
+    with pytest.raises(TenantMismatchError, match="pinned to tenant 'globex'"):
+        outsider.resume(
+            "claim-9", {"approved": True}, actor=FINANCE, digest=question.digest, tenant="acme"
+        )
+    assert client.get("claim-9").status == "interrupted"  # not approved
+    assert refusals(client) == [("fatima", "wrong_tenant (through tenant 'globex')")]
+    for call in (
+        lambda: outsider.get("claim-9", tenant="acme"),
+        lambda: outsider.pending("claim-9", tenant="acme"),
+        lambda: outsider.audit("claim-9", tenant="acme"),
+        lambda: outsider.export("claim-9", tenant="acme"),
+        lambda: outsider.cancel("claim-9", tenant="acme"),
+        lambda: outsider.purge("claim-9", tenant="acme"),
+        lambda: outsider.list_runs(tenant="acme"),
+        lambda: outsider.start(app, {}, run_id="x", tenant="acme"),
+    ):
+        with pytest.raises(TenantMismatchError):
+            call()
+    assert client.get("claim-9").status == "interrupted"
+    assert [r.run_id for r in client.list_runs()] == ["claim-9"]
+    # An unpinned client is an operator's tool: it acts for the tenant a call names.
+    operator_client = Wayline(app.store)
+    assert operator_client.get("claim-9", tenant="acme").status == "interrupted"
+
+
+def test_an_actor_of_another_tenant_is_refused_whatever_the_run_state(url: str) -> None:
+    _, client, question = waiting(url, Refunds())
+    client.resume("claim-9", {"approved": True}, actor=FINANCE, digest=question.digest)
+    stranger = Actor(id="fatima", roles=("finance",), tenant="globex")
+    with pytest.raises(ApprovalRefused) as refused:
+        client.resume("claim-9", {"approved": False}, actor=stranger, digest=question.digest)
+    assert refused.value.reason == "wrong_tenant"
+    assert refusals(client) == [("fatima", "wrong_tenant")]

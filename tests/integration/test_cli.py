@@ -70,7 +70,9 @@ def test_approve_shows_the_proposal_then_records_a_decision(tmp_path: Path) -> N
     (question,) = app.invoke(claim_input(), {"configurable": {"thread_id": "c9"}})["__interrupt__"]
     shown = run_cli("approve", "c9", "--actor", "fatima", "--db", url)
     assert shown.returncode == 2 and question.digest in shown.stdout
-    refused = run_cli("approve", "c9", "--actor", "ivan", "--digest", question.digest, "--db", url)
+    refused = run_cli(
+        "approve", "c9", "--actor", "ivan", "--digest", question.digest, "--approve", "--db", url
+    )
     assert refused.returncode == 1 and "unauthorized" in refused.stdout
     done = run_cli(
         "approve",
@@ -81,8 +83,130 @@ def test_approve_shows_the_proposal_then_records_a_decision(tmp_path: Path) -> N
         "finance",
         "--digest",
         question.digest,
+        "--approve",
         "--db",
         url,
     )
     assert done.returncode == 0, done.stdout
     assert app.invoke(None, {"configurable": {"thread_id": "c9"}})["refund"] == {"id": "re_1"}
+
+
+# -- safe operations: reads create nothing, bad input is one clear line, bulk erasure asks ---
+
+
+def one_clear_line(done: subprocess.CompletedProcess[str], code: int, *needles: str) -> None:
+    assert done.returncode == code, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    text = " ".join(done.stdout.split())  # rich may wrap a long line
+    for needle in needles:
+        assert needle in text, done.stdout + done.stderr
+
+
+def test_read_only_commands_never_create_a_database(tmp_path: Path) -> None:
+    typo = tmp_path / "rnus.db"
+    url = f"sqlite:///{typo}"
+    for args in (
+        ("runs", "list"),
+        ("runs", "show", "t-1"),
+        ("runs", "bytes", "t-1"),
+        ("effects", "list", "t-1"),
+        ("export", "t-1"),
+        ("purge", "--older-than", "30d", "--dry-run"),
+    ):
+        one_clear_line(run_cli(*args, "--db", url), 2, "no SQLite database at", str(typo))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_status_filters_are_checked(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    build_graph(url).invoke(demo_input(), {"configurable": {"thread_id": "t-1"}})
+    valid = "pending, running, interrupted, parked, done, failed, cancelled"
+    one_clear_line(run_cli("runs", "list", "--status", "bogus", "--db", url), 2, valid)
+    purge = run_cli("purge", "--older-than", "0s", "--status", "done,bogus", "--yes", "--db", url)
+    one_clear_line(purge, 2, "unknown status bogus", valid)
+    assert wayline.connect(url).get_run("default", "t-1") is not None
+
+
+def test_a_graph_that_cannot_load_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    (tmp_path / "factory.py").write_text("def graph(model, tools):\n    raise AssertionError\n")
+    (tmp_path / "broken.py").write_text("import no_such_module_here\n")
+    missing = run_cli("worker", str(tmp_path / "missing.py") + ":graph", "--db", url)
+    one_clear_line(missing, 2, "no file", "missing.py")
+    wrong = run_cli("worker", str(tmp_path / "factory.py") + ":graph", "--db", url)
+    one_clear_line(wrong, 2, "factory.py:graph' is a function of (model, tools)", "no arguments")
+    broken = run_cli("worker", str(tmp_path / "broken.py") + ":graph", "--db", url)
+    one_clear_line(broken, 2, "importing", "ModuleNotFoundError", "no_such_module_here")
+    for done in (missing, wrong, broken):
+        assert len(done.stdout.strip().splitlines()) <= 3  # one line, however rich wraps it
+
+
+def test_approve_needs_an_explicit_decision(tmp_path: Path) -> None:
+    from wayline.examples.refund_agent import build_refund_agent, claim_input
+
+    url = f"sqlite:///{tmp_path / 'approve.db'}"
+    app = build_refund_agent(url, lambda key, amount, customer: {"id": "re_1"})
+    (question,) = app.invoke(claim_input(), {"configurable": {"thread_id": "c9"}})["__interrupt__"]
+    finance = ("--actor", "fatima", "--role", "finance", "--digest", question.digest)
+    implied = run_cli("approve", "c9", *finance, "--db", url)
+    one_clear_line(implied, 2, "give exactly one of --approve, --reject, --decision")
+    both = run_cli("approve", "c9", *finance, "--approve", "--reject", "--db", url)
+    one_clear_line(both, 2, "nothing was decided")
+    client = wayline.Wayline(url)
+    assert client.get("c9").status == "interrupted"
+    assert [a.outcome for a in client.audit("c9")] == ["pending"]  # no decision was made
+    rejected = run_cli("approve", "c9", *finance, "--reject", "--db", url)
+    one_clear_line(rejected, 0, "decision recorded")
+    final = app.invoke(None, {"configurable": {"thread_id": "c9"}})
+    assert final.get("refund") is None  # rejected: no refund issued
+
+
+def test_a_bulk_purge_lists_first_and_needs_yes(tmp_path: Path) -> None:
+    from wayline.examples.refund_agent import build_refund_agent, claim_input
+
+    url = f"sqlite:///{tmp_path / 'purge.db'}"
+    build_graph(url).invoke(demo_input(), {"configurable": {"thread_id": "old-done"}})
+    app = build_refund_agent(url, lambda key, amount, customer: {"id": "re_1"})
+    app.invoke(claim_input(), {"configurable": {"thread_id": "waiting"}})
+    store = wayline.connect(url)
+    everything = ("--older-than", "0s", "--status", "done,interrupted", "--db", url)
+    dry = run_cli("purge", *everything, "--dry-run")
+    one_clear_line(dry, 0, "old-done", "waiting", "would purge 2 run(s)")
+    asked = run_cli("purge", *everything)
+    one_clear_line(asked, 2, "run again with --yes", "nothing was erased")
+    assert {r.run_id for r in store.list_runs("default")} == {"old-done", "waiting"}
+    done = run_cli("purge", "--older-than", "0s", "--yes", "--db", url)  # default: finished
+    one_clear_line(done, 0, "purged 1 run(s)")
+    assert [r.run_id for r in store.list_runs("default")] == ["waiting"]
+
+
+def test_the_worker_banner_does_not_print_the_password(pg_url: str) -> None:
+    import signal
+    import time
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(pg_url)
+    secret = parts.password or "s3cret-pw-9"  # the test server trusts local users
+    user = parts.username or "postgres"
+    url = urlunsplit(parts._replace(netloc=f"{user}:{secret}@{parts.netloc.rsplit('@', 1)[-1]}"))
+    env = {**os.environ, "COLUMNS": "300"}
+    spec = "wayline.examples.support_agent:build_graph"
+    proc = subprocess.Popen(
+        [*CLI, "worker", spec, "--db", url, "--poll", "0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        banner = ""
+        while "serving" not in banner and time.monotonic() < deadline:
+            banner = proc.stdout.readline()
+            assert banner or proc.poll() is None, "the worker exited before its banner"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    assert "serving" in banner
+    assert secret not in banner + out and f"{user}:***@" in banner

@@ -125,3 +125,119 @@ def test_upgrade_from_the_previous_version_keeps_runs_resumable(tmp_path: Path) 
     assert store.schema_version() == SCHEMA_VERSION
     final = counter().compile(store).invoke(None, {"configurable": {"thread_id": "r"}})
     assert final == {"log": list(range(12)), "n": 12}
+
+
+# -- refusals: a store wayline must not use is refused clearly, and left as it was ----------
+
+
+class Raw:
+    """Plain SQL on a store's database, beside wayline (to damage or inspect it)."""
+
+    def __init__(self, url: str, tmp_path: Path) -> None:
+        self.url = url
+        self.sqlite = url.startswith("sqlite:///")
+        self.path = Path(url.removeprefix("sqlite:///")) if self.sqlite else None
+
+    def run(self, *statements: str) -> list[Any]:
+        rows: list[Any] = []
+        if self.path is not None:
+            db = sqlite3.connect(self.path)
+            for s in statements:
+                rows = db.execute(s).fetchall()
+            db.commit()
+            db.close()
+            return rows
+        import psycopg
+
+        base, _, schema = self.url.rpartition("schema=")
+        with psycopg.connect(base.rstrip("?&"), autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')  # type: ignore[arg-type]
+            conn.execute(f'SET search_path TO "{schema}"')  # type: ignore[arg-type]
+            for s in statements:
+                cur = conn.execute(s)  # type: ignore[arg-type]
+                rows = cur.fetchall() if cur.description else []
+        return rows
+
+    def fingerprint(self) -> Any:
+        """What a write would change: the file's bytes, or every table's rows."""
+        if self.path is not None:
+            assert not Path(f"{self.path}-wal").exists()
+            return self.path.read_bytes()
+        tables = [
+            t
+            for (t,) in self.run(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema() ORDER BY table_name"
+            )
+        ]
+        return {t: sorted(map(repr, self.run(f"SELECT * FROM {t}"))) for t in tables}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def raw(request: pytest.FixtureRequest, tmp_path: Path) -> Raw:
+    if request.param == "sqlite":
+        return Raw(f"sqlite:///{tmp_path / 'refused.db'}", tmp_path)
+    return Raw(str(request.getfixturevalue("pg_url")), tmp_path)
+
+
+def upgrade_cli(url: str) -> Any:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": "300"}
+    cmd = [sys.executable, "-m", "wayline.cli.main", "db", "upgrade", "--db", url]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+
+
+def test_a_store_from_a_newer_wayline_is_refused_even_by_upgrade(raw: Raw) -> None:
+    from wayline.errors import NewerSchemaError
+
+    wayline.connect(raw.url).close()
+    raw.run(f"UPDATE wayline_meta SET value = '{SCHEMA_VERSION + 1}'")
+    before = raw.fingerprint()
+    for upgrade in (False, True):
+        with pytest.raises(NewerSchemaError, match="upgrade wayline"):
+            wayline.connect(raw.url, upgrade=upgrade)
+    cli = upgrade_cli(raw.url)
+    assert cli.returncode != 0 and "up to date" not in cli.stdout
+    assert f"version {SCHEMA_VERSION + 1}, newer than" in cli.stdout
+    assert "Traceback" not in cli.stdout + cli.stderr
+    assert raw.fingerprint() == before  # nothing written while refusing
+
+
+def test_a_missing_schema_version_row_is_refused_not_rewritten(raw: Raw) -> None:
+    from wayline.errors import NewerSchemaError, SchemaError
+
+    wayline.connect(raw.url).close()
+    raw.run("DELETE FROM wayline_meta WHERE key = 'schema_version'")
+    before = raw.fingerprint()
+    with pytest.raises(SchemaError, match="version row is missing") as refused:
+        wayline.connect(raw.url)
+    assert not isinstance(refused.value, NewerSchemaError)
+    cli = upgrade_cli(raw.url)
+    assert cli.returncode != 0 and "version row is missing" in cli.stdout
+    assert raw.fingerprint() == before
+    assert raw.run("SELECT value FROM wayline_meta") == []  # not rewritten to 1
+    # Put back as the message says, the store opens and upgrades as before.
+    raw.run(f"INSERT INTO wayline_meta VALUES ('schema_version', '{SCHEMA_VERSION}')")
+    assert upgrade_cli(raw.url).returncode == 0
+    assert wayline.connect(raw.url).schema_version() == SCHEMA_VERSION
+
+
+def test_a_foreign_database_is_refused_clearly(raw: Raw) -> None:
+    from wayline.errors import ForeignDatabaseError
+
+    raw.run(
+        "CREATE TABLE runs (id INTEGER PRIMARY KEY, started TEXT)",
+        "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)",
+        "INSERT INTO customers VALUES (1, 'Ada')",
+    )
+    before = raw.fingerprint()
+    for upgrade in (False, True):
+        with pytest.raises(ForeignDatabaseError, match=r"not a wayline store.*customers, runs"):
+            wayline.connect(raw.url, upgrade=upgrade)
+    cli = upgrade_cli(raw.url)
+    assert cli.returncode != 0 and "not a wayline store" in cli.stdout
+    assert "no such column" not in cli.stdout + cli.stderr
+    assert raw.fingerprint() == before

@@ -1,16 +1,22 @@
 """Finding a user's graph from the command line: ``package.module:attribute`` or
 ``path/to/file.py:attribute``; the attribute may be a compiled graph, a StateGraph, or a
-function of no arguments returning either."""
+function of no arguments returning either.
+
+Every way this can go wrong (no such file, an import that raises, a factory that wants
+arguments or raises) is a ``GraphLoadError`` with one line saying which, so that
+``wayline worker`` prints that line instead of a traceback.
+"""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import sys
 from pathlib import Path
 from typing import Any
 
-from wayline.errors import WaylineError
+from wayline.errors import GraphLoadError
 from wayline.graph.builder import StateGraph
 from wayline.graph.compiled import CompiledGraph
 from wayline.store.base import Store
@@ -20,33 +26,60 @@ __all__ = ["load_graph"]
 
 def load_graph(spec: str, store: Store) -> CompiledGraph:
     module_name, _, attr = spec.partition(":")
-    if not attr:
-        raise WaylineError(f"graph {spec!r} must look like module:attribute or file.py:attribute")
+    if not module_name or not attr:
+        raise GraphLoadError(f"graph {spec!r} must look like module:attribute or file.py:attribute")
     obj = getattr(_module(module_name), attr, None)
     if obj is None:
-        raise WaylineError(f"{module_name!r} has no attribute {attr!r}")
+        raise GraphLoadError(f"{module_name!r} has no attribute {attr!r}")
     if callable(obj) and not isinstance(obj, CompiledGraph | StateGraph):
-        obj = obj()
+        obj = _call_factory(spec, obj)
     if isinstance(obj, StateGraph):
         return obj.compile(store)
     if isinstance(obj, CompiledGraph):
         return obj.with_store(store)
-    raise WaylineError(f"{spec!r} is a {type(obj).__name__}, not a graph")
+    raise GraphLoadError(
+        f"{spec!r} is a {type(obj).__name__}, not a graph: name a compiled graph, a "
+        "StateGraph, or a function of no arguments returning one"
+    )
+
+
+def _call_factory(spec: str, factory: Any) -> Any:
+    try:
+        inspect.signature(factory).bind()
+    except TypeError:
+        raise GraphLoadError(
+            f"{spec!r} is a function of {inspect.signature(factory)}: a graph factory takes "
+            "no arguments (wrap it: def graph(): return build(...))"
+        ) from None
+    except ValueError:  # no signature to inspect (a builtin): let the call decide
+        pass
+    try:
+        return factory()
+    except Exception as exc:
+        raise GraphLoadError(f"calling {spec!r} raised {type(exc).__name__}: {exc}") from exc
 
 
 def _module(name: str) -> Any:
     if name.endswith(".py"):
         path = Path(name).resolve()
+        if not path.is_file():
+            raise GraphLoadError(f"no file {name!r} (looked for {path})")
         module_spec = importlib.util.spec_from_file_location(path.stem, path)
         if module_spec is None or module_spec.loader is None:
-            raise WaylineError(f"cannot load {name!r}")
+            raise GraphLoadError(f"cannot load {name!r} as a Python module")
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[path.stem] = module
-        module_spec.loader.exec_module(module)
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as exc:
+            del sys.modules[path.stem]
+            raise GraphLoadError(f"importing {name!r} raised {type(exc).__name__}: {exc}") from exc
         return module
     if "" not in sys.path:
         sys.path.insert(0, "")  # a module in the working directory, as `python -m` finds it
     try:
         return importlib.import_module(name)
     except ImportError as exc:
-        raise WaylineError(f"cannot import {name!r}: {exc}") from exc
+        raise GraphLoadError(f"cannot import {name!r}: {exc}") from exc
+    except Exception as exc:
+        raise GraphLoadError(f"importing {name!r} raised {type(exc).__name__}: {exc}") from exc

@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn, get_args
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import wayline
 from wayline.errors import WaylineError
+from wayline.store.records import RunStatus
+from wayline.store.urls import redact_url
 
 app = typer.Typer(
     name="wayline",
@@ -28,6 +33,10 @@ app.add_typer(effects_app, name="effects")
 db_app = typer.Typer(help="Manage the store's schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 console = Console()
+
+DEFAULT_DB = "sqlite:///wayline.db"
+"""The store every command uses without ``--db`` or ``WAYLINE_DB``."""
+RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 
 DbOption = Annotated[
     str,
@@ -83,8 +92,7 @@ def crashtest(
             "modes": ct.parse_list(modes, ct.MODES, "durability mode"),
         }
     except ValueError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(2) from None
+        _fail(str(exc), 2)
     raise typer.Exit(
         ct.run_crashtest(
             console,
@@ -102,7 +110,7 @@ def worker(
     graphs: Annotated[
         list[str], typer.Argument(help="Graphs to serve, as module:attribute (or file.py:attr).")
     ],
-    db: DbOption = "sqlite:///wayline.db",
+    db: DbOption = DEFAULT_DB,
     concurrency: Annotated[int, typer.Option(help="Runs executed at once.")] = 1,
     lease: Annotated[float, typer.Option(help="Lease seconds (heartbeat every third).")] = 30.0,
     poll: Annotated[float, typer.Option(help="Idle poll interval, seconds.")] = 1.0,
@@ -114,12 +122,9 @@ def worker(
     from wayline.cli.loading import load_graph
     from wayline.worker import Worker, WorkerConfig
 
-    store = _open(db)
-    try:
+    store = _open(db, create=True)
+    with _reported(2):
         compiled = [load_graph(spec, store) for spec in graphs]
-    except WaylineError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(2) from None
     config = WorkerConfig(
         concurrency=concurrency, lease_seconds=lease, poll_interval=poll, tenant=tenant
     )
@@ -127,7 +132,8 @@ def worker(
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: w.stop())
     names = ", ".join(f"{name}@{version}" for name, version in sorted(w.graphs))
-    console.print(f"worker {w.owner} serving {names} on {db} (concurrency {concurrency})")
+    where = redact_url(db)
+    console.print(f"worker {w.owner} serving {names} on {where} (concurrency {concurrency})")
     w.run()
     console.print(f"worker {w.owner} stopped after {w.completed} run executions")
 
@@ -140,12 +146,16 @@ def version() -> None:
 
 @runs_app.command("list")
 def runs_list(
-    db: DbOption = "sqlite:///wayline.db",
+    db: DbOption = DEFAULT_DB,
     tenant: TenantOption = "default",
-    status: Annotated[str | None, typer.Option(help="Only runs with this status.")] = None,
+    status: Annotated[
+        str | None, typer.Option(help=f"Only runs with this status: {', '.join(RUN_STATUSES)}.")
+    ] = None,
     limit: int = 50,
 ) -> None:
     """List runs, newest first."""
+    if status is not None:
+        _check_statuses([status])
     store = _open(db)
     table = Table()
     for col in ("run", "graph", "status", "step", "next", "updated"):
@@ -163,15 +173,12 @@ def runs_list(
 
 
 @runs_app.command("show")
-def runs_show(
-    run_id: str, db: DbOption = "sqlite:///wayline.db", tenant: TenantOption = "default"
-) -> None:
+def runs_show(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "default") -> None:
     """Show one run's row."""
     store = _open(db)
     run = store.get_run(tenant, run_id)
     if run is None:
-        console.print(f"[red]no run {run_id!r} for tenant {tenant!r}[/]")
-        raise typer.Exit(1)
+        _fail(f"no run {run_id!r} for tenant {tenant!r}")
     table = Table(show_header=False)
     for field in run.__dataclass_fields__:
         value = getattr(run, field)
@@ -188,7 +195,7 @@ def runs_verify(
         str | None,
         typer.Option(help="The run's graph (module:attribute): also re-fold its state."),
     ] = None,
-    db: DbOption = "sqlite:///wayline.db",
+    db: DbOption = DEFAULT_DB,
     tenant: TenantOption = "default",
 ) -> None:
     """Check a run's stored rows (checksums, missing rows, envelopes), finished or not; with
@@ -196,16 +203,13 @@ def runs_verify(
     from wayline.control.integrity import check_run
 
     store = _open(db)
-    try:
+    with _reported():
         compiled = None
         if graph is not None:
             from wayline.cli.loading import load_graph
 
             compiled = load_graph(graph, store)
         report = check_run(store, tenant, run_id, compiled)
-    except WaylineError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(1) from None
     for problem in report.problems:
         console.print(f"[bold red]corrupt:[/] {problem}")
     what = "rows and state" if report.folded else "rows"
@@ -221,38 +225,29 @@ def runs_verify(
 
 
 @runs_app.command("retry")
-def runs_retry(
-    run_id: str, db: DbOption = "sqlite:///wayline.db", tenant: TenantOption = "default"
-) -> None:
+def runs_retry(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "default") -> None:
     """Put a failed (dead-lettered) or parked run back in the queue."""
     if not _open(db).requeue(tenant, run_id):
-        console.print(f"[red]run {run_id!r} is not failed or parked (or does not exist)[/]")
-        raise typer.Exit(1)
+        _fail(f"run {run_id!r} is not failed or parked (or does not exist)")
     console.print(f"run {run_id} queued again")
 
 
 @runs_app.command("cancel")
-def runs_cancel(
-    run_id: str, db: DbOption = "sqlite:///wayline.db", tenant: TenantOption = "default"
-) -> None:
+def runs_cancel(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "default") -> None:
     """Cancel a run (at its worker's next step if one holds it)."""
     if not _open(db).request_cancel(tenant, run_id):
-        console.print(f"[red]run {run_id!r} is finished, cancelled or unknown[/]")
-        raise typer.Exit(1)
+        _fail(f"run {run_id!r} is finished, cancelled or unknown")
     console.print(f"run {run_id}: cancellation requested")
 
 
 @runs_app.command("bytes")
-def runs_bytes(
-    run_id: str, db: DbOption = "sqlite:///wayline.db", tenant: TenantOption = "default"
-) -> None:
+def runs_bytes(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "default") -> None:
     """Every byte a run wrote: per table and channel, bytes per step, amplification."""
     from wayline.instrument import byte_report
 
     store = _open(db)
     if store.get_run(tenant, run_id) is None:
-        console.print(f"[red]no run {run_id!r} for tenant {tenant!r}[/]")
-        raise typer.Exit(1)
+        _fail(f"no run {run_id!r} for tenant {tenant!r}")
     report = byte_report(store, tenant, run_id)
     tables = report.by_table()
     table = Table(title=f"bytes written by run {run_id}")
@@ -274,9 +269,7 @@ def runs_bytes(
 
 
 @effects_app.command("list")
-def effects_list(
-    run_id: str, db: DbOption = "sqlite:///wayline.db", tenant: TenantOption = "default"
-) -> None:
+def effects_list(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "default") -> None:
     """The effect ledger of a run: keys, status, attempts, errors."""
     from wayline.effects.ops import list_effects
 
@@ -284,11 +277,8 @@ def effects_list(
     table = Table()
     for col in ("key", "node", "step", "name", "status", "attempt", "error"):
         table.add_column(col)
-    try:
+    with _reported():
         effects = list_effects(store, tenant, run_id)
-    except WaylineError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(1) from None
     for e in effects:
         if e.kind != "effect":
             continue
@@ -305,7 +295,7 @@ def effects_resolve(
     retry: Annotated[bool, typer.Option("--retry", help="Send again under the same key.")] = False,
     result: Annotated[str | None, typer.Option(help="JSON result (with --succeeded).")] = None,
     reason: Annotated[str | None, typer.Option(help="Why (with --failed).")] = None,
-    db: DbOption = "sqlite:///wayline.db",
+    db: DbOption = DEFAULT_DB,
     tenant: TenantOption = "default",
 ) -> None:
     """Record an operator's finding about an effect whose outcome is unknown or failed."""
@@ -319,15 +309,11 @@ def effects_resolve(
         if flag
     ]
     if len(chosen) != 1:
-        console.print("[red]choose exactly one of --succeeded, --failed, --retry[/]")
-        raise typer.Exit(2)
+        _fail("choose exactly one of --succeeded, --failed, --retry", 2)
     store = _open(db)
-    try:
+    with _reported():
         value = json.loads(result) if result is not None else None
         rec = resolve_effect(store, tenant, run_id, key, chosen[0], result=value, reason=reason)  # type: ignore[arg-type]
-    except (WaylineError, json.JSONDecodeError) as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(1) from None
     console.print(f"effect {key} is now {rec.status}; resume run {run_id} to continue")
 
 
@@ -339,19 +325,28 @@ def approve(
     digest: Annotated[
         str | None, typer.Option(help="Digest of the proposal decided on (shown without it).")
     ] = None,
-    decision: Annotated[str, typer.Option(help="The decision, as JSON.")] = '{"approved": true}',
+    yes: Annotated[
+        bool, typer.Option("--approve", help='Approve: the decision {"approved": true}.')
+    ] = False,
+    no: Annotated[
+        bool, typer.Option("--reject", help='Reject: the decision {"approved": false}.')
+    ] = False,
+    decision: Annotated[str | None, typer.Option(help="Any other decision, as JSON.")] = None,
     interrupt_id: Annotated[str | None, typer.Option(help="Which question, if several.")] = None,
-    db: DbOption = "sqlite:///wayline.db",
+    db: DbOption = DEFAULT_DB,
     tenant: TenantOption = "default",
 ) -> None:
-    """Decide a run's pending approval as an actor; without --digest, show what waits."""
+    """Decide a run's pending approval as an actor; without --digest, show what waits.
+
+    The decision is never implied: give exactly one of --approve, --reject, --decision JSON.
+    """
     import json
 
     from wayline.client import Wayline
     from wayline.control import Actor
 
     client = Wayline(_open(db), tenant=tenant)
-    try:
+    with _reported():
         if digest is None:
             for question in client.pending(run_id):
                 who_may = list(question.approvers or ["anyone"])
@@ -359,22 +354,28 @@ def approve(
                     f"{question.id}: {json.dumps(question.value, default=str)}\n"
                     f"  approvers {who_may}, digest {question.digest}"
                 )
-            console.print("decide with --digest DIGEST (the proposal you looked at)")
+            console.print(
+                "decide with --digest DIGEST (the proposal you looked at) and one of "
+                "--approve, --reject, --decision JSON"
+            )
             raise typer.Exit(2)
+        chosen = [
+            c for c, given in (("approve", yes), ("reject", no), ("decision", decision)) if given
+        ]
+        if len(chosen) != 1:
+            _fail(
+                "give exactly one of --approve, --reject, --decision JSON: nothing was decided", 2
+            )
+        value = {"approved": yes} if decision is None else json.loads(decision)
         who = Actor(id=actor, roles=tuple(role or ()), tenant=tenant)
-        client.resume(
-            run_id, json.loads(decision), actor=who, digest=digest, interrupt_id=interrupt_id
-        )
-    except (WaylineError, json.JSONDecodeError) as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(1) from None
+        client.resume(run_id, value, actor=who, digest=digest, interrupt_id=interrupt_id)
     console.print(f"run {run_id}: decision recorded; a worker (or invoke(None)) continues it")
 
 
 @app.command()
 def export(
     run_id: str,
-    db: DbOption = "sqlite:///wayline.db",
+    db: DbOption = DEFAULT_DB,
     tenant: TenantOption = "default",
     out: Annotated[Path | None, typer.Option(help="Write JSON here (default: stdout).")] = None,
 ) -> None:
@@ -383,11 +384,8 @@ def export(
 
     from wayline.client import Wayline
 
-    try:
+    with _reported():
         data = Wayline(_open(db), tenant=tenant).export(run_id)
-    except WaylineError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(1) from None
     text = json.dumps(data, indent=2, sort_keys=True)
     if out is None:
         print(text)
@@ -405,58 +403,104 @@ def purge(
     status: Annotated[
         str, typer.Option(help="With --older-than: statuses to purge, comma separated.")
     ] = "done,failed,cancelled",
-    db: DbOption = "sqlite:///wayline.db",
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="With --older-than: list what would go, erase nothing."),
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="With --older-than: erase without asking again.")
+    ] = False,
+    db: DbOption = DEFAULT_DB,
     tenant: TenantOption = "default",
 ) -> None:
-    """Erase a run, or apply a retention policy: every row, and blobs no other run uses."""
+    """Erase a run, or apply a retention policy: every row, and blobs no other run uses.
+
+    A bulk purge (--older-than) lists the runs it matches and erases them only with --yes;
+    --dry-run lists them and stops.
+    """
     from wayline.client import Wayline
     from wayline.control.retention import parse_age
 
     if (run_id is None) == (older_than is None):
-        console.print("[red]give a RUN_ID or --older-than, not both[/]")
-        raise typer.Exit(2)
+        _fail("give a RUN_ID or --older-than, not both", 2)
     client = Wayline(_open(db), tenant=tenant)
     if run_id is not None:
         deleted = client.purge(run_id)
         if not deleted:
-            console.print(f"[red]no run {run_id!r} for tenant {tenant!r}[/]")
-            raise typer.Exit(1)
+            _fail(f"no run {run_id!r} for tenant {tenant!r}")
         console.print(f"purged run {run_id}: {deleted} rows")
         return
-    try:
+    statuses = [s.strip() for s in status.split(",") if s.strip()]
+    _check_statuses(statuses)
+    with _reported(2):
         age = parse_age(older_than or "")
-    except WaylineError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(2) from None
-    purged = client.purge_older_than(age, statuses=status.split(","))
+    with _reported():
+        matched = client.purge_older_than(age, statuses=statuses, dry_run=True)
+    for rid in matched:
+        console.print(f"  {rid}")
+    what = (
+        f"{len(matched)} run(s) of tenant {tenant} in {','.join(statuses)} older than {older_than}"
+    )
+    if dry_run or not matched:
+        console.print(f"would purge {what}" if dry_run else f"nothing to purge: {what}")
+        return
+    if not yes:
+        _fail(f"would purge {what}: run again with --yes to erase them (nothing was erased)", 2)
+    with _reported():
+        purged = client.purge_older_than(age, statuses=statuses)
     console.print(f"purged {len(purged)} run(s) of tenant {tenant} older than {older_than}")
 
 
 @db_app.command("upgrade")
 def db_upgrade(
-    db: DbOption = "sqlite:///wayline.db",
+    db: DbOption = DEFAULT_DB,
     rls: Annotated[
         bool, typer.Option("--rls", help="PostgreSQL: enable row-level security per tenant.")
     ] = False,
 ) -> None:
-    """Apply the schema migrations the store lacks (safe with workers running)."""
-    store = _open(db, upgrade=True)
-    console.print(f"{db}: schema version {store.schema_version()}, up to date")
+    """Apply the schema migrations the store lacks (safe with workers running). A store it
+    must not touch (a newer wayline's, a damaged one, someone else's) is refused, exit 2."""
+    store = _open(db, upgrade=True, create=True)
+    console.print(f"{redact_url(db)}: schema version {store.schema_version()}, up to date")
     if rls:
         enable = getattr(store, "enable_rls", None)
         if enable is None:
-            console.print("[red]row-level security is a PostgreSQL feature[/]")
-            raise typer.Exit(2)
-        tables = enable()
+            _fail("row-level security is a PostgreSQL feature", 2)
+        with _reported():
+            tables = enable()
         console.print(f"row-level security on {len(tables)} tables: {', '.join(tables)}")
 
 
-def _open(url: str, *, upgrade: bool = False) -> wayline.Store:
+def _open(url: str, *, upgrade: bool = False, create: bool = False) -> wayline.Store:
+    """Open the store, or exit 2 with the reason. Only commands that may create a store
+    (a worker, ``db upgrade``) pass ``create``: any other, given a path with a typo, says
+    so instead of leaving an empty database behind."""
+    with _reported(2):
+        return wayline.connect(url, upgrade=upgrade, create=create)
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    """Print an error in red and exit with ``code`` (1: refused or failed; 2: bad usage)."""
+    console.print(f"[red]{escape(message)}[/]", highlight=False)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _reported(code: int = 1) -> Iterator[None]:
+    """A typed wayline error (or bad JSON from the command line) becomes one red line and
+    exit ``code``, never a traceback."""
+    import json
+
     try:
-        return wayline.connect(url, upgrade=upgrade)
-    except WaylineError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(2) from None
+        yield
+    except (WaylineError, json.JSONDecodeError) as exc:
+        _fail(str(exc), code)
+
+
+def _check_statuses(statuses: list[str]) -> None:
+    unknown = [s for s in statuses if s not in RUN_STATUSES]
+    if unknown or not statuses:
+        _fail(f"unknown status {', '.join(unknown) or '(none)'}: use {', '.join(RUN_STATUSES)}", 2)
 
 
 def _when(ts: float) -> str:

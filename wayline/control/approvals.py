@@ -19,7 +19,14 @@ from wayline.errors import ApprovalRefused, ResumeError, RunNotFoundError
 from wayline.store.base import Store
 from wayline.store.records import AuditRecord, InterruptRecord, RunRecord
 
-__all__ = ["Actor", "ApprovalPolicy", "ApprovalRequest", "decide", "role_policy"]
+__all__ = [
+    "Actor",
+    "ApprovalPolicy",
+    "ApprovalRequest",
+    "audit_refusal",
+    "decide",
+    "role_policy",
+]
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,14 +73,20 @@ def decide(
     interrupt_id: str | None = None,
     policy: ApprovalPolicy = role_policy,
 ) -> InterruptRecord:
-    """Check and record a decision on a run's open interrupt; returns the interrupt."""
+    """Check and record a decision on a run's open interrupt; returns the interrupt.
+
+    Every refusal on a run that exists is audited in that run's log, whatever the reason:
+    a wrong tenant, a run not waiting (a second decision after one was accepted), an
+    interrupt answered already or not open, an actor the policy refuses, a stale digest,
+    an expired proposal."""
+    who = actor.id if actor is not None else "anonymous"
     run = store.get_run(tenant_id, run_id)
     if run is None:
+        if actor is not None and actor.tenant != tenant_id:
+            # The actor claims another tenant: if the run is that tenant's, its log shows
+            # the attempt. The caller learns nothing more than "not found" here.
+            audit_refusal(store, actor.tenant, run_id, who, digest, "wrong_tenant", via=tenant_id)
         raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant_id!r}")
-    if run.status != "interrupted":
-        raise ResumeError(f"run {run_id!r} is {run.status}, not waiting for a decision")
-    target = _target(store, run, interrupt_id)
-    who = actor.id if actor is not None else "anonymous"
 
     def refuse(reason: str, message: str) -> ApprovalRefused:
         store.append_audit(AuditRecord(tenant_id, run_id, who, "decide", "refused", digest, reason))
@@ -84,6 +97,12 @@ def decide(
             "wrong_tenant",
             f"actor {actor.id!r} acts for tenant {actor.tenant!r}, not for this run's tenant",
         )
+    if run.status != "interrupted":
+        raise refuse("not_waiting", f"run {run_id!r} is {run.status}, not waiting for a decision")
+    try:
+        target = _target(store, run, interrupt_id)
+    except ResumeError as exc:
+        raise refuse("unknown_interrupt", str(exc)) from None
     if target.governed:
         proposal = codec.loads(target.value)
         if actor is None:
@@ -107,8 +126,26 @@ def decide(
     if not store.answer_interrupt(
         tenant_id, run_id, target.interrupt_id, codec.dumps(decision), accepted
     ):
-        raise ResumeError(f"interrupt {target.interrupt_id} was answered already")
+        raise refuse("already_answered", f"interrupt {target.interrupt_id} was answered already")
     return target
+
+
+def audit_refusal(
+    store: Store,
+    tenant_id: str,
+    run_id: str,
+    who: str,
+    digest: str | None,
+    reason: str,
+    *,
+    via: str,
+) -> None:
+    """Audit a decision refused before its run was reached (through a client of tenant
+    ``via``), in the run's own tenant, if the run exists there. Scoped by tenant like
+    every query: nothing is looked up across tenants."""
+    if store.get_run(tenant_id, run_id) is not None:
+        detail = f"{reason} (through tenant {via!r})"
+        store.append_audit(AuditRecord(tenant_id, run_id, who, "decide", "refused", digest, detail))
 
 
 def _target(store: Store, run: RunRecord, interrupt_id: str | None) -> InterruptRecord:

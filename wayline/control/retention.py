@@ -76,14 +76,17 @@ def purge_older_than(
     age_seconds: float,
     *,
     statuses: Sequence[str] = TERMINAL_STATUSES,
+    dry_run: bool = False,
 ) -> list[str]:
     """Purge the tenant's runs in ``statuses`` not updated for ``age_seconds``; each purge
-    is atomic. Returns the purged run ids."""
+    is atomic. Returns the purged run ids (``dry_run``: the ids it would purge, and
+    purges nothing)."""
     if age_seconds < 0:
         raise WaylineError("a retention age cannot be negative")
     purged = []
     for run_id in store.runs_before(tenant_id, time.time() - age_seconds, statuses):
-        store.purge_run(tenant_id, run_id)
+        if not dry_run:
+            store.purge_run(tenant_id, run_id)
         purged.append(run_id)
     return purged
 

@@ -9,14 +9,17 @@ from wayline.errors import StoreError, StoreURLError
 from wayline.store.base import Store
 from wayline.store.records import CommitBatch, RunRecord
 from wayline.store.sqlite import SQLiteStore
+from wayline.store.urls import redact_url
 
 if TYPE_CHECKING:
     from wayline.store.encrypted import KeyProvider
 
-__all__ = ["CommitBatch", "RunRecord", "SQLiteStore", "Store", "open_store"]
+__all__ = ["CommitBatch", "RunRecord", "SQLiteStore", "Store", "open_store", "redact_url"]
 
 
-def open_store(url: str, *, upgrade: bool = False, keys: KeyProvider | None = None) -> Store:
+def open_store(
+    url: str, *, upgrade: bool = False, keys: KeyProvider | None = None, create: bool = True
+) -> Store:
     """Open a store by URL: ``sqlite:///relative.db``, ``sqlite:////abs.db``,
     ``sqlite:///:memory:``, ``postgresql://user@host/db``; options as query parameters
     (SQLite ``?synchronous=NORMAL``; PostgreSQL ``?schema=NAME&synchronous_commit=off``).
@@ -25,6 +28,10 @@ def open_store(url: str, *, upgrade: bool = False, keys: KeyProvider | None = No
     with a clear error unless ``upgrade`` (``wayline db upgrade``) applies the migrations.
     With ``keys`` every payload is sealed before it reaches the database, and the store
     remembers it is encrypted: opened without keys later, it is refused (``KeysRequiredError``).
+    With ``create=False`` (for callers that only read) a missing or empty database is a
+    ``StoreNotFoundError`` and nothing is created. A database wayline must not touch (a newer
+    schema, a damaged version row, someone else's tables) is refused with a ``SchemaError``
+    before anything is written to it.
     """
     if not isinstance(url, str) or "://" not in url:
         raise StoreURLError(
@@ -45,7 +52,11 @@ def open_store(url: str, *, upgrade: bool = False, keys: KeyProvider | None = No
             raise StoreURLError(f"unknown SQLite URL option(s) {sorted(unknown)} in {url!r}")
         try:
             return SQLiteStore(
-                path, synchronous=options.get("synchronous", "FULL"), upgrade=upgrade, keys=keys
+                path,
+                synchronous=options.get("synchronous", "FULL"),
+                upgrade=upgrade,
+                keys=keys,
+                create=create,
             )
         except StoreError:
             raise
@@ -54,5 +65,5 @@ def open_store(url: str, *, upgrade: bool = False, keys: KeyProvider | None = No
     if parts.scheme in ("postgres", "postgresql"):
         from wayline.store.postgres import PostgresStore
 
-        return PostgresStore(url, upgrade=upgrade, keys=keys)
+        return PostgresStore(url, upgrade=upgrade, keys=keys, create=create)
     raise StoreURLError(f"unsupported store URL scheme {parts.scheme!r} in {url!r}")

@@ -20,8 +20,9 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from wayline.errors import StoreError, StoreURLError
+from wayline.errors import StoreError, StoreFullError, StoreNotFoundError, StoreURLError
 from wayline.store.sql_store import Executor, SQLStore, load_queries, split_statements
+from wayline.store.urls import redact_url
 
 try:
     import psycopg
@@ -73,9 +74,17 @@ class PostgresStore(SQLStore):
     WHERE table_schema = current_schema() AND table_name = 'wayline_meta'
     """
 
+    q_tables = Q_TABLES
     claim_lock = " FOR UPDATE SKIP LOCKED"
 
-    def __init__(self, url: str, *, upgrade: bool = False, keys: KeyProvider | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        upgrade: bool = False,
+        keys: KeyProvider | None = None,
+        create: bool = True,
+    ) -> None:
         self.url = url
         conninfo, options = _split_url(url)
         self.schema = options.get("schema", "public")
@@ -96,8 +105,14 @@ class PostgresStore(SQLStore):
         try:
             with psycopg.connect(conninfo, autocommit=True) as conn:
                 found = "SELECT 1 FROM pg_namespace WHERE nspname = %s"
-                if not conn.execute(found, (self.schema,)).fetchone():  # an app role may
-                    conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')  # not create
+                missing = not conn.execute(found, (self.schema,)).fetchone()
+                if missing and not create:
+                    raise StoreNotFoundError(
+                        f"there is no wayline store at {redact_url(url)}: the database has "
+                        f"no schema {self.schema!r}; check the URL (a read never creates one)"
+                    )
+                if missing:  # an app role may not create
+                    conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
             self._pool = ConnectionPool(
                 conninfo,
                 min_size=1,
@@ -107,10 +122,16 @@ class PostgresStore(SQLStore):
                 name="wayline",
             )
             self._pool.wait(timeout=30)
+        except StoreNotFoundError:
+            raise
         except Exception as exc:  # psycopg errors, OSError, the pool's timeout
-            raise StoreURLError(f"cannot open PostgreSQL store {_redact(url)}: {exc}") from exc
-        self._open_schema(upgrade=upgrade)
-        self._adopt_keys(keys)
+            raise StoreURLError(f"cannot open PostgreSQL store {redact_url(url)}: {exc}") from exc
+        try:
+            self._open_schema(upgrade=upgrade, create=create)
+            self._adopt_keys(keys)
+        except BaseException:
+            self._pool.close()  # a refused store holds no connections
+            raise
 
     def _lock_schema(self, db: Any) -> None:
         # Several workers may start at once: one migrates, the others wait, then see it done.
@@ -122,6 +143,12 @@ class PostgresStore(SQLStore):
             with self._pool.connection() as conn, conn.transaction():
                 self._scope(conn, tenant)
                 yield _Executor(conn)
+        except psycopg.errors.DiskFull as exc:
+            raise StoreFullError(
+                f"the PostgreSQL server's disk is full: {exc}. The write in flight was rolled "
+                "back and every step committed before it is intact; free space on the "
+                "server, then resume the run (a worker continues from its last committed step)"
+            ) from exc
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL write failed and was rolled back: {exc}") from exc
 
@@ -199,11 +226,3 @@ def _split_url(url: str) -> tuple[str, dict[str, str]]:
     rest = [(k, v) for k, v in query if k not in _WAYLINE_OPTIONS]
     scheme = "postgresql"
     return urlunsplit((scheme, parts.netloc, parts.path, urlencode(rest), "")), ours
-
-
-def _redact(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url

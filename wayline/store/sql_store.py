@@ -19,11 +19,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from wayline.errors import (
     CodecError,
     CorruptionError,
+    ForeignDatabaseError,
     KeysRequiredError,
     LeaseConflictError,
     LeaseLost,
+    NewerSchemaError,
     RunNotFoundError,
-    StoreError,
+    SchemaError,
+    StoreNotFoundError,
 )
 from wayline.store.payloads import Payloads
 from wayline.store.payloads import checksum as crc
@@ -41,6 +44,7 @@ from wayline.store.records import (
     SnapshotRecord,
 )
 from wayline.store.sql import queries
+from wayline.store.urls import redact_url
 
 if TYPE_CHECKING:
     from wayline.store.encrypted import KeyProvider
@@ -147,14 +151,12 @@ class SQLStore:
 
     def schema_version(self) -> int:
         """The version of the schema in the database; 0 when it has none yet."""
-        if not self._read(self.q_meta_exists, ()):
-            return 0
-        rows = self._read(Q_SCHEMA_VERSION, ())
-        return int(rows[0][0]) if rows else 0
+        return self._inspect_schema()
 
     def upgrade(self) -> list[str]:
         """Apply the migrations the database lacks, each in its own transaction, and
-        return their names. Safe to run from several processes at once."""
+        return their names. Safe to run from several processes at once. Refuses (writing
+        nothing) a database it must not touch: see ``_check_schema``."""
         applied = []
         set_version = Q_SET_SCHEMA_VERSION.replace("?", self.placeholder)
         for version, name, sql in migrations(self.dialect):
@@ -169,30 +171,85 @@ class SQLStore:
         return applied
 
     def schema_version_in(self, db: Executor) -> int:
-        exists = db.execute(self.q_meta_exists).fetchone()
-        if not exists:
+        """The schema version, read inside a transaction (after the migration lock)."""
+        tables = [name for (name,) in db.execute(self.q_tables).fetchall()]
+        row = db.execute(Q_SCHEMA_VERSION).fetchone() if "wayline_meta" in tables else None
+        return self._check_schema(tables, None if row is None else row[0])
+
+    def _inspect_schema(self) -> int:
+        """The schema version, read without a transaction and without writing."""
+        tables = self.table_names()
+        row = self._read(Q_SCHEMA_VERSION, ()) if "wayline_meta" in tables else []
+        return self._check_schema(tables, row[0][0] if row else None)
+
+    def _check_schema(self, tables: Sequence[str], stored: Any) -> int:
+        """The version a database is at, or a ``SchemaError`` for one wayline must refuse:
+        foreign tables and no ``wayline_meta`` (someone else's database), a ``wayline_meta``
+        without its version row (writing version 1 over it, as wayline once did, then
+        failed every later open), or a version above the newest migration (a newer
+        wayline's store: "up to date" would be a lie). 0: an empty database."""
+        ours = [t for t in tables if not t.startswith(("sqlite_", "pg_"))]
+        if "wayline_meta" not in ours:
+            if ours:
+                shown = ", ".join(sorted(ours)[:5]) + (", ..." if len(ours) > 5 else "")
+                raise ForeignDatabaseError(
+                    f"the database at {self.redacted_url} is not a wayline store: it holds "
+                    f"tables wayline did not create ({shown}) and no wayline_meta. Point "
+                    "--db at a new file or an empty database (PostgreSQL: its own schema, "
+                    "?schema=wayline); nothing was written to this one"
+                )
             return 0
-        row = db.execute(Q_SCHEMA_VERSION).fetchone()
-        return int(row[0]) if row else 0
+        if stored is None or not str(stored).isdigit():
+            raise SchemaError(
+                f"the database at {self.redacted_url} has wayline tables but its schema "
+                f"version row is {'missing' if stored is None else repr(stored)}: it was "
+                "edited by hand or damaged. Restore it from a backup, or put the version "
+                "back (INSERT INTO wayline_meta VALUES ('schema_version', 'N') with N the "
+                "version of the wayline that wrote it); nothing was written to it"
+            )
+        version = int(stored)
+        if version > SCHEMA_VERSION:
+            raise NewerSchemaError(
+                f"the database at {self.redacted_url} has wayline schema version {version}, "
+                f"newer than this wayline's {SCHEMA_VERSION} (it was written by a newer "
+                "wayline): upgrade wayline to use it; nothing was written to it"
+            )
+        return version
 
     q_meta_exists = ""
     """A query that returns a row when the ``wayline_meta`` table exists."""
+    q_tables = ""
+    """A query listing the tables of the database (PostgreSQL: of the current schema)."""
 
-    def _open_schema(self, *, upgrade: bool) -> None:
-        version = self.schema_version()
-        if version == 0 or upgrade:
+    @property
+    def redacted_url(self) -> str:
+        """The URL without its password, for messages and logs."""
+        return redact_url(self.url)
+
+    def _open_schema(self, *, upgrade: bool, create: bool = True) -> None:
+        """Check the schema before anything is written: refuse what wayline must not
+        touch, create the schema of an empty database (unless only reading: ``create``
+        False), or upgrade it when asked."""
+        version = self._inspect_schema()
+        if version == 0 and not create:
+            raise StoreNotFoundError(
+                f"there is no wayline store at {self.redacted_url} (the database is empty or "
+                "missing): check the URL or path; a worker or `wayline db "
+                "upgrade` creates one"
+            )
+        if version < SCHEMA_VERSION and version != 0 and not upgrade:
+            raise SchemaError(
+                f"the database at {self.redacted_url} has wayline schema version {version}, "
+                f"this wayline needs {SCHEMA_VERSION}: run `wayline db upgrade --db URL` "
+                "(runs in it stay resumable across the upgrade)"
+            )
+        self._prepare_writes()
+        if version < SCHEMA_VERSION:
             self.upgrade()
-        elif version < SCHEMA_VERSION:
-            raise StoreError(
-                f"the database at {self.url} has wayline schema version {version}, this wayline "
-                f"needs {SCHEMA_VERSION}: run `wayline db upgrade --db URL` (runs in it stay "
-                "resumable across the upgrade)"
-            )
-        elif version > SCHEMA_VERSION:
-            raise StoreError(
-                f"the database at {self.url} has wayline schema version {version}, newer than "
-                f"this wayline's {SCHEMA_VERSION}: upgrade wayline"
-            )
+
+    def _prepare_writes(self) -> None:
+        """Settings that change the database file (SQLite: WAL mode), applied only once
+        the schema check passed, so that a refused database is left byte for byte."""
 
     def _meta(self, key: str) -> str | None:
         if not self._read(self.q_meta_exists, ()):
@@ -297,10 +354,11 @@ class SQLStore:
         graphs: Sequence[tuple[str, str]],
         tenant_id: str | None = None,
     ) -> tuple[RunRecord, int] | None:
-        """Claim the oldest claimable run of these (graph name, version) pairs: new, waiting
-        to resume or retry, or abandoned by a worker whose lease expired (claimable at once:
-        no sweeper). A run of a version this worker lacks is left for one that has it.
-        Returns the run and the new fencing token."""
+        """Claim a claimable run of these (graph name, version) pairs: first one abandoned by
+        a worker whose lease expired (claimable at once: no sweeper, and no wait behind the
+        queue), else the oldest new run or one waiting to resume or retry. A run of a
+        version this worker lacks is left for one that has it. Returns the run and the new
+        fencing token."""
         if not graphs:
             return None
         now = time.time()

@@ -12,9 +12,10 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wayline.errors import StoreError, StoreURLError
+from wayline.errors import StoreError, StoreFullError, StoreNotFoundError, StoreURLError
 from wayline.store.sql_store import SQLStore, load_queries
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ class SQLiteStore(SQLStore):
     q = _QUERIES
     dialect = "sqlite"
     q_meta_exists = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'wayline_meta'"
+    q_tables = Q_TABLES
 
     def __init__(
         self,
@@ -42,6 +44,7 @@ class SQLiteStore(SQLStore):
         busy_timeout_ms: int = 10_000,
         upgrade: bool = False,
         keys: KeyProvider | None = None,
+        create: bool = True,
     ):
         level = synchronous.upper()
         if level not in SYNCHRONOUS_LEVELS:
@@ -54,17 +57,38 @@ class SQLiteStore(SQLStore):
         self.url = f"sqlite:///{path}" + ("" if level == "FULL" else f"?synchronous={level}")
         self._lock = threading.RLock()
         try:
+            # Only reading (create False): a path with a typo must not leave a database behind.
+            no_create = not create and path != ":memory:"
+            target = f"{Path(path).absolute().as_uri()}?mode=rw" if no_create else path
             self._db = sqlite3.connect(
-                path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
+                target,
+                uri=no_create,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=busy_timeout_ms / 1000,
             )
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            if path != ":memory:":
-                self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute(f"PRAGMA synchronous = {level}")
         except sqlite3.Error as exc:
+            if not create and not Path(path).exists():
+                raise StoreNotFoundError(
+                    f"there is no SQLite database at {path!r}: check the path (a read never "
+                    "creates one; a worker or `wayline db upgrade` does)"
+                ) from None
             raise StoreURLError(f"cannot open SQLite database {path!r}: {exc}") from exc
-        self._open_schema(upgrade=upgrade)
-        self._adopt_keys(keys)
+        try:
+            self._open_schema(upgrade=upgrade, create=create)
+            self._adopt_keys(keys)
+        except BaseException:
+            self._db.close()  # a refused store holds nothing open
+            raise
+
+    def _prepare_writes(self) -> None:
+        if self.path != ":memory:":
+            try:
+                self._db.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.Error as exc:
+                raise StoreURLError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
 
     @contextmanager
     def _tx(self, tenant: str | None = None) -> Iterator[sqlite3.Connection]:
@@ -74,21 +98,21 @@ class SQLiteStore(SQLStore):
             try:
                 db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite could not begin a transaction: {exc}") from exc
+                raise _write_error(exc, self.path, "could not begin a transaction") from exc
             try:
                 yield db
             except sqlite3.Error as exc:
-                db.execute("ROLLBACK")
-                raise StoreError(f"SQLite write failed and was rolled back: {exc}") from exc
+                _rollback(db)
+                raise _write_error(exc, self.path, "write failed and was rolled back") from exc
             except BaseException:
-                db.execute("ROLLBACK")
+                _rollback(db)
                 raise
             else:
                 try:
                     db.execute("COMMIT")
                 except sqlite3.Error as exc:
-                    db.execute("ROLLBACK")
-                    raise StoreError(f"SQLite commit failed: {exc}") from exc
+                    _rollback(db)
+                    raise _write_error(exc, self.path, "commit failed") from exc
 
     def _read(self, query: str, params: Sequence[Any], tenant: str | None = None) -> list[Any]:
         with self._lock:
@@ -117,3 +141,24 @@ class SQLiteStore(SQLStore):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    """Roll back what is still open. SQLite ends the transaction itself on some errors
+    (SQLITE_FULL among them): a blind ROLLBACK then raised "cannot rollback - no
+    transaction is active" over the error that mattered."""
+    if db.in_transaction:
+        db.execute("ROLLBACK")
+
+
+def _write_error(exc: sqlite3.Error, path: str, what: str) -> StoreError:
+    """A driver error as wayline's: the disk-full case typed, with what to do."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF == sqlite3.SQLITE_FULL:
+        return StoreFullError(
+            f"the SQLite database {path!r} is full (no space left on its disk, or its "
+            f"max_page_count reached): {exc}. The write in flight was rolled back and every "
+            "step committed before it is intact; free space, then resume the run "
+            "(`invoke(None)` or a worker continues from its last committed step)"
+        )
+    return StoreError(f"SQLite {what}: {exc}")

@@ -31,8 +31,12 @@ SELECT tenant_id, run_id FROM runs
 WHERE ({graphs}) AND status IN ('pending', 'running') AND cancel_requested = 0
     AND (lease_expires_at IS NULL OR lease_expires_at < ?) AND (wake_at IS NULL OR wake_at <= ?)
     AND (CAST(? AS TEXT) IS NULL OR tenant_id = ?)
-ORDER BY updated_at LIMIT 1{lock}
+ORDER BY (lease_expires_at IS NULL), updated_at LIMIT 1{lock}
 """
+"""A run whose lease expired (its worker died) goes first: it has waited a lease already,
+and its ``updated_at`` is its last commit, later than every run queued before that. Ordered
+by ``updated_at`` alone, a takeover waited behind the whole backlog (issue 9: a dead
+worker's runs claimed after runs queued seconds later). Then the oldest queued work."""
 Q_NEXT_EXPIRY = """
 SELECT MIN(lease_expires_at) FROM runs
 WHERE ({graphs}) AND status IN ('pending', 'running') AND cancel_requested = 0
