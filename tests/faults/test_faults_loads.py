@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from fault_graph import flip, pick, restore
+from fault_rows import flip_row as flip
+from fault_rows import pick
+from fault_rows import restore_row as restore
 
 import wayline
 from wayline import END, START, StateGraph, interrupt

@@ -11,20 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_graph import (
-    RESUME,
-    START_INPUT,
-    build,
-    cfg,
-    delete,
-    everything,
-    flip,
-    pick,
-    reference,
-    restore,
-    rows_of,
-    truncate,
-)
+from fault_graph import RESUME, START_INPUT, build, cfg, everything, reference
+from fault_rows import delete_row as delete
+from fault_rows import flip_row as flip
+from fault_rows import pick, rows_of
+from fault_rows import restore_row as restore
+from fault_rows import truncate_row as truncate
 
 import wayline
 from wayline.client import Wayline
