@@ -5,6 +5,7 @@ undamaged run, its effect performed once."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -139,3 +140,31 @@ def test_a_damaged_queued_input_leaves_the_run_failed_until_restored(
     worker.run(max_runs=1)
     assert app.get_state(cfg("q-1")).interrupts  # it ran to its question
     assert app.invoke(RESUME, cfg("q-1")) == reference(store)
+
+
+def test_runs_verify_lists_damage_of_an_unfinished_run_without_the_graph(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'verify.db'}"
+    store = wayline.connect(url)
+    waiting_run(store, Counter())
+    cli = [sys.executable, "-m", "wayline.cli.main", "runs", "verify", "f-1", "--db", url]
+
+    def verify() -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "COLUMNS": "300"}
+        return subprocess.run(cli, capture_output=True, text=True, timeout=120, env=env)
+
+    assert verify().returncode == 0
+    delta, segment = pick(store, "deltas", "f-1"), pick(store, "segments", "f-1")
+    truncate(store, "deltas", delta)  # a damaged header: no traceback, a named row
+    delete(store, "segments", segment)  # and every problem is listed, not only the first
+    damaged = verify()
+    assert damaged.returncode == 1, damaged.stdout + damaged.stderr
+    assert "Traceback" not in damaged.stdout + damaged.stderr
+    assert "deltas row of run 'f-1' at step 4" in damaged.stdout
+    assert "segments row of run 'f-1'" in damaged.stdout and "2 problem(s)" in damaged.stdout
+    restore(store, "deltas", delta)
+    restore(store, "segments", segment)
+    assert verify().returncode == 0
+    store.close()
