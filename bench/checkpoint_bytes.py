@@ -12,7 +12,7 @@ furthest from a snapshot), then ``verify`` compares the reconstruction with the 
 final commit recorded.
 
 LangGraph: ``SqliteSaver`` at n = 100 and 1,000, plain ``operator.add``, ``DeltaChannel``
-(snapshot_frequency 100, as in shared/ANCHORS.md) and the replace-only control. Bytes are
+(snapshot_frequency 100, as LangGraph's own figures use it) and the replace-only control. Bytes are
 what the saver serialized in ``put`` + ``put_writes`` (a counting JsonPlusSerializer
 subclass plus the metadata JSON ``put`` stores; see ``_common.counting_saver``), and the
 SQLite file size after folding the WAL in.

@@ -95,7 +95,7 @@ from wayline.client import SETTLED, Wayline
 REPO = c.BENCH_DIR.parent
 GRAPH_FILE = c.BENCH_DIR / "worker_graph.py"
 TENANT = "default"
-LANGGRAPH_SWEEP_S = 120.0  # shared/ANCHORS.md: LangGraph's hosted server, runs past heartbeat
+LANGGRAPH_SWEEP_S = 120.0  # LangGraph's hosted server (its docs): runs past heartbeat
 
 
 # -- worker processes ---------------------------------------------------------------------
@@ -906,7 +906,7 @@ def takeover_table(cells: list[dict[str, Any]]) -> None:
         " expiry -> B starts the blocked node again, that node's start -> its step committed.\n"
         "   * for reference, not measured: LangGraph's hosted server returns runs that missed "
         f"their heartbeat to the queue by a sweeper every {LANGGRAPH_SWEEP_S / 60:.0f} minutes "
-        "(shared/ANCHORS.md);\n     wayline has no sweeper: an idle worker's claim query takes"
+        "(its published figure);\n     wayline has no sweeper: an idle worker's claim query takes"
         " the run once the lease has expired."
     )
 

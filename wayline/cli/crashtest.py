@@ -4,7 +4,7 @@ For each key strategy x kill point x durability mode, N trials. A trial: a fresh
 ledger and a fresh SQLite store; a worker process runs prepare -> charge -> finalize and is
 SIGKILLed at the kill point; a fresh process resumes the run (``invoke(None, cfg)``); then
 the provider's ledger says how many charges there were. The expected picture (LangGraph
-and DBOS measured the same on this test, see shared/ANCHORS.md): killed after the provider
+1.2.22 and DBOS 3.4.0 measured the same, 5 trials a cell, 2026-11-30): killed after the provider
 committed and before the step did, ``naive`` and ``uuid4`` charge twice every time; a key
 that is stable across the re-execution charges once.
 """

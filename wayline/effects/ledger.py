@@ -30,7 +30,7 @@ from wayline.errors import (
     EffectIntentMismatch,
     EffectOutcomeUnknown,
 )
-from wayline.graph.algo import derive_id
+from wayline.ids import derive_id
 from wayline.store.base import Store
 from wayline.store.records import EffectRecord, EffectStatus
 

@@ -10,12 +10,12 @@ exact even for reducers whose result depends on how writes are grouped.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from wayline.graph.channels import MISSING, Barrier, Channel
 from wayline.graph.types import END, Send
+from wayline.ids import derive_id
 
 __all__ = [
     "PULL",
@@ -109,8 +109,3 @@ def values_of(channels: Mapping[str, Channel]) -> dict[str, Any]:
         for k, c in channels.items()
         if not isinstance(c, Barrier) and c.value is not MISSING
     }
-
-
-def derive_id(*parts: Any) -> str:
-    """A deterministic id: a replay or another process computes the same one."""
-    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:32]

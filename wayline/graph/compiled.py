@@ -24,7 +24,7 @@ from wayline.errors import (
     UnknownNodeError,
     WaylineError,
 )
-from wayline.graph.algo import derive_id, values_of
+from wayline.graph.algo import values_of
 from wayline.graph.channels import Barrier, Channel
 from wayline.graph.checkpoint import (
     DEFAULT_BLOB_THRESHOLD,
@@ -36,6 +36,7 @@ from wayline.graph.checkpoint import (
 from wayline.graph.context import reset_scope, set_scope
 from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome
 from wayline.graph.types import Interrupt, PregelTask, Send, StateSnapshot
+from wayline.ids import derive_id
 from wayline.store.base import Store
 from wayline.store.records import check_durability
 

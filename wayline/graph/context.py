@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import GraphInterrupt, WaylineError
-from wayline.graph.algo import derive_id
 from wayline.graph.types import Interrupt
+from wayline.ids import derive_id
 
 if TYPE_CHECKING:
     from wayline.effects.ledger import EffectLedger

@@ -2,7 +2,8 @@
 
 A full snapshot of a growing list rewrites everything every snapshot: quadratic bytes,
 only divided by ``snapshot_every`` (LangGraph's DeltaChannel at snapshot_frequency 100 wrote
-3.93 MB over 1,000 steps where the items were 0.5 MB; shared/ANCHORS.md). Here a snapshot
+3.93 MB over 1,000 steps where the items were 0.5 MB, LangGraph 1.2.22 measured on the
+2-vCPU dev machine on 2026-11-30). Here a snapshot
 of an append-only channel writes only the items appended since the previous snapshot, as
 one immutable level-1 segment, and an index naming its segments. Every ``FANOUT`` segments
 of one level merge into one segment of the next level (size-tiered, as in an LSM tree).
@@ -23,7 +24,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from wayline.graph.algo import derive_id
+from wayline.ids import derive_id
 
 __all__ = ["FANOUT", "LogIndex", "Segment", "advance"]
 

@@ -2,7 +2,7 @@
 
 ``synchronous`` is the database's own durability layer under wayline's modes. FULL (the
 default) survives a process kill and a power loss; NORMAL survives a process kill, not an
-OS crash. Measured on the 2-vCPU dev machine (shared/ANCHORS.md): one-row WAL commits at
+OS crash. Measured on the 2-vCPU dev machine (2026-11-30): one-row WAL commits at
 ~3,300/s with FULL and ~27,000/s with NORMAL (and as low as ~450/s with FULL on a busy day).
 """
 
