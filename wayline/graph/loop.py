@@ -28,6 +28,7 @@ from wayline.errors import (
     StepLimitError,
     VersionMismatchError,
 )
+from wayline.graph import probe
 from wayline.graph.algo import (
     PULL,
     ROUTE,
@@ -332,11 +333,13 @@ class RunLoop:
         if task.spec.path[0] == PULL:
             arg = self.graph.schema.to_node_input(values_of(self.channels))
         args = (arg, task.ctx) if spec.takes_ctx else (arg,)
+        probe.emit("task_start", self.tenant_id, self.run_id, task.step, task.spec.name, task.id)
         return spec.fn, args
 
     def outcome(self, task: ExecTask, output: Any) -> TaskOutcome:
         """Turn a node's return value into its writes, routing included (runs branches)."""
         name = task.spec.name
+        probe.emit("task_finish", self.tenant_id, self.run_id, task.step, name, task.id)
         update, goto = split_output(output, name)
         updates = update if isinstance(update, list) else [update]
         writes: list[tuple[str, Any]] = []
