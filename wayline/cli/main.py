@@ -239,6 +239,11 @@ def runs_show(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "de
         if field.endswith("_at") and isinstance(value, float):
             value = _when(value)
         table.add_row(field, str(value))
+    from wayline.graph.travel import load_origin
+
+    origin = load_origin(store, tenant, run_id)
+    if origin is not None:  # a fork: where it came from and how it treats effects
+        table.add_row("origin", origin.describe())
     console.print(table)
 
 
