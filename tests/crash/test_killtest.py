@@ -10,6 +10,7 @@ import killtest_graph
 import pytest
 from rich.console import Console
 
+import wayline
 from wayline.cli.killtest import run_killtest
 from wayline.cli.killtest_report import render
 
@@ -28,8 +29,10 @@ def _run(tmp_path: Path, db: str, **kw: object) -> tuple[int, dict, str]:
 
 
 def test_sync_kills_cost_only_the_node_in_flight(tmp_path: Path) -> None:
-    code, report, text = _run(tmp_path, f"sqlite:///{tmp_path / 'kt.db'}")
+    db = f"sqlite:///{tmp_path / 'kt.db'}"
+    code, report, text = _run(tmp_path, db)
     assert code == 0, text
+    assert wayline.connect(db).list_runs("default") == []  # the user's store is left as it was
     trials = report["trials"]
     assert len(trials) == 4
     assert {t["kill"].split()[0] for t in trials} >= {"random"}  # random moments too...

@@ -84,6 +84,8 @@ class Setup:
     seed: int
     kill_db: bool = False
     concurrency: int = 1
+    created: list[str] = dataclasses.field(default_factory=list)
+    """Every run the test made in the store (purged at the end unless ``--keep``)."""
 
 
 @dataclasses.dataclass
@@ -140,6 +142,7 @@ class Baseline:
 
 def _baseline(setup: Setup, app: CompiledGraph, mode: str) -> Baseline:
     run_id = f"kt-base-{mode}-{setup.seed}-{os.getpid()}"
+    setup.created.append(run_id)
     events = setup.workdir / f"{run_id}.events"
     child = _spawn(setup, events, run_id=run_id, mode=mode, resume=False)
     deadline = time.monotonic() + CHILD_TIMEOUT_S
@@ -193,6 +196,7 @@ def run_trial(
     pg: LocalPostgres | None,
 ) -> TrialResult:
     run_id = f"kt-{mode}-{setup.seed}-{index}-{os.getpid()}"
+    setup.created.append(run_id)
     result = TrialResult(mode, index, plan.label() + (" +db" if setup.kill_db else ""), run_id)
     ev1, ev2 = setup.workdir / f"{run_id}.1.events", setup.workdir / f"{run_id}.2.events"
     child = _spawn(setup, ev1, run_id=run_id, mode=mode, resume=False, plan=plan)
@@ -282,6 +286,7 @@ def run_fleet(
     takes them over once their leases lapse."""
     prefix = f"kt-fleet-{mode}-{setup.seed}-{index}-{os.getpid()}"
     ids = [f"{prefix}-{i}" for i in range(runs)]
+    setup.created.extend(ids)
     plan = KillPlan("task_start", rng.randint(runs, max(runs, runs * base.starts * 3 // 4)))
     result = TrialResult(mode, index, plan.label() + (" +db" if setup.kill_db else ""), prefix)
     result.runs = runs
@@ -437,6 +442,14 @@ def _store(setup: Setup) -> Iterator[wayline.Store]:
         store.close()
 
 
+def _purge(setup: Setup) -> None:
+    """Leave the user's store as it was: erase every run the test made."""
+    with _store(setup) as store:
+        client = Wayline(store, tenant=setup.tenant)
+        for run_id in setup.created:
+            client.purge(run_id)
+
+
 def _cfg(setup: Setup, run_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": run_id, "tenant": setup.tenant}}
 
@@ -458,6 +471,7 @@ def run_killtest(
     runs: int = 1,
     concurrency: int = 1,
     tenant: str = "default",
+    keep: bool = False,
 ) -> int:
     """Run the trials, print the table, write the JSON; 0 when every guarantee held,
     1 when one broke, 2 when the test could not be carried out."""
@@ -485,6 +499,9 @@ def run_killtest(
         except WaylineError as exc:
             console.print(f"[red]{exc}[/]")
             return 2
+        finally:
+            if not keep and pg is None:
+                _purge(setup)
     shown = db if pg is None else f"{db} (a private PostgreSQL)"
     report = summary(results, graph=graph, db=shown, seed=seed, kill_db=kill_db, runs=runs)
     console.print(render(report))

@@ -128,6 +128,7 @@ def killtest(
     runs: Annotated[int, typer.Option(min=1, help="Runs one worker holds when killed.")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="That worker's concurrency.")] = 1,
     tenant: TenantOption = "default",
+    keep: Annotated[bool, typer.Option(help="Keep the test's runs in the store.")] = False,
 ) -> None:
     """SIGKILL your graph's worker at node boundaries and random moments, resume it, and
     count executions the committed history missed, effects done twice, and state drift."""
@@ -155,6 +156,7 @@ def killtest(
             runs=runs,
             concurrency=max(concurrency, 1),
             tenant=tenant,
+            keep=keep,
         )
     )
 
