@@ -18,7 +18,7 @@ import pytest
 from wayline import END, START, StateGraph
 from wayline.client import Wayline
 from wayline.control import Actor
-from wayline.effects.replay import EffectCall
+from wayline.effects import EffectCall
 from wayline.errors import EffectReplayRefused, TimeTravelError
 from wayline.examples.payment_flow import post_charge
 from wayline.examples.payments import PaymentsService
