@@ -145,17 +145,15 @@ def _baseline(setup: Setup, app: CompiledGraph, mode: str) -> Baseline:
     setup.created.append(run_id)
     events = setup.workdir / f"{run_id}.events"
     child = _spawn(setup, events, run_id=run_id, mode=mode, resume=False)
-    deadline = time.monotonic() + CHILD_TIMEOUT_S
-    while child.poll() is None and not _has_events(events):
-        _tick(deadline, "the uninterrupted run's first event")
-    started = time.monotonic()  # the run itself, without the interpreter's start-up
-    seconds = _wait(child, events) - started
+    _wait(child, events)
     if child.returncode != 0:
         raise WaylineError(
             f"the uninterrupted run of {setup.graph} failed (exit {child.returncode}): "
             f"{_child_error(setup, run_id)}; fix the graph or its --input first"
         )
     evs = _events(events)
+    # the run itself, first task start to last finish: no interpreter start-up or exit
+    seconds = evs[-1]["t"] - evs[0]["t"] if evs else 0.0
     with _store(setup) as store:
         run = store.get_run(setup.tenant, run_id)
         digest = app.with_store(store).state_digest(_cfg(setup, run_id))
@@ -201,12 +199,12 @@ def run_trial(
     ev1, ev2 = setup.workdir / f"{run_id}.1.events", setup.workdir / f"{run_id}.2.events"
     child = _spawn(setup, ev1, run_id=run_id, mode=mode, resume=False, plan=plan)
     finished = _kill(setup, child, ev1, plan, pg, result)
-    if finished:
-        result.note = "ended first"
     with _store(setup) as store:
         run = store.get_run(setup.tenant, run_id)
         result.committed_step = run.step if run else None
         committed = _committed(store, setup.tenant, [run_id])
+    if finished or (run is not None and run.status == base.status and run.inbox is None):
+        result.note = "ended first"  # the kill came after the run had finished
     if result.committed_step is not None or not finished:
         resumer = _spawn(setup, ev2, run_id=run_id, mode=mode, resume=True)
         _wait(resumer, ev2)

@@ -23,7 +23,8 @@ from wayline.graph.probe import ProbeEvent
 
 __all__ = ["EventLog", "main", "parse_event"]
 
-FIELDS = ("pid", "kind", "run", "step", "node", "task", "key", "idempotent")
+FIELDS = ("pid", "kind", "run", "step", "node", "task", "key", "idempotent", "t")
+"""``t``: ``time.monotonic()``, one clock for every process on the machine (Linux)."""
 
 
 class EventLog:
@@ -44,7 +45,7 @@ class EventLog:
             str(v) for v in (self.pid, e.kind, e.run_id, e.step, e.node, e.task_id, e.key or "-")
         )
         with self.lock:
-            os.write(self.fd, f"{line}\t{int(e.idempotent)}\n".encode())
+            os.write(self.fd, f"{line}\t{int(e.idempotent)}\t{time.monotonic()}\n".encode())
             if e.kind != self.stop_kind:
                 return
             self.seen += 1
@@ -64,6 +65,7 @@ def parse_event(line: str) -> dict[str, Any] | None:
     ev["pid"], ev["step"] = int(ev["pid"]), int(ev["step"])
     ev["key"] = None if ev["key"] == "-" else ev["key"]
     ev["idempotent"] = ev["idempotent"] == "1"
+    ev["t"] = float(ev["t"])
     return ev
 
 
