@@ -207,3 +207,21 @@ def test_any_step_by_checkpoint_id_and_forks_read_from_a_copied_snapshot(url: st
 
 def _cid(snapshot: Any) -> dict[str, str]:
     return {"checkpoint_id": snapshot.config["configurable"]["checkpoint_id"]}
+
+
+def test_a_fork_of_a_live_fork_replays_the_live_forks_effects(
+    url: str, payments: PaymentsService
+) -> None:
+    app = finished_refund(url, payments)
+    client = Wayline(app.store, tenant="acme")
+    live = client.fork(RUN, PAID, effects="live", new_run_id="again", graph=app)
+    assert provider_calls(payments) == 2
+    replay = client.fork(live, PAID, graph=app)  # original: the live fork's own refund
+    assert provider_calls(payments) == 2
+    values = {
+        r: app.get_state({"configurable": {"thread_id": r, "tenant": "acme"}}).values
+        for r in (RUN, live, replay)
+    }
+    assert values[replay]["refund"] == values[live]["refund"] != values[RUN]["refund"]
+    origin = client.origin(replay)
+    assert origin is not None and (origin.run_id, origin.effects_of) == (live, live)
