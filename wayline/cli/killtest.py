@@ -211,7 +211,9 @@ def run_trial(
     with _store(setup) as store:
         run = store.get_run(setup.tenant, run_id)
         result.status = run.status if run else "absent"
-        if run is not None and run.status != "parked":
+        if run is None:
+            result.state_equal = False  # the run is gone: nothing equals what should be there
+        elif run.status != "parked":
             digest = app.with_store(store).state_digest(_cfg(setup, run_id))
             result.state_equal = digest == base.digest and run.status == base.status
     result.states_equal = int(bool(result.state_equal))
