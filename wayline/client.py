@@ -7,18 +7,22 @@ executes a node.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from wayline.codec import Codec, default_codec
 from wayline.control.approvals import Actor, ApprovalPolicy, audit_refusal, decide, role_policy
 from wayline.control.retention import TERMINAL_STATUSES, export_run, purge_older_than
 from wayline.control.versions import migrate_run
+from wayline.effects.replay import Substitute
 from wayline.errors import ConfigError, RunNotFoundError, TenantMismatchError
 from wayline.graph.checkpoint import encode_inbox
 from wayline.graph.compiled import CompiledGraph
+from wayline.graph.loop import default_owner
+from wayline.graph.travel import ForkOrigin, check_mode, create_fork, fork_id_for, load_origin
 from wayline.graph.types import Interrupt
 from wayline.store import open_store
 from wayline.store.base import Store
@@ -210,8 +214,68 @@ class Wayline:
         )
 
     def export(self, run_id: str, *, tenant: str | None = None) -> dict[str, Any]:
-        """Everything held for a run, decoded, as JSON-ready data (subject access)."""
-        return export_run(self.store, self.codec, self._tenant(tenant), run_id)
+        """Everything held for a run, decoded, as JSON-ready data (subject access); a
+        fork's ``origin`` (run, step, effect mode) on top."""
+        data = export_run(self.store, self.codec, self._tenant(tenant), run_id)
+        origin = load_origin(self.store, self._tenant(tenant), run_id)
+        data["origin"] = None if origin is None else dataclasses.asdict(origin)
+        return data
+
+    def fork(
+        self,
+        run_id: str,
+        step: int,
+        *,
+        new_run_id: str | None = None,
+        effects: str = "original",
+        graph: CompiledGraph | None = None,
+        substitutes: Mapping[str, Substitute] | None = None,
+        durability: str = "sync",
+        actor: str = "client",
+        tenant: str | None = None,
+    ) -> str:
+        """Fork ``run_id`` after ``step`` into a new run and return its id.
+
+        The fork shares the original's steps up to ``step``, records its origin, and runs
+        under ``effects``: ``"original"`` (the default: recorded outcomes, a new effect is
+        refused), ``"sandbox"`` (effects call ``substitutes[name](EffectCall)``) or
+        ``"live"`` (effects happen again under new keys; ask for it by name). With ``graph``
+        the fork runs here and now (``invoke``); without, it waits for a worker (a sandbox
+        fork needs its substitutes, so run those here).
+        """
+        tenant = self._tenant(tenant)
+        check_mode(effects)
+        new_run_id = new_run_id or fork_id_for(self.store, tenant, run_id, step)
+        if graph is None:
+            owner = default_owner()
+            token = create_fork(
+                self.store,
+                tenant,
+                run_id,
+                step,
+                new_run_id=new_run_id,
+                effects=effects,
+                owner=owner,
+                durability=durability,
+                actor=actor,
+            )
+            self.store.release(tenant, new_run_id, token)
+            return new_run_id
+        conf = {
+            "thread_id": run_id,
+            "tenant": tenant,
+            "step": step,
+            "fork_id": new_run_id,
+            "effects": effects,
+            "substitutes": dict(substitutes or {}),
+            "actor": actor,
+        }
+        graph.with_store(self.store).invoke(None, {"configurable": conf}, durability=durability)
+        return new_run_id
+
+    def origin(self, run_id: str, *, tenant: str | None = None) -> ForkOrigin | None:
+        """Where a fork came from (None: the run is not a fork)."""
+        return load_origin(self.store, self._tenant(tenant), run_id)
 
     def migrate(
         self,

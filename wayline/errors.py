@@ -27,9 +27,11 @@
     ├── VersionMismatchError        the run was written by code this graph no longer matches
     ├── ResumeError                 a resume does not fit the run's current state
     │   └── ApprovalRefused         the actor, digest or expiry does not allow the decision
+    ├── TimeTravelError             a checkpoint or fork asked for does not fit the run
     └── EffectError                 a side effect could not be completed as asked
         ├── EffectIntentMismatch    same idempotency key, different request
         ├── EffectFailed            the effect failed for good (retries exhausted)
+        ├── EffectReplayRefused     a replay or fork would perform an effect it may not
         └── RunParkedError          an effect's outcome is unknown; an operator must decide
 
     WaylineSignal (BaseException)   control flow a node must not swallow
@@ -59,6 +61,7 @@ __all__ = [
     "EffectFailed",
     "EffectIntentMismatch",
     "EffectOutcomeUnknown",
+    "EffectReplayRefused",
     "ForeignDatabaseError",
     "GraphError",
     "GraphInterrupt",
@@ -82,6 +85,7 @@ __all__ = [
     "StoreNotFoundError",
     "StoreURLError",
     "TenantMismatchError",
+    "TimeTravelError",
     "UnknownNodeError",
     "VersionMismatchError",
     "WaylineError",
@@ -258,6 +262,11 @@ class ResumeError(WaylineError):
     """A resume value or command does not match the run's pending interrupts."""
 
 
+class TimeTravelError(WaylineError):
+    """A checkpoint or fork asked for does not fit the run: a step it has not reached, a
+    checkpoint id of another run, a fork id already taken, an unknown effect mode."""
+
+
 class ApprovalRefused(ResumeError):
     """A decision on an approval was refused; it was audited and changed nothing else.
 
@@ -296,6 +305,18 @@ class EffectFailed(EffectError):
             f"effect {key!r} failed for good: {reason}. Retry it under the same key with "
             f"`wayline effects resolve RUN {key} --retry`, then resume the run"
         )
+
+
+class EffectReplayRefused(EffectError):
+    """A replay or fork reached an effect its effect mode does not allow it to perform:
+    under ``effects="original"`` one the original run did not perform (with this request),
+    under ``effects="sandbox"`` one with no substitute registered. Nothing was sent."""
+
+    def __init__(self, name: str, key: str, mode: str, message: str) -> None:
+        self.name = name
+        self.key = key
+        self.mode = mode
+        super().__init__(message)
 
 
 class RunParkedError(EffectError):

@@ -12,6 +12,7 @@ import pytest
 import wayline
 from wayline import END, START, Command, NodeContext, Send, StateGraph
 from wayline.errors import ResumeError, UnknownNodeError, WaylineError
+from wayline.graph.travel import checkpoint_id
 
 
 class State(TypedDict):
@@ -467,9 +468,9 @@ def test_get_state_of_a_finished_run() -> None:
     assert snap.metadata["step"] == 2
     assert snap.metadata["status"] == "done"
     assert snap.config["configurable"]["thread_id"] == "t"
-    assert snap.parent_config == {
-        "configurable": {"thread_id": "t", "tenant": "default", "step": 1}
-    }
+    parent = {"thread_id": "t", "tenant": "default", "step": 1}
+    parent["checkpoint_id"] = checkpoint_id("default", "t", 1)  # LangGraph's name for it
+    assert snap.parent_config == {"configurable": parent}
     assert snap.created_at is not None
     assert snap.interrupts == ()
 

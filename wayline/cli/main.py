@@ -106,6 +106,62 @@ def crashtest(
 
 
 @app.command()
+def killtest(
+    graph: Annotated[str, typer.Argument(help="Your graph: module:attribute or file.py:attr.")],
+    db: DbOption = "sqlite:///wayline-killtest.db",
+    input: Annotated[str, typer.Option("--input", help="The run's input, as JSON.")] = "{}",
+    trials: Annotated[int, typer.Option(min=1, help="Trials per durability mode.")] = 20,
+    modes: Annotated[str, typer.Option(help="Durability modes: sync, async, exit.")] = (
+        "sync,async,exit"
+    ),
+    seed: Annotated[int, typer.Option(help="Seed of the kill schedule.")] = 0,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Write every trial's result here.")
+    ] = None,
+    kill_db: Annotated[
+        bool,
+        typer.Option(
+            "--kill-db",
+            help="Also kill the database server (--db embedded-postgres[?synchronous_commit=off]).",
+        ),
+    ] = False,
+    runs: Annotated[int, typer.Option(min=1, help="Runs one worker holds when killed.")] = 1,
+    concurrency: Annotated[int, typer.Option(min=1, help="That worker's concurrency.")] = 1,
+    tenant: TenantOption = "default",
+    keep: Annotated[bool, typer.Option(help="Keep the test's runs in the store.")] = False,
+) -> None:
+    """SIGKILL your graph's worker at node boundaries and random moments, resume it, and
+    count executions the committed history missed, effects done twice, and state drift."""
+    from wayline.cli import killtest as kt
+
+    try:
+        chosen = [m.strip() for m in modes.split(",") if m.strip()]
+        bad = sorted(set(chosen) - set(kt.MODES))
+        if bad or not chosen:
+            raise ValueError(f"unknown durability mode(s) {bad}; choose from {list(kt.MODES)}")
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
+    raise typer.Exit(
+        kt.run_killtest(
+            console,
+            graph=graph,
+            db=db,
+            input=input,
+            trials=trials,
+            modes=chosen,
+            seed=seed,
+            json_path=json_path,
+            kill_db=kill_db,
+            runs=runs,
+            concurrency=max(concurrency, 1),
+            tenant=tenant,
+            keep=keep,
+        )
+    )
+
+
+@app.command()
 def worker(
     graphs: Annotated[
         list[str], typer.Argument(help="Graphs to serve, as module:attribute (or file.py:attr).")
@@ -185,6 +241,11 @@ def runs_show(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "de
         if field.endswith("_at") and isinstance(value, float):
             value = _when(value)
         table.add_row(field, str(value))
+    from wayline.graph.travel import load_origin
+
+    origin = load_origin(store, tenant, run_id)
+    if origin is not None:  # a fork: where it came from and how it treats effects
+        table.add_row("origin", origin.describe())
     console.print(table)
 
 

@@ -24,6 +24,7 @@ from wayline.errors import (
     UnknownNodeError,
     WaylineError,
 )
+from wayline.graph import travel
 from wayline.graph.algo import values_of
 from wayline.graph.channels import Barrier, Channel
 from wayline.graph.checkpoint import (
@@ -34,7 +35,7 @@ from wayline.graph.checkpoint import (
     state_digest,
 )
 from wayline.graph.context import reset_scope, set_scope
-from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome
+from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome, default_owner
 from wayline.graph.types import Interrupt, PregelTask, Send, StateSnapshot
 from wayline.ids import derive_id
 from wayline.store.base import Store
@@ -198,6 +199,11 @@ class CompiledGraph:
         config.setdefault("configurable", {})
         config["configurable"] = {**config["configurable"], "thread_id": run_id}
         check_durability(durability)
+        owner, token = default_owner(), None
+        fork = travel.open_replay(self, config, tenant, run_id, owner)
+        if fork is not None:  # a past checkpoint (or a fork_id): run a fork of it
+            run_id, token = fork
+            config["configurable"] = {**config["configurable"], "thread_id": run_id}
         return RunLoop(
             self,
             tenant_id=tenant,
@@ -205,6 +211,8 @@ class CompiledGraph:
             durability=durability,
             step_limit=int(config.get("recursion_limit", DEFAULT_STEP_LIMIT)),
             config=config,
+            owner=owner,
+            token=token,
         )
 
     def run_loop(self, loop: RunLoop, input: Any) -> Iterator[tuple[str, Any]]:
@@ -281,8 +289,8 @@ class CompiledGraph:
         cfg = {"configurable": {"thread_id": run_id, "tenant": tenant}}
         if run is None:
             return StateSnapshot({}, (), cfg, {}, None, None, ())
-        at = config.get("configurable", {}).get("step", run.step)
-        at = min(int(at), run.step)
+        at = travel.requested_step(config, tenant, run_id)
+        at = run.step if at is None else min(at, run.step)
         rec = reconstruct(self.store, self.codec, self.new_channels(), tenant, run_id, at)
         interrupts: list[Interrupt] = []
         tasks = []
@@ -318,8 +326,8 @@ class CompiledGraph:
             "replayed_steps": rec.folds,
             "rows_read": rec.rows_read,
         }
-        step_cfg = {"configurable": {**cfg["configurable"], "step": at}}
-        parent = {"configurable": {**cfg["configurable"], "step": at - 1}} if at > 0 else None
+        step_cfg = {"configurable": {**cfg["configurable"], **_at(tenant, run_id, at)}}
+        parent = {"configurable": {**cfg["configurable"], **_at(tenant, run_id, at - 1)}}
         updated = dt.datetime.fromtimestamp(run.updated_at, dt.UTC).isoformat()
         return StateSnapshot(
             values=values_of(rec.channels),
@@ -328,7 +336,7 @@ class CompiledGraph:
             config=step_cfg,
             metadata=meta,
             created_at=updated if latest else None,
-            parent_config=parent,
+            parent_config=parent if at > 0 else None,
             tasks=tuple(tasks),
             interrupts=tuple(interrupts),
         )
@@ -376,7 +384,8 @@ class CompiledGraph:
             raise
         finally:
             loop.close(error)
-        return {"configurable": {"thread_id": run_id, "tenant": tenant, "step": loop.step}}
+        at = _at(tenant, loop.run_id, loop.step)  # a past checkpoint's edit went to a fork
+        return {"configurable": {"thread_id": loop.run_id, "tenant": tenant, **at}}
 
     def verify(self, config: Mapping[str, Any]) -> Verification:
         """Reconstruct a finished run from the store and compare it with the digest its
@@ -474,6 +483,11 @@ def _result(loop: RunLoop) -> dict[str, Any]:
     if loop.raised:
         out["__interrupt__"] = list(loop.raised)
     return out
+
+
+def _at(tenant: str, run_id: str, step: int) -> dict[str, Any]:
+    """A step's address in a config: wayline's ``step`` and LangGraph's ``checkpoint_id``."""
+    return {"step": step, "checkpoint_id": travel.checkpoint_id(tenant, run_id, step)}
 
 
 def _modes(stream_mode: str | Sequence[str]) -> tuple[set[str], bool]:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import GraphInterrupt, WaylineError
+from wayline.graph import probe
 from wayline.graph.types import Interrupt
 from wayline.ids import derive_id
 
@@ -124,6 +125,16 @@ class NodeContext(Mapping[str, Any]):
         ``key`` replaces the derived key with a business key; ``reconcile(key)`` asks the
         provider about an unknown outcome (return its result, or ``wayline.effects.NOT_FOUND``).
         """
+        if probe.installed():  # a harness counting dispatches (wayline killtest)
+            fn = probe.wrap_effect(
+                fn,
+                tenant=self.tenant,
+                run_id=self.run_id,
+                step=self.step,
+                node=self.node,
+                task_id=self.task_id,
+                idempotent=idempotent,
+            )
         return self._ledger().effect(
             name,
             fn,

