@@ -28,11 +28,12 @@
     ├── ResumeError                 a resume does not fit the run's current state
     │   └── ApprovalRefused         the actor, digest or expiry does not allow the decision
     ├── TimeTravelError             a checkpoint or fork asked for does not fit the run
-    └── EffectError                 a side effect could not be completed as asked
-        ├── EffectIntentMismatch    same idempotency key, different request
-        ├── EffectFailed            the effect failed for good (retries exhausted)
-        ├── EffectReplayRefused     a replay or fork would perform an effect it may not
-        └── RunParkedError          an effect's outcome is unknown; an operator must decide
+    ├── EffectError                 a side effect could not be completed as asked
+    │   ├── EffectIntentMismatch    same idempotency key, different request
+    │   ├── EffectFailed            the effect failed for good (retries exhausted)
+    │   ├── EffectReplayRefused     a replay or fork would perform an effect it may not
+    │   └── RunParkedError          an effect's outcome is unknown; an operator must decide
+    └── AuthError                   an API key is missing, unknown, revoked or lacks a scope
 
     WaylineSignal (BaseException)   control flow a node must not swallow
     ├── GraphInterrupt
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ApprovalRefused",
+    "AuthError",
     "CodecError",
     "ConfigError",
     "CorruptionError",
@@ -332,6 +334,17 @@ class RunParkedError(EffectError):
             f"`wayline effects resolve {run_id} {key} --succeeded|--failed|--retry`, "
             "and resume the run"
         )
+
+
+class AuthError(WaylineError):
+    """A request to the server had no valid API key, or its key lacks the scope it needs.
+
+    ``status`` is the HTTP status the server answers with (401: who are you; 403: not this).
+    """
+
+    def __init__(self, message: str, *, status: int = 401) -> None:
+        self.status = status
+        super().__init__(message)
 
 
 class WaylineSignal(BaseException):

@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import wayline
+from wayline.cli.serve import register as register_server
 from wayline.errors import WaylineError
 from wayline.store.records import RunStatus
 from wayline.store.urls import redact_url
@@ -570,6 +571,9 @@ def _when(ts: float) -> str:
 
 def main() -> None:
     app()
+
+
+register_server(app)  # wayline serve, wayline keys (wayline/cli/serve.py)
 
 
 if __name__ == "__main__":

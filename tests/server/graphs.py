@@ -1,0 +1,129 @@
+"""Graphs the server tests serve."""
+
+from __future__ import annotations
+
+import operator
+import time
+from typing import Annotated, Any, TypedDict
+
+from wayline import END, START, StateGraph, interrupt
+from wayline.graph.context import NodeContext
+
+
+class State(TypedDict, total=False):
+    items: Annotated[list[str], operator.add]
+    n: int
+
+
+def _a(s: State) -> dict[str, Any]:
+    return {"items": ["a"], "n": s.get("n", 0) + 1}
+
+
+def _ask(s: State) -> dict[str, Any]:
+    answer = interrupt({"question": "ok?", "n": s["n"]})
+    return {"items": [f"answer:{answer}"]}
+
+
+def _b(s: State) -> dict[str, Any]:
+    return {"items": ["b"]}
+
+
+def ask() -> Any:
+    g = StateGraph(State, name="ask")
+    g.add_node("a", _a)
+    g.add_node("ask", _ask)
+    g.add_node("b", _b)
+    g.add_edge(START, "a")
+    g.add_edge("a", "ask")
+    g.add_edge("ask", "b")
+    g.add_edge("b", END)
+    return g
+
+
+def simple() -> Any:
+    g = StateGraph(State, name="simple")
+    g.add_node("a", _a)
+    g.add_node("b", _b)
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", END)
+    return g
+
+
+STEP_SECONDS = 0.05
+
+
+def _tick(s: State) -> dict[str, Any]:
+    time.sleep(STEP_SECONDS)  # a slow model call: long enough to cancel or drop off mid-run
+    return {"items": [f"t{s.get('n', 0)}"], "n": s.get("n", 0) + 1}
+
+
+def slow() -> Any:
+    """Ticks until n reaches the input's target (n counts up from the input)."""
+
+    class Slow(TypedDict, total=False):
+        items: Annotated[list[str], operator.add]
+        n: int
+        until: int
+
+    g = StateGraph(Slow, name="slow")
+    g.add_node("tick", _tick)
+    g.add_edge(START, "tick")
+    g.add_conditional_edges("tick", lambda s: "tick" if s["n"] < s.get("until", 40) else END)
+    return g
+
+
+class Refund(TypedDict, total=False):
+    amount: int
+    decision: dict[str, Any]
+    receipt: dict[str, Any]
+    items: Annotated[list[str], operator.add]
+
+
+def _approve(s: Refund) -> dict[str, Any]:
+    decision = interrupt({"refund": s["amount"]}, approvers=["finance"], expires_in=3600)
+    return {"decision": decision}
+
+
+def _pay(s: Refund, ctx: NodeContext) -> dict[str, Any]:
+    receipt = ctx.effect(
+        "refund",
+        lambda key: {"id": f"re_{key[:8]}", "amount": s["amount"]},
+        request={"amount": s["amount"]},
+    )
+    return {"receipt": receipt, "items": ["paid"]}
+
+
+def refund() -> Any:
+    g = StateGraph(Refund, name="refund")
+    g.add_node("approve", _approve)
+    g.add_node("pay", _pay)
+    g.add_edge(START, "approve")
+    g.add_conditional_edges("approve", lambda s: "pay" if s["decision"].get("approved") else END)
+    g.add_edge("pay", END)
+    return g
+
+
+def _boom(s: State) -> dict[str, Any]:
+    raise ValueError("the model refused")
+
+
+def failing() -> Any:
+    g = StateGraph(State, name="failing")
+    g.add_node("boom", _boom)
+    g.add_edge(START, "boom")
+    g.add_edge("boom", END)
+    return g
+
+
+def compiled(store: Any) -> dict[str, Any]:
+    return {
+        name: fn().compile(store)
+        for name, fn in {
+            "ask": ask,
+            "simple": simple,
+            "slow": slow,
+            "refund": refund,
+            "failing": failing,
+        }.items()
+    }

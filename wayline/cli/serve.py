@@ -1,0 +1,156 @@
+"""``wayline serve`` and ``wayline keys``: registered on the main command by ``register``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from wayline.errors import WaylineError
+
+__all__ = ["register"]
+
+console = Console()
+DbOption = Annotated[
+    str, typer.Option("--db", envvar="WAYLINE_DB", help="Store URL, e.g. sqlite:///runs.db")
+]
+keys_app = typer.Typer(help="API keys for wayline serve.", no_args_is_help=True)
+
+
+def _store(db: str):  # type: ignore[no-untyped-def]
+    import wayline
+
+    try:
+        return wayline.connect(db)
+    except WaylineError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
+
+
+def _split(text: str) -> list[str]:
+    return [p.strip() for p in text.split(",") if p.strip()]
+
+
+def serve(
+    graphs: Annotated[
+        list[str] | None,
+        typer.Argument(help="Assistants to serve, as NAME=module:attr (or NAME=file.py:attr)."),
+    ] = None,
+    db: DbOption = "sqlite:///wayline.db",
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8123,
+    workers: Annotated[
+        int, typer.Option(help="Runs executed at once in this process (0: wayline worker does).")
+    ] = 4,
+    dev: Annotated[
+        bool, typer.Option(help="Accept requests without a key (loopback only).")
+    ] = False,
+    demo: Annotated[
+        bool, typer.Option(help="Serve the demo graphs and print a demo key (tenant default).")
+    ] = False,
+    max_body: Annotated[int, typer.Option(help="Largest request body, bytes.")] = 1 << 20,
+) -> None:
+    """Serve the LangGraph Platform HTTP API, wayline's routes and the dashboard (/ui)."""
+    from wayline.cli.loading import load_graph
+    from wayline.control.keys import create_key
+    from wayline.server import ServerConfig
+    from wayline.server.serve import serve as run_server
+    from wayline.store.server_tables import server_tables
+
+    specs = list(graphs or [])
+    if demo:
+        from wayline.examples.serve_demo import DEMO_GRAPHS
+
+        specs += [f"{name}={spec}" for name, spec in DEMO_GRAPHS.items()]
+    store = _store(db)
+    try:
+        compiled = {}
+        for spec in specs:
+            name, sep, target = spec.partition("=")
+            if not sep or not name or not target:
+                raise WaylineError(f"graph {spec!r} must look like NAME=module:attribute")
+            compiled[name] = load_graph(target, store)
+        if demo:
+            key, _ = create_key(
+                server_tables(store), tenant="default", actor="demo", roles=("finance",),
+                scopes=("admin",), label="wayline serve --demo",
+            )
+            console.print("demo key (tenant default, actor demo, role finance):")
+            console.print(key, soft_wrap=True)
+        config = ServerConfig(workers=workers, dev=dev, max_body_bytes=max_body)
+        console.print(f"serving {', '.join(compiled)} on http://{host}:{port} (dashboard: /ui)")
+        run_server(store, compiled, host=host, port=port, config=config)
+    except WaylineError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
+
+
+@keys_app.command("create")
+def keys_create(
+    db: DbOption = "sqlite:///wayline.db",
+    tenant: Annotated[str, typer.Option(help="The tenant every request is scoped to.")] = "default",
+    actor: Annotated[str, typer.Option(help="Who requests made with the key act as.")] = "",
+    roles: Annotated[str, typer.Option(help="Roles, comma-separated (approvals).")] = "",
+    scopes: Annotated[str, typer.Option(help="read, execute or admin (comma-separated).")] = (
+        "execute"
+    ),
+    label: Annotated[str, typer.Option(help="A note to recognise the key by.")] = "",
+) -> None:
+    """Create a key; it is printed once, as the last line (only its hash is stored)."""
+    from wayline.control.keys import create_key
+    from wayline.store.server_tables import server_tables
+
+    try:
+        key, rec = create_key(
+            server_tables(_store(db)), tenant=tenant, actor=actor, roles=_split(roles),
+            scopes=_split(scopes), label=label,
+        )
+    except WaylineError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
+    console.print(
+        f"key {rec.key_id}: tenant {rec.tenant_id}, actor {rec.actor}, roles "
+        f"{list(rec.roles)}, scopes {list(rec.scopes)} (shown once; store it now)"
+    )
+    print(key)
+
+
+@keys_app.command("list")
+def keys_list(
+    db: DbOption = "sqlite:///wayline.db",
+    tenant: Annotated[str, typer.Option(help="Tenant whose keys to list.")] = "default",
+) -> None:
+    """The tenant's keys (ids, actors, roles, scopes; never the keys)."""
+    from wayline.store.server_tables import server_tables
+
+    table = Table()
+    for col in ("key id", "actor", "roles", "scopes", "label", "revoked"):
+        table.add_column(col)
+    for k in server_tables(_store(db)).list_keys(tenant):
+        table.add_row(
+            k.key_id, k.actor, ",".join(k.roles), ",".join(k.scopes), k.label,
+            "yes" if k.revoked_at is not None else "",
+        )
+    console.print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: str,
+    db: DbOption = "sqlite:///wayline.db",
+    tenant: Annotated[str, typer.Option(help="The key's tenant.")] = "default",
+) -> None:
+    """Revoke a key by id: requests with it are refused (within the server's key cache)."""
+    from wayline.store.server_tables import server_tables
+
+    if not server_tables(_store(db)).revoke_key(tenant, key_id):
+        console.print(f"[red]no live key {key_id} for tenant {tenant}[/]")
+        raise typer.Exit(1)
+    console.print(f"key {key_id} revoked")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(serve)
+    app.add_typer(keys_app, name="keys")

@@ -1,0 +1,306 @@
+"""The LangGraph Platform routes ``langgraph-sdk`` uses: assistants, threads, state,
+history, runs (background, wait, stream, join, cancel), stateless runs. Same paths, same
+fields, same status values, same SSE event names; each handler is a thin shell over
+``Service`` (run in a worker thread) and ``RunWatch``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from sse_starlette.sse import EventSourceResponse
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from wayline.server.http import ApiError, call, principal, read_json, reply
+from wayline.server.service import RunStart, Service
+from wayline.server.stream import RunWatch, sse_events
+
+__all__ = ["routes"]
+
+WAIT_POLL = 0.02
+
+
+def _svc(request: Request) -> Service:
+    svc: Service = request.app.state.service
+    return svc
+
+
+# -- assistants ---------------------------------------------------------------------------
+
+
+async def assistants_search(request: Request) -> Response:
+    principal(request).require("read")
+    body = await read_json(request)
+    graph_id = body.get("graph_id")
+    found = [
+        a.to_json()
+        for a in _svc(request).registry.assistants
+        if graph_id is None or a.name == graph_id
+    ]
+    offset = int(body.get("offset") or 0)
+    return reply(found[offset : offset + int(body.get("limit") or 10)])
+
+
+async def assistants_count(request: Request) -> Response:
+    principal(request).require("read")
+    return reply(len(_svc(request).registry.assistants))
+
+
+async def assistant_get(request: Request) -> Response:
+    principal(request).require("read")
+    return reply(_svc(request).registry.get(request.path_params["aid"]).to_json())
+
+
+async def assistant_graph(request: Request) -> Response:
+    principal(request).require("read")
+    return reply(_svc(request).registry.get(request.path_params["aid"]).graph_json())
+
+
+async def assistant_schemas(request: Request) -> Response:
+    principal(request).require("read")
+    return reply(_svc(request).registry.get(request.path_params["aid"]).schemas_json())
+
+
+# -- threads ------------------------------------------------------------------------------
+
+
+async def threads_create(request: Request) -> Response:
+    who = principal(request)
+    who.require("execute")
+    body = await read_json(request)
+    return reply(await call(_svc(request).create_thread, who, body))
+
+
+async def threads_search(request: Request) -> Response:
+    who = principal(request)
+    who.require("read")
+    body = await read_json(request)
+    return reply(await call(_svc(request).search_threads, who, body))
+
+
+async def threads_count(request: Request) -> Response:
+    who = principal(request)
+    who.require("read")
+    await read_json(request)
+    return reply(await call(_svc(request).count_threads, who))
+
+
+async def thread_get(request: Request) -> Response:
+    who = principal(request)
+    who.require("read")
+    return reply(await call(_svc(request).thread_view, who, request.path_params["tid"]))
+
+
+async def thread_patch(request: Request) -> Response:
+    who = principal(request)
+    who.require("execute")
+    body = await read_json(request)
+    return reply(await call(_svc(request).patch_thread, who, request.path_params["tid"], body))
+
+
+async def thread_delete(request: Request) -> Response:
+    who = principal(request)
+    await call(_svc(request).delete_thread, who, request.path_params["tid"])
+    return Response(status_code=204)
+
+
+async def state_get(request: Request) -> Response:
+    who = principal(request)
+    who.require("read")
+    cid = request.path_params.get("cid")
+    return reply(await call(_svc(request).state, who, request.path_params["tid"], cid))
+
+
+async def state_at_checkpoint(request: Request) -> Response:
+    who = principal(request)
+    who.require("read")
+    body = await read_json(request, required=True)
+    checkpoint = body.get("checkpoint") or {}
+    cid = checkpoint.get("checkpoint_id") if isinstance(checkpoint, dict) else None
+    return reply(await call(_svc(request).state, who, request.path_params["tid"], cid))
+
+
+async def state_update(request: Request) -> Response:
+    who = principal(request)
+    body = await read_json(request, required=True)
+    return reply(await call(_svc(request).update_state, who, request.path_params["tid"], body))
+
+
+async def history(request: Request) -> Response:
+    who = principal(request)
+    who.require("read")
+    body = await read_json(request)
+    return reply(await call(_svc(request).history, who, request.path_params["tid"], body))
+
+
+# -- runs ---------------------------------------------------------------------------------
+
+
+def _locations(start: RunStart, suffix: str) -> dict[str, str]:
+    base = f"/threads/{start.record.thread_id}/runs/{start.record.run_id}"
+    return {"Location": f"{base}{suffix}", "Content-Location": base}
+
+
+async def _start(request: Request) -> RunStart:
+    who = principal(request)
+    body = await read_json(request, required=True)
+    return await call(_svc(request).start_run, who, request.path_params.get("tid"), body)
+
+
+async def runs_create(request: Request) -> Response:
+    start = await _start(request)
+    view = await call(_svc(request).run_view, principal(request), start.record)
+    headers = _locations(start, "")
+    headers.pop("Location")
+    return reply(view, headers=headers)
+
+
+async def runs_wait(request: Request) -> Response:
+    start = await _start(request)
+    body = await _wait(request, start.record.thread_id)
+    return reply(body, headers=_locations(start, "/join"))
+
+
+async def _wait(request: Request, thread_id: str) -> dict[str, Any]:
+    who = principal(request)
+    svc = _svc(request)
+    while True:
+        body = await call(svc.outcome, who, thread_id)
+        if body is not None:
+            return body
+        await anyio.sleep(WAIT_POLL)
+
+
+async def runs_stream(request: Request) -> Response:
+    start = await _start(request)
+    rec = start.record
+    watch = RunWatch(
+        _svc(request).store,
+        start.assistant.graph,
+        rec.tenant_id,
+        rec.thread_id,
+        rec.start_step,
+        show_start=start.resumed,
+    )
+    return EventSourceResponse(
+        sse_events(watch, rec.run_id, rec.kwargs["stream_mode"]),
+        headers={**_locations(start, "/stream"), "Cache-Control": "no-store"},
+    )
+
+
+async def run_get(request: Request) -> Response:
+    who = principal(request)
+    who.require("read")
+    svc = _svc(request)
+    rec = await call(svc.run_record, who, request.path_params["tid"], request.path_params["rid"])
+    return reply(await call(svc.run_view, who, rec))
+
+
+async def runs_list(request: Request) -> Response:
+    who = principal(request)
+    who.require("read")
+    q = request.query_params
+    try:
+        limit, offset = int(q.get("limit", 10)), int(q.get("offset", 0))
+    except ValueError:
+        raise ApiError(422, "limit and offset must be integers") from None
+    views = await call(
+        _svc(request).list_runs,
+        who,
+        request.path_params["tid"],
+        limit=limit,
+        offset=offset,
+        status=q.get("status"),
+    )
+    return reply(views)
+
+
+async def run_join(request: Request) -> Response:
+    who = principal(request)
+    who.require("read")
+    svc = _svc(request)
+    tid, rid = request.path_params["tid"], request.path_params["rid"]
+    rec = await call(svc.run_record, who, tid, rid)
+    latest = await call(svc.tables.latest_run, who.tenant, tid)
+    if latest is None or latest.run_id == rec.run_id:
+        body = await _wait(request, tid)
+    else:  # a later run moved the thread on; this one finished before it
+        body = await call(svc.outcome, who, tid) or {}
+    base = f"/threads/{tid}/runs/{rid}"
+    return reply(body, headers={"Location": f"{base}/join", "Content-Location": base})
+
+
+async def run_join_stream(request: Request) -> Response:
+    who = principal(request)
+    who.require("read")
+    svc = _svc(request)
+    tid, rid = request.path_params["tid"], request.path_params["rid"]
+    rec = await call(svc.run_record, who, tid, rid)
+    run = await call(svc.store.get_run, who.tenant, tid)
+    assistant = svc.registry.get(rec.assistant_id)
+    watch = RunWatch(
+        svc.store,
+        assistant.graph,
+        who.tenant,
+        tid,
+        rec.start_step,
+        show_start=run is not None and rec.start_step >= 0,
+    )
+    modes = request.query_params.getlist("stream_mode") or rec.kwargs.get("stream_mode")
+    base = f"/threads/{tid}/runs/{rid}"
+    return EventSourceResponse(
+        sse_events(watch, rid, list(modes or ["values"])),
+        headers={"Location": f"{base}/stream", "Content-Location": base, "Cache-Control": "no-store"},
+    )
+
+
+async def run_cancel(request: Request) -> Response:
+    who = principal(request)
+    svc = _svc(request)
+    tid, rid = request.path_params["tid"], request.path_params["rid"]
+    await read_json(request)
+    action = request.query_params.get("action", "interrupt")
+    await call(svc.cancel, who, tid, rid, action)
+    if request.query_params.get("wait") in ("1", "true", "True"):
+        while (await call(svc.outcome, who, tid)) is None:
+            await anyio.sleep(WAIT_POLL)
+    return Response(status_code=202 if request.query_params.get("wait") is None else 204)
+
+
+async def ok(request: Request) -> Response:
+    return reply({"ok": True})
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/ok", ok, methods=["GET"]),
+        Route("/assistants/search", assistants_search, methods=["POST"]),
+        Route("/assistants/count", assistants_count, methods=["POST"]),
+        Route("/assistants/{aid}", assistant_get, methods=["GET"]),
+        Route("/assistants/{aid}/graph", assistant_graph, methods=["GET"]),
+        Route("/assistants/{aid}/schemas", assistant_schemas, methods=["GET"]),
+        Route("/threads", threads_create, methods=["POST"]),
+        Route("/threads/search", threads_search, methods=["POST"]),
+        Route("/threads/count", threads_count, methods=["POST"]),
+        Route("/threads/{tid}", thread_get, methods=["GET"]),
+        Route("/threads/{tid}", thread_patch, methods=["PATCH"]),
+        Route("/threads/{tid}", thread_delete, methods=["DELETE"]),
+        Route("/threads/{tid}/state", state_get, methods=["GET"]),
+        Route("/threads/{tid}/state", state_update, methods=["POST"]),
+        Route("/threads/{tid}/state/checkpoint", state_at_checkpoint, methods=["POST"]),
+        Route("/threads/{tid}/state/{cid}", state_get, methods=["GET"]),
+        Route("/threads/{tid}/history", history, methods=["POST"]),
+        Route("/threads/{tid}/runs", runs_create, methods=["POST"]),
+        Route("/threads/{tid}/runs", runs_list, methods=["GET"]),
+        Route("/threads/{tid}/runs/wait", runs_wait, methods=["POST"]),
+        Route("/threads/{tid}/runs/stream", runs_stream, methods=["POST"]),
+        Route("/threads/{tid}/runs/{rid}", run_get, methods=["GET"]),
+        Route("/threads/{tid}/runs/{rid}/join", run_join, methods=["GET"]),
+        Route("/threads/{tid}/runs/{rid}/stream", run_join_stream, methods=["GET"]),
+        Route("/threads/{tid}/runs/{rid}/cancel", run_cancel, methods=["POST"]),
+        Route("/runs", runs_create, methods=["POST"]),
+        Route("/runs/wait", runs_wait, methods=["POST"]),
+        Route("/runs/stream", runs_stream, methods=["POST"]),
+    ]

@@ -1,0 +1,178 @@
+"""The ASGI application: routes, API-key authentication, errors as JSON, and the
+in-process workers that execute runs (none with ``workers=0``: then ``wayline worker``
+processes do, on this machine or any other sharing the store)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from wayline.control.keys import Principal, authenticate
+from wayline.effects.retry import RetryPolicy
+from wayline.errors import AuthError, WaylineError
+from wayline.graph.compiled import CompiledGraph
+from wayline.server import api, operator
+from wayline.server.http import ApiError, call, error_response
+from wayline.server.registry import Registry, UnknownAssistant
+from wayline.server.service import Service
+from wayline.store.base import Store
+from wayline.store.server_tables import ServerTables, server_tables
+from wayline.worker import Worker, WorkerConfig
+
+__all__ = ["DEV_PRINCIPAL", "ServerConfig", "create_app"]
+
+DEV_PRINCIPAL = Principal(tenant="default", actor="dev", scopes=("admin",))
+"""Who a request is in ``--dev`` mode when it sends no key (loopback only)."""
+OPEN_PATHS = ("/ok",)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ServerConfig:
+    """How ``wayline serve`` behaves. Readable back from ``app.state.config``."""
+
+    workers: int = 4
+    """Runs executed at a time by in-process workers; 0 leaves execution to others."""
+    dev: bool = False
+    """Requests without a key act as tenant ``default``, actor ``dev`` (loopback only)."""
+    max_body_bytes: int = 1 << 20
+    lease_seconds: float = 30.0
+    heartbeat_every: float = 0.5
+    """Short, so that a cancel reaches a running run within about half a second."""
+    key_cache_seconds: float = 2.0
+    """A key is looked up at most this often; a revocation takes effect within it."""
+    ui: bool = True
+
+
+class KeyAuth:
+    """Pure ASGI middleware: every request but ``/ok`` (and the dashboard, which signs in
+    with a key itself) needs a live ``x-api-key``; the key's principal rides in the scope."""
+
+    def __init__(self, app: ASGIApp, tables: ServerTables, config: ServerConfig) -> None:
+        self.app = app
+        self.tables = tables
+        self.config = config
+        self._cache: dict[str, tuple[float, Principal]] = {}
+        self._lock = threading.Lock()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        if path in OPEN_PATHS or path == "/ui" or path.startswith("/ui/"):
+            await self.app(scope, receive, send)
+            return
+        key = dict(scope["headers"]).get(b"x-api-key")
+        try:
+            if not key and self.config.dev:
+                who = DEV_PRINCIPAL
+            else:
+                who = await call(self.principal, key.decode() if key else None)
+        except AuthError as exc:
+            await error_response(exc)(scope, receive, send)
+            return
+        scope.setdefault("state", {})["principal"] = who
+        await self.app(scope, receive, send)
+
+    def principal(self, key: str | None) -> Principal:
+        now = time.monotonic()
+        if key:
+            with self._lock:
+                hit = self._cache.get(key)
+            if hit is not None and hit[0] > now:
+                return hit[1]
+        who = authenticate(self.tables, key)
+        with self._lock:
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            self._cache[key or ""] = (now + self.config.key_cache_seconds, who)
+        return who
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    return error_response(exc)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    detail = exc.detail
+    if exc.status_code == 404:
+        detail = f"Not Found: no route {request.method} {request.url.path}"
+    return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+def create_app(
+    store: Store,
+    graphs: Mapping[str, CompiledGraph],
+    config: ServerConfig | None = None,
+) -> Starlette:
+    """The server over ``store``, serving ``graphs`` (assistant name -> graph)."""
+    config = config or ServerConfig()
+    if not graphs:
+        raise WaylineError("wayline serve needs at least one graph: NAME=module:attr")
+    bound = {name: g.with_store(store) for name, g in graphs.items()}
+    tables = server_tables(store)
+    service = Service(store, tables, Registry(bound))
+    worker: Worker | None = None
+    if config.workers > 0:
+        unique = {(g.name, g.version): g for g in bound.values()}
+        worker = Worker(
+            store,
+            list(unique.values()),
+            WorkerConfig(
+                concurrency=config.workers,
+                lease_seconds=config.lease_seconds,
+                heartbeat_every=config.heartbeat_every,
+                poll_interval=0.25,
+                retry=RetryPolicy(max_attempts=1),  # an API run fails as it fails (no rerun)
+            ),
+        )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        thread = None
+        if worker is not None:
+            thread = threading.Thread(target=worker.run, name="wayline-serve-worker", daemon=True)
+            thread.start()
+        try:
+            yield
+        finally:
+            if worker is not None and thread is not None:
+                worker.stop()
+                await call(thread.join, 30)
+
+    routes = api.routes() + operator.routes()
+    if config.ui:
+        from wayline.server.ui import routes as ui_routes
+
+        routes += ui_routes()
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={
+            ApiError: _api_error,
+            WaylineError: _api_error,
+            UnknownAssistant: _api_error,
+            HTTPException: _http_error,
+        },
+    )
+    app.state.config = config
+    app.state.service = service
+    app.state.worker = worker
+    app.add_middleware(KeyAuth, tables=tables, config=config)
+    return app
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"))

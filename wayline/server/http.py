@@ -1,0 +1,112 @@
+"""Request and response plumbing shared by every route: JSON bodies read with a size
+limit, errors as ``{"detail": ...}`` with the status a client can act on, and blocking
+store calls moved off the event loop."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from wayline.control.keys import Principal
+from wayline.errors import (
+    ApprovalRefused,
+    AuthError,
+    EffectError,
+    ResumeError,
+    RunNotFoundError,
+    VersionMismatchError,
+    WaylineError,
+)
+from wayline.server.registry import UnknownAssistant
+
+__all__ = ["ApiError", "call", "error_response", "principal", "read_json", "reply"]
+
+T = TypeVar("T")
+
+
+class ApiError(Exception):
+    """An answer other than 2xx, with what the client should do in ``detail``."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        self.status = status
+        self.detail = detail
+        super().__init__(detail)
+
+
+def reply(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def error_response(exc: BaseException) -> Response:
+    status, detail = _status_of(exc)
+    return JSONResponse({"detail": detail}, status_code=status)
+
+
+def _status_of(exc: BaseException) -> tuple[int, str]:
+    if isinstance(exc, ApiError):
+        return exc.status, exc.detail
+    if isinstance(exc, AuthError):
+        return exc.status, str(exc)
+    if isinstance(exc, UnknownAssistant):
+        return 404, str(exc.args[0])
+    if isinstance(exc, RunNotFoundError):
+        return 404, str(exc)
+    if isinstance(exc, ApprovalRefused):
+        return 403, str(exc)
+    if isinstance(exc, ResumeError | VersionMismatchError | EffectError):
+        return 409, str(exc)
+    if isinstance(exc, WaylineError):
+        return 400, str(exc)
+    return 500, f"internal error: {type(exc).__name__}"
+
+
+def principal(request: Request) -> Principal:
+    found: Principal | None = request.scope.get("state", {}).get("principal")
+    if found is None:  # the auth middleware lets only /ok and /ui through without one
+        raise AuthError("no API key: send one in the x-api-key header")
+    return found
+
+
+async def read_json(request: Request, *, required: bool = False) -> dict[str, Any]:
+    """The body as a JSON object. An empty body is ``{}`` unless ``required``; anything
+    but ``application/json`` is 415, bad JSON 422, too large 413 (counted as it arrives,
+    so a body without a Content-Length cannot grow past the limit either)."""
+    limit: int = request.app.state.config.max_body_bytes
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, f"request body of {declared} bytes is over the {limit}-byte limit")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, f"request body is over the {limit}-byte limit")
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    if not body.strip():
+        if required:
+            raise ApiError(422, "this request needs a JSON object body")
+        return {}
+    kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if kind != "application/json":
+        raise ApiError(
+            415, f"send JSON with content-type: application/json (got {kind or 'none'!r})"
+        )
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(422, f"Invalid JSON in request body: {exc}") from None
+    if not isinstance(data, dict):
+        raise ApiError(422, f"the body must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a blocking store call in a worker thread (the event loop keeps serving)."""
+    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))

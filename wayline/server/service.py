@@ -1,0 +1,460 @@
+"""What the LangGraph-compatible routes do, as blocking functions over the store (the
+routes run them in worker threads). Nothing here executes a node: starting a run puts its
+input in the thread's inbox for a worker, resuming records the decision and queues the
+run, and reading a state reconstructs it from the store.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+from wayline.codec import default_codec
+from wayline.control.approvals import decide
+from wayline.control.keys import Principal
+from wayline.graph.checkpoint import encode_inbox
+from wayline.graph.types import Command, StateSnapshot
+from wayline.server.http import ApiError
+from wayline.server.registry import Assistant, Registry, UnknownAssistant
+from wayline.server.views import (
+    FINAL,
+    checkpoint_step,
+    pre_input_state,
+    run_json,
+    run_status,
+    settled,
+    state_json,
+    thread_json,
+    thread_status,
+)
+from wayline.store.base import Store
+from wayline.store.records import RunRecord
+from wayline.store.server_tables import ServerTables, ThreadRecord, ThreadRunRecord
+
+__all__ = ["STREAM_MODES", "RunStart", "Service"]
+
+STREAM_MODES = ("values", "updates")
+QUIET_MODES = ("messages", "messages-tuple", "custom", "events", "debug", "tasks", "checkpoints")
+"""Accepted so that chat UIs asking for them work, but they carry nothing yet: wayline's
+graph API has no token or custom streams."""
+_UNSUPPORTED = ("interrupt_before", "interrupt_after", "checkpoint", "checkpoint_id", "webhook")
+
+
+class RunStart:
+    """A run accepted: its record, and whether its stream opens with the current state
+    (a resume does; new input shows up as the input step)."""
+
+    def __init__(self, record: ThreadRunRecord, assistant: Assistant, resumed: bool) -> None:
+        self.record = record
+        self.assistant = assistant
+        self.resumed = resumed
+
+
+class Service:
+    def __init__(self, store: Store, tables: ServerTables, registry: Registry) -> None:
+        self.store = store
+        self.tables = tables
+        self.registry = registry
+        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    # -- threads ----------------------------------------------------------------------
+
+    def create_thread(self, who: Principal, body: dict[str, Any]) -> dict[str, Any]:
+        thread_id = str(body.get("thread_id") or uuid.uuid4())
+        metadata = body.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise ApiError(422, "metadata must be a JSON object")
+        if not self.tables.insert_thread(who.tenant, thread_id, metadata):
+            if body.get("if_exists") != "do_nothing":
+                raise ApiError(409, f"Thread {thread_id} already exists")
+        return self.thread_view(who, thread_id)
+
+    def thread(self, who: Principal, thread_id: str) -> ThreadRecord:
+        found = self.tables.get_thread(who.tenant, thread_id)
+        if found is None:
+            raise ApiError(404, f"Thread with ID {thread_id} not found")
+        return found
+
+    def thread_view(self, who: Principal, thread_id: str) -> dict[str, Any]:
+        thread = self.thread(who, thread_id)
+        run = self.store.get_run(who.tenant, thread_id)
+        snap = self._snapshot(run) if run is not None and run.step >= 0 else None
+        return thread_json(thread, run, snap)
+
+    def search_threads(self, who: Principal, body: dict[str, Any]) -> list[dict[str, Any]]:
+        limit, offset = _page(body)
+        wanted_meta = body.get("metadata") or {}
+        wanted_status = body.get("status")
+        out = []
+        for thread in self.tables.search_threads(who.tenant, limit=1000, offset=0):
+            if any(thread.metadata.get(k) != v for k, v in wanted_meta.items()):
+                continue
+            if wanted_status is not None:
+                run = self.store.get_run(who.tenant, thread.thread_id)
+                if thread_status(run) != wanted_status:
+                    continue
+            out.append(thread.thread_id)
+        return [self.thread_view(who, t) for t in out[offset : offset + limit]]
+
+    def count_threads(self, who: Principal) -> int:
+        return self.tables.count_threads(who.tenant)
+
+    def patch_thread(self, who: Principal, thread_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        thread = self.thread(who, thread_id)
+        metadata = body.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise ApiError(422, "metadata must be a JSON object")
+        self.tables.update_thread(who.tenant, thread_id, {**thread.metadata, **metadata})
+        return self.thread_view(who, thread_id)
+
+    def delete_thread(self, who: Principal, thread_id: str) -> None:
+        """Erase the thread: its run's every row (a purge) and the server's rows."""
+        who.require("admin")
+        self.thread(who, thread_id)
+        self.store.request_cancel(who.tenant, thread_id)
+        self.store.purge_run(who.tenant, thread_id)
+        self.tables.delete_thread(who.tenant, thread_id)
+
+    # -- state ------------------------------------------------------------------------
+
+    def _snapshot(self, run: RunRecord, step: int | None = None) -> StateSnapshot:
+        assistant = self._assistant_for(run)
+        conf: dict[str, Any] = {"thread_id": run.run_id, "tenant": run.tenant_id}
+        if step is not None:
+            conf["step"] = step
+        return assistant.graph.get_state({"configurable": conf})
+
+    def _assistant_for(self, run: RunRecord) -> Assistant:
+        assistant = self.registry.for_run(run)
+        if assistant is None:
+            raise ApiError(
+                409,
+                f"thread {run.run_id} was written by graph {run.graph_name!r}, which this "
+                "server does not serve: start the server with that graph",
+            )
+        return assistant
+
+    def state(
+        self, who: Principal, thread_id: str, checkpoint: str | None = None
+    ) -> dict[str, Any]:
+        thread = self.thread(who, thread_id)
+        run = self.store.get_run(who.tenant, thread_id)
+        if run is None or run.step < 0:
+            return state_json(thread_id, None, None)
+        graph_id = self._assistant_for(run).name
+        step = None if checkpoint is None else checkpoint_step(checkpoint)
+        if checkpoint is not None and (step is None or step > run.step):
+            raise ApiError(404, f"Checkpoint {checkpoint} not found in thread {thread_id}")
+        if step == -1:
+            return pre_input_state(thread_id, thread.created_at, graph_id)
+        return state_json(thread_id, self._snapshot(run, step), graph_id)
+
+    def history(self, who: Principal, thread_id: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+        thread = self.thread(who, thread_id)
+        limit = int(body.get("limit") or 10)
+        run = self.store.get_run(who.tenant, thread_id)
+        if run is None or run.step < 0:
+            return []
+        graph_id = self._assistant_for(run).name
+        top = run.step
+        before = body.get("before")
+        if isinstance(before, dict):
+            cid = (before.get("configurable") or before).get("checkpoint_id")
+            step = checkpoint_step(str(cid)) if cid else None
+            if step is None:
+                raise ApiError(422, "before must name a checkpoint_id from this thread")
+            top = step - 1
+        out = []
+        for step in range(top, -2, -1):
+            if len(out) >= limit:
+                break
+            if step == -1:
+                out.append(pre_input_state(thread_id, thread.created_at, graph_id))
+            else:
+                out.append(state_json(thread_id, self._snapshot(run, step), graph_id))
+        return out
+
+    def update_state(self, who: Principal, thread_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        who.require("execute")
+        self.thread(who, thread_id)
+        with self._thread_lock(who.tenant, thread_id):
+            run = self.store.get_run(who.tenant, thread_id)
+            if run is None:
+                raise ApiError(409, f"thread {thread_id} has no state yet: run it first")
+            if not settled(run):
+                raise ApiError(409, f"Thread {thread_id} is busy: wait for its run, then update")
+            graph = self._assistant_for(run).graph
+            conf = {"configurable": {"thread_id": thread_id, "tenant": who.tenant}}
+            out = graph.update_state(conf, body.get("values"), body.get("as_node"))
+        step = int(out["configurable"]["step"])
+        state = state_json(thread_id, self._snapshot(self._run(who, thread_id), step), None)
+        return {
+            "checkpoint": state["checkpoint"],
+            "configurable": state["checkpoint"],
+            "checkpoint_id": state["checkpoint_id"],
+        }
+
+    def _run(self, who: Principal, thread_id: str) -> RunRecord:
+        run = self.store.get_run(who.tenant, thread_id)
+        if run is None:
+            raise ApiError(404, f"Thread with ID {thread_id} not found")
+        return run
+
+    # -- runs -------------------------------------------------------------------------
+
+    def start_run(
+        self, who: Principal, thread_id: str | None, body: dict[str, Any]
+    ) -> RunStart:
+        """Validate, record and queue a run; refuse (409) if the thread is busy."""
+        who.require("execute")
+        try:
+            assistant = self.registry.get(str(body.get("assistant_id") or ""))
+        except UnknownAssistant as exc:
+            raise ApiError(422, str(exc.args[0])) from None
+        _check_options(body)
+        command = body.get("command")
+        if command is not None and not isinstance(command, dict):
+            raise ApiError(422, "command must be an object like {'resume': ...}")
+        durability = body.get("durability") or "sync"
+        if durability not in ("sync", "async", "exit"):
+            raise ApiError(422, f"durability must be sync, async or exit, not {durability!r}")
+        if thread_id is None:
+            thread_id = str(uuid.uuid4())
+            self.tables.insert_thread(who.tenant, thread_id, {})
+        elif self.tables.get_thread(who.tenant, thread_id) is None:
+            if body.get("if_not_exists") != "create":
+                raise ApiError(404, f"Thread with ID {thread_id} not found")
+            self.tables.insert_thread(who.tenant, thread_id, {})
+        with self._thread_lock(who.tenant, thread_id):
+            run = self.store.get_run(who.tenant, thread_id)
+            self._check_free(who, thread_id, run, assistant)
+            now = time.time()
+            record = ThreadRunRecord(
+                tenant_id=who.tenant,
+                run_id=str(uuid.uuid4()),
+                thread_id=thread_id,
+                assistant_id=assistant.assistant_id,
+                status="pending",
+                start_step=run.step if run is not None else -1,
+                metadata={
+                    **(body.get("metadata") or {}),
+                    "graph_id": assistant.name,
+                    "assistant_id": assistant.assistant_id,
+                },
+                kwargs={
+                    "input": None,  # stored once, as the run's metered inbox
+                    "command": None,
+                    "stream_mode": _modes(body),
+                    "durability": durability,
+                    "actor": who.actor,
+                },
+                created_at=now,
+                updated_at=now,
+            )
+            resumed = command is not None and "resume" in command
+            if resumed and (run is None or run.status != "interrupted"):
+                raise ApiError(
+                    409,
+                    f"thread {thread_id} is not waiting on an interrupt; there is nothing "
+                    "to resume (send input instead)",
+                )
+            self.tables.insert_run(record)
+            self._tag_thread(who, thread_id, assistant)
+            try:
+                self._queue(who, thread_id, run, assistant, body, durability)
+            except BaseException:
+                self.tables.settle_run(who.tenant, record.run_id, "error")
+                raise
+        return RunStart(record, assistant, resumed)
+
+    def _tag_thread(self, who: Principal, thread_id: str, assistant: Assistant) -> None:
+        """As LangGraph: a thread's metadata names the graph and assistant that ran on it."""
+        thread = self.tables.get_thread(who.tenant, thread_id)
+        if thread is not None and "graph_id" not in thread.metadata:
+            tags = {"graph_id": assistant.name, "assistant_id": assistant.assistant_id}
+            self.tables.update_thread(who.tenant, thread_id, {**thread.metadata, **tags})
+
+    def _check_free(
+        self, who: Principal, thread_id: str, run: RunRecord | None, assistant: Assistant
+    ) -> None:
+        latest = self.tables.latest_run(who.tenant, thread_id)
+        if latest is not None and latest.status not in FINAL:
+            status = run_status(latest, run, latest=True)
+            if status in FINAL:
+                self.tables.settle_run(who.tenant, latest.run_id, status)
+        if run is None:
+            return
+        if run.graph_name != assistant.graph.name:
+            raise ApiError(
+                409,
+                f"thread {thread_id} belongs to graph {run.graph_name!r}, not "
+                f"{assistant.name!r}: start a new thread for this assistant",
+            )
+        if not settled(run):
+            raise ApiError(
+                409,
+                f"Thread {thread_id} is busy with a run ({run.status}); join it or cancel "
+                "it first (multitask strategy: reject)",
+            )
+        if run.status == "parked":
+            raise ApiError(
+                409,
+                f"thread {thread_id} is parked on an effect whose outcome is unknown: resolve "
+                "it (/wayline/runs/{id}/effects) first",
+            )
+
+    def _queue(
+        self,
+        who: Principal,
+        thread_id: str,
+        run: RunRecord | None,
+        assistant: Assistant,
+        body: dict[str, Any],
+        durability: str,
+    ) -> None:
+        command = body.get("command") or {}
+        inbox: Any = body.get("input")
+        if "resume" in command:
+            target = self._open_interrupt(who, thread_id, run)
+            decide(
+                self.store,
+                default_codec,
+                who.tenant,
+                thread_id,
+                command["resume"],
+                actor=who.as_actor,
+                digest=target.digest,
+                interrupt_id=target.interrupt_id,
+            )
+            inbox = None
+        if command.get("update") is not None or command.get("goto"):
+            inbox = Command(update=command.get("update"), goto=command.get("goto") or ())
+        if run is not None and run.status == "cancelled":
+            self.tables.reopen(who.tenant, thread_id)
+        graph = assistant.graph
+        self.store.enqueue(
+            who.tenant,
+            thread_id,
+            encode_inbox(graph.codec, inbox),
+            graph_name=graph.name,
+            graph_version=graph.version,
+            durability=run.durability if run is not None else durability,
+            schema_version=graph.schema_version,
+        )
+
+    def _open_interrupt(self, who: Principal, thread_id: str, run: RunRecord | None) -> Any:
+        """The one question a resume answers (the server names its digest: the client
+        answers what the thread shows it; who answers is still checked)."""
+        assert run is not None
+        waiting = [
+            i
+            for i in self.store.load_interrupts(who.tenant, thread_id, run.step + 1)
+            if i.resume is None
+        ]
+        if len(waiting) != 1:
+            raise ApiError(
+                409,
+                f"thread {thread_id} has {len(waiting)} open interrupts; decide each with "
+                "/wayline/runs/{id}/approvals/decide naming its interrupt_id",
+            )
+        return waiting[0]
+
+    def run_record(self, who: Principal, thread_id: str, run_id: str) -> ThreadRunRecord:
+        self.thread(who, thread_id)
+        rec = self.tables.get_run(who.tenant, thread_id, run_id)
+        if rec is None:
+            raise ApiError(404, f"Run {run_id} not found in thread {thread_id}")
+        return rec
+
+    def run_view(self, who: Principal, rec: ThreadRunRecord) -> dict[str, Any]:
+        return run_json(rec, self.current_status(who, rec))
+
+    def current_status(self, who: Principal, rec: ThreadRunRecord) -> str:
+        if rec.status in FINAL:
+            return rec.status
+        latest = self.tables.latest_run(who.tenant, rec.thread_id)
+        is_latest = latest is not None and latest.run_id == rec.run_id
+        run = self.store.get_run(who.tenant, rec.thread_id)
+        status = run_status(rec, run, latest=is_latest)
+        if status in FINAL:
+            self.tables.settle_run(who.tenant, rec.run_id, status)
+        return status
+
+    def list_runs(
+        self, who: Principal, thread_id: str, *, limit: int, offset: int, status: str | None
+    ) -> list[dict[str, Any]]:
+        self.thread(who, thread_id)
+        recs = self.tables.list_runs(who.tenant, thread_id, limit=limit, offset=offset)
+        views = [self.run_view(who, r) for r in recs]
+        return [v for v in views if status is None or v["status"] == status]
+
+    def cancel(self, who: Principal, thread_id: str, run_id: str, action: str) -> None:
+        """Stop the run at its next step boundary; its finished steps stay and the thread
+        takes new runs (``action=interrupt``)."""
+        who.require("execute")
+        if action != "interrupt":
+            raise ApiError(
+                422, f"cancel action {action!r} is not supported; use action=interrupt"
+            )
+        rec = self.run_record(who, thread_id, run_id)
+        if self.current_status(who, rec) in FINAL:
+            raise ApiError(404, f"Run {run_id} has finished; there is nothing to cancel")
+        self.store.request_cancel(who.tenant, thread_id)
+        self.tables.settle_run(who.tenant, run_id, "interrupted")
+
+    def outcome(self, who: Principal, thread_id: str) -> dict[str, Any] | None:
+        """What ``runs/wait`` and ``join`` return once the thread's run stops (None before):
+        the values, with ``__interrupt__`` when paused and ``__error__`` when it failed."""
+        run = self.store.get_run(who.tenant, thread_id)
+        if run is None or not settled(run):
+            return None
+        if run.step < 0:
+            body: dict[str, Any] = {}
+        else:
+            state = state_json(thread_id, self._snapshot(run), None)
+            body = dict(state["values"])
+            if state["interrupts"]:
+                body["__interrupt__"] = [
+                    {**i, "response_schema": None} for i in state["interrupts"]
+                ]
+        if run.status in ("failed", "parked"):
+            kind, _, message = (run.error or "error: unknown").partition(": ")
+            body["__error__"] = {"error": kind, "message": message or kind}
+        return body
+
+    def _thread_lock(self, tenant: str, thread_id: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault((tenant, thread_id), threading.Lock())
+
+
+def _page(body: dict[str, Any]) -> tuple[int, int]:
+    try:
+        return max(0, min(int(body.get("limit") or 10), 1000)), max(0, int(body.get("offset") or 0))
+    except (TypeError, ValueError):
+        raise ApiError(422, "limit and offset must be integers") from None
+
+
+def _modes(body: dict[str, Any]) -> list[str]:
+    modes = body.get("stream_mode") or ["values"]
+    modes = [modes] if isinstance(modes, str) else list(modes)
+    unknown = [m for m in modes if m not in STREAM_MODES + QUIET_MODES]
+    if unknown:
+        raise ApiError(
+            422, f"unknown stream_mode {unknown}; wayline streams {list(STREAM_MODES)}"
+        )
+    return modes
+
+
+def _check_options(body: dict[str, Any]) -> None:
+    for name in _UNSUPPORTED:
+        if body.get(name):
+            raise ApiError(
+                422,
+                f"{name} is not supported by wayline serve yet; run without it "
+                "(see docs/server.md for the supported subset)",
+            )
+    if body.get("input") is not None and body.get("command") is not None:
+        raise ApiError(422, "send either input or command, not both")

@@ -1,0 +1,136 @@
+"""Streams of a run, read from the store: the server never runs the graph, so it follows
+the thread's committed steps as workers write them.
+
+A ``RunWatch`` reconstructs the state at the step the run started from, then folds each
+new step's delta through the same ``apply_step`` execution used, emitting LangGraph's
+events: ``updates`` (each node's writes) and ``values`` (the state after each step). The
+stream can be opened again at any time (``GET .../runs/{id}/stream``): it replays from the
+run's first step, so a client that dropped off loses nothing.
+
+Polling: a fresh poll every 10 ms while steps arrive, backing off to 100 ms when idle; one
+indexed read of the run row per poll, and the new deltas only when its step moved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+
+from wayline.graph.algo import apply_step, values_of
+from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct
+from wayline.graph.compiled import CompiledGraph
+from wayline.graph.types import START, Interrupt
+from wayline.server.http import call
+from wayline.server.jsonable import interrupt_json, to_jsonable
+from wayline.server.views import settled
+from wayline.store.base import Store
+
+__all__ = ["RunWatch", "sse_events"]
+
+Event = tuple[str, Any]
+MIN_POLL = 0.01
+MAX_POLL = 0.1
+
+
+class RunWatch:
+    def __init__(
+        self,
+        store: Store,
+        graph: CompiledGraph,
+        tenant: str,
+        thread_id: str,
+        start_step: int,
+        *,
+        show_start: bool,
+    ) -> None:
+        self.store = store
+        self.graph = graph
+        self.tenant = tenant
+        self.thread_id = thread_id
+        self.step = start_step
+        self.show_start = show_start
+        self.channels: dict[str, Any] | None = None
+        self.keys = set(graph.schema.channels)
+        self.done = False
+
+    def poll(self) -> list[Event]:
+        """Events since the last poll; sets ``done`` once the run has stopped and every
+        step it committed was emitted."""
+        run = self.store.get_run(self.tenant, self.thread_id)
+        if run is None:  # purged while watched
+            self.done = True
+            return [("error", {"error": "RunNotFoundError", "message": "the thread was deleted"})]
+        events: list[Event] = []
+        codec = self.graph.codec
+        if self.channels is None:
+            fresh = self.graph.new_channels()
+            if self.step >= 0:
+                rec = reconstruct(self.store, codec, fresh, self.tenant, self.thread_id, self.step)
+                fresh = rec.channels
+            self.channels = fresh
+            if self.show_start:
+                events.append(("values", values_of(fresh)))
+        if run.step > self.step:
+            resolve = BlobCache(self.store, self.tenant)
+            for delta in self.store.load_deltas(self.tenant, self.thread_id, self.step, run.step):
+                results = decode_results(codec, delta.payload, resolve)
+                for r in results:
+                    if r.name == START or r.name.startswith("__"):
+                        continue  # the input step (LangGraph sends no update for it)
+                    writes = {k: v for k, v in r.writes if k in self.keys}
+                    events.append(("updates", {r.name: writes or None}))
+                apply_step(self.channels, results)
+                events.append(("values", values_of(self.channels)))
+                self.step = delta.step
+        if settled(run) and self.step >= run.step:
+            self.done = True
+            events.extend(self._ending(run.status, run.error, run.step))
+        return events
+
+    def _ending(self, status: str, error: str | None, step: int) -> list[Event]:
+        if status == "interrupted":
+            records = self.store.load_interrupts(self.tenant, self.thread_id, step + 1)
+            codec = self.graph.codec
+            raised = [
+                interrupt_json(
+                    Interrupt(codec.loads(i.value), i.interrupt_id, i.approvers, i.expires_at, i.digest),
+                    stream=True,
+                )
+                for i in records
+                if i.resume is None
+            ]
+            assert self.channels is not None
+            return [
+                ("updates", {"__interrupt__": raised}),
+                ("values", {**values_of(self.channels), "__interrupt__": raised}),
+            ]
+        if status in ("failed", "parked"):
+            kind, _, message = (error or "error: unknown").partition(": ")
+            return [("error", {"error": kind, "message": message or kind})]
+        return []
+
+
+async def sse_events(
+    watch: RunWatch, run_id: str, modes: list[str]
+) -> AsyncIterator[dict[str, Any]]:
+    """The SSE stream: ``metadata`` first, then the events of the asked modes (and errors).
+    LangGraph's server sends no ``end`` event; the stream just closes."""
+    yield {"event": "metadata", "data": _dump({"run_id": run_id, "attempt": 1})}
+    wait = MIN_POLL
+    while not watch.done:
+        events = await call(watch.poll)
+        for kind, data in events:
+            if kind in modes or kind == "error":
+                yield {"event": kind, "data": _dump(to_jsonable(data))}
+        if watch.done:
+            break
+        wait = MIN_POLL if events else min(MAX_POLL, wait * 1.5)
+        await anyio.sleep(wait)
+
+
+def _dump(data: Any) -> str:
+    import json
+
+    return json.dumps(data, separators=(",", ":"))

@@ -1,0 +1,245 @@
+"""The HTTP server's rows: API keys, threads and the runs started through the API.
+
+Kept beside the ``Store`` protocol rather than in it: only ``wayline serve`` and
+``wayline keys`` need them, and they hold no run payload (a thread's state is the wayline
+run of the same id, read through the store interface like any other). The SQL is in
+``wayline.store.sql.server_queries``; rows map to records by column name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from types import SimpleNamespace
+from typing import Any, Literal
+
+from wayline.errors import StoreError
+from wayline.store.base import Store
+from wayline.store.sql import server_queries
+from wayline.store.sql_store import SQLStore
+
+__all__ = ["ApiKeyRecord", "ServerTables", "ThreadRecord", "ThreadRunRecord", "server_tables"]
+
+ThreadRunStatus = Literal["pending", "running", "success", "error", "timeout", "interrupted"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ApiKeyRecord:
+    tenant_id: str
+    key_id: str
+    key_hash: str
+    actor: str
+    roles: tuple[str, ...]
+    scopes: tuple[str, ...]
+    label: str
+    created_at: float
+    revoked_at: float | None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> ApiKeyRecord:
+        return cls(
+            tenant_id=row["tenant_id"],
+            key_id=row["key_id"],
+            key_hash=row["key_hash"],
+            actor=row["actor"],
+            roles=_split(row["roles"]),
+            scopes=_split(row["scopes"]),
+            label=row["label"],
+            created_at=float(row["created_at"]),
+            revoked_at=None if row["revoked_at"] is None else float(row["revoked_at"]),
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ThreadRecord:
+    tenant_id: str
+    thread_id: str
+    metadata: dict[str, Any]
+    created_at: float
+    updated_at: float
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> ThreadRecord:
+        return cls(
+            tenant_id=row["tenant_id"],
+            thread_id=row["thread_id"],
+            metadata=json.loads(row["metadata"]),
+            created_at=float(row["created_at"]),
+            updated_at=float(row["updated_at"]),
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ThreadRunRecord:
+    """One run asked for through the API: an input (or a resume) handed to the thread's
+    wayline run, from ``start_step`` on."""
+
+    tenant_id: str
+    run_id: str
+    thread_id: str
+    assistant_id: str
+    status: ThreadRunStatus
+    start_step: int
+    metadata: dict[str, Any]
+    kwargs: dict[str, Any]
+    created_at: float
+    updated_at: float
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> ThreadRunRecord:
+        return cls(
+            tenant_id=row["tenant_id"],
+            run_id=row["run_id"],
+            thread_id=row["thread_id"],
+            assistant_id=row["assistant_id"],
+            status=row["status"],
+            start_step=int(row["start_step"]),
+            metadata=json.loads(row["metadata"]),
+            kwargs=json.loads(row["kwargs"]),
+            created_at=float(row["created_at"]),
+            updated_at=float(row["updated_at"]),
+        )
+
+
+def _split(text: str) -> tuple[str, ...]:
+    return tuple(p for p in text.split(",") if p)
+
+
+class ServerTables:
+    """The server's queries over an SQL store's connections and transactions."""
+
+    def __init__(self, store: SQLStore) -> None:
+        self.store = store
+        ph = store.placeholder
+        names = {k: v for k, v in vars(server_queries).items() if k.startswith("Q_")}
+        self.q = SimpleNamespace(**{k: v.replace("?", ph) for k, v in names.items()})
+
+    def _rows(self, query: str, params: tuple[Any, ...], tenant: str | None) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = self.store._read_dicts(query, params, tenant)  # type: ignore[attr-defined]
+        return rows
+
+    def _write(self, query: str, params: tuple[Any, ...], tenant: str) -> int:
+        with self.store._tx(tenant) as db:
+            return int(db.execute(query, params).rowcount)
+
+    # -- keys -------------------------------------------------------------------------
+
+    def insert_key(self, record: ApiKeyRecord) -> None:
+        r = record
+        params = (
+            r.tenant_id,
+            r.key_id,
+            r.key_hash,
+            r.actor,
+            ",".join(r.roles),
+            ",".join(r.scopes),
+            r.label,
+            r.created_at,
+        )
+        self._write(self.q.Q_INSERT_KEY, params, r.tenant_id)
+
+    def find_key(self, key_id: str) -> ApiKeyRecord | None:
+        """The one lookup without a tenant: a key is how a request's tenant is learned."""
+        rows = self._rows(self.q.Q_FIND_KEY, (key_id,), None)
+        return ApiKeyRecord.from_row(rows[0]) if rows else None
+
+    def list_keys(self, tenant_id: str) -> list[ApiKeyRecord]:
+        return [ApiKeyRecord.from_row(r) for r in self._rows(self.q.Q_LIST_KEYS, (tenant_id,), tenant_id)]
+
+    def revoke_key(self, tenant_id: str, key_id: str) -> bool:
+        return self._write(self.q.Q_REVOKE_KEY, (time.time(), tenant_id, key_id), tenant_id) == 1
+
+    # -- threads ----------------------------------------------------------------------
+
+    def insert_thread(self, tenant_id: str, thread_id: str, metadata: dict[str, Any]) -> bool:
+        """False when the thread exists already."""
+        now = time.time()
+        params = (tenant_id, thread_id, json.dumps(metadata), now, now)
+        return self._write(self.q.Q_INSERT_THREAD, params, tenant_id) == 1
+
+    def get_thread(self, tenant_id: str, thread_id: str) -> ThreadRecord | None:
+        rows = self._rows(self.q.Q_GET_THREAD, (tenant_id, thread_id), tenant_id)
+        return ThreadRecord.from_row(rows[0]) if rows else None
+
+    def search_threads(self, tenant_id: str, *, limit: int, offset: int) -> list[ThreadRecord]:
+        rows = self._rows(self.q.Q_SEARCH_THREADS, (tenant_id, limit, offset), tenant_id)
+        return [ThreadRecord.from_row(r) for r in rows]
+
+    def count_threads(self, tenant_id: str) -> int:
+        rows = self.store._read(self.q.Q_COUNT_THREADS, (tenant_id,), tenant_id)
+        return int(rows[0][0])
+
+    def update_thread(self, tenant_id: str, thread_id: str, metadata: dict[str, Any]) -> None:
+        params = (json.dumps(metadata), time.time(), tenant_id, thread_id)
+        self._write(self.q.Q_UPDATE_THREAD, params, tenant_id)
+
+    def delete_thread(self, tenant_id: str, thread_id: str) -> int:
+        with self.store._tx(tenant_id) as db:
+            runs = db.execute(self.q.Q_DELETE_THREAD_RUNS, (tenant_id, thread_id)).rowcount
+            return int(db.execute(self.q.Q_DELETE_THREAD, (tenant_id, thread_id)).rowcount) + int(
+                runs
+            )
+
+    # -- the API's runs ---------------------------------------------------------------
+
+    def insert_run(self, r: ThreadRunRecord) -> None:
+        params = (
+            r.tenant_id,
+            r.run_id,
+            r.thread_id,
+            r.assistant_id,
+            r.status,
+            r.start_step,
+            json.dumps(r.metadata),
+            json.dumps(r.kwargs),
+            r.created_at,
+            r.updated_at,
+        )
+        with self.store._tx(r.tenant_id) as db:
+            db.execute(self.q.Q_INSERT_RUN, params)
+            db.execute(self.q.Q_UPDATE_THREAD_TOUCH, (r.updated_at, r.tenant_id, r.thread_id))
+
+    def get_run(self, tenant_id: str, thread_id: str, run_id: str) -> ThreadRunRecord | None:
+        rows = self._rows(self.q.Q_GET_RUN, (tenant_id, thread_id, run_id), tenant_id)
+        return ThreadRunRecord.from_row(rows[0]) if rows else None
+
+    def latest_run(self, tenant_id: str, thread_id: str) -> ThreadRunRecord | None:
+        rows = self._rows(self.q.Q_LATEST_RUN, (tenant_id, thread_id), tenant_id)
+        return ThreadRunRecord.from_row(rows[0]) if rows else None
+
+    def list_runs(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        *,
+        status: str | None = None,
+        limit: int = 10,
+        offset: int = 0,
+    ) -> list[ThreadRunRecord]:
+        params = (tenant_id, thread_id, status, status, limit, offset)
+        return [ThreadRunRecord.from_row(r) for r in self._rows(self.q.Q_LIST_RUNS, params, tenant_id)]
+
+    def settle_run(self, tenant_id: str, run_id: str, status: ThreadRunStatus) -> bool:
+        """Record a run's final status once (only a pending or running row changes)."""
+        params = (status, time.time(), tenant_id, run_id)
+        return self._write(self.q.Q_SET_RUN_STATUS, params, tenant_id) == 1
+
+    def reopen(self, tenant_id: str, run_id: str) -> bool:
+        """Let a cancelled wayline run take new input (its committed steps stay)."""
+        return self._write(self.q.Q_REOPEN, (time.time(), tenant_id, run_id), tenant_id) == 1
+
+    def leases(self, tenant_id: str) -> list[dict[str, Any]]:
+        """Runs of this tenant held by a worker now: the workers page of the dashboard."""
+        return self._rows(self.q.Q_WORKERS, (tenant_id,), tenant_id)
+
+
+def server_tables(store: Store) -> ServerTables:
+    """The server tables of a store (an encrypted store's, through to the SQL underneath:
+    these tables hold no payload to seal)."""
+    inner: Any = getattr(store, "inner", store)
+    if not isinstance(inner, SQLStore):
+        raise StoreError(
+            f"wayline serve needs an SQL store (SQLite or PostgreSQL), not {type(store).__name__}"
+        )
+    return ServerTables(inner)
