@@ -1,0 +1,74 @@
+"""A real server for the tests: uvicorn on a free loopback port, in a thread of the test
+process, over a real store; and the keys the tests act with."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import threading
+import time
+from typing import Any
+
+import uvicorn
+
+import wayline
+from graphs import compiled
+from wayline.control.keys import create_key
+from wayline.server import ServerConfig, create_app
+from wayline.store.server_tables import server_tables
+
+KEYS = {
+    # name: (tenant, actor, roles, scopes)
+    "alice": ("acme", "alice", ("finance",), ("execute",)),
+    "bob": ("acme", "bob", (), ("execute",)),
+    "reader": ("acme", "rita", (), ("read",)),
+    "admin": ("acme", "root", (), ("admin",)),
+    "eve": ("globex", "eve", ("finance",), ("admin",)),
+}
+
+
+@dataclasses.dataclass
+class Running:
+    url: str
+    store: Any
+    keys: dict[str, str]
+    server: uvicorn.Server
+    thread: threading.Thread
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+
+
+def start(store_url: str, **config: Any) -> Running:
+    store = wayline.connect(store_url)
+    tables = server_tables(store)
+    keys = {}
+    for name, (tenant, actor, roles, scopes) in KEYS.items():
+        keys[name], _ = create_key(tables, tenant=tenant, actor=actor, roles=roles, scopes=scopes)
+    options = {"key_cache_seconds": 0.0, "max_body_bytes": 64 * 1024, **config}
+    app = create_app(store, compiled(store), ServerConfig(**options))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.01)
+    return Running(f"http://127.0.0.1:{port}", store, keys, server, thread)
+
+
+def until(predicate: Any, timeout: float = 20.0, what: str = "condition") -> Any:
+    """Poll ``predicate`` until it returns something truthy (or fail after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
