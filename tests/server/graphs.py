@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import operator
+import os
+import signal
 import time
 from typing import Annotated, Any, TypedDict
 
@@ -116,6 +118,32 @@ def failing() -> Any:
     return g
 
 
+class Pay(TypedDict, total=False):
+    amount: int
+    receipt: dict[str, Any]
+
+
+def _provider(key: str, amount: int) -> dict[str, Any]:
+    if os.environ.get("WAYLINE_TEST_KILL_IN_CHARGE"):
+        os.kill(os.getpid(), signal.SIGKILL)  # dies after dispatch, before the record
+    return {"id": f"ch_{key[:8]}", "amount": amount}
+
+
+def _charge(s: Pay, ctx: NodeContext) -> dict[str, Any]:
+    receipt = ctx.effect(
+        "charge", lambda key: _provider(key, s["amount"]), request={"amount": s["amount"]}
+    )
+    return {"receipt": receipt}
+
+
+def pay() -> Any:
+    g = StateGraph(Pay, name="pay")
+    g.add_node("charge", _charge)
+    g.add_edge(START, "charge")
+    g.add_edge("charge", END)
+    return g
+
+
 def compiled(store: Any) -> dict[str, Any]:
     return {
         name: fn().compile(store)
@@ -125,5 +153,6 @@ def compiled(store: Any) -> dict[str, Any]:
             "slow": slow,
             "refund": refund,
             "failing": failing,
+            "pay": pay,
         }.items()
     }
