@@ -13,8 +13,8 @@ pytest.importorskip("langgraph_sdk", reason="the server tests need pip install -
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import Running, start  # noqa: E402
-from pg import schema_url  # noqa: E402
+from harness import Running, start
+from pg import schema_url
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])

@@ -10,9 +10,9 @@ import time
 from typing import Any
 
 import uvicorn
+from graphs import compiled
 
 import wayline
-from graphs import compiled
 from wayline.control.keys import create_key
 from wayline.server import ServerConfig, create_app
 from wayline.store.server_tables import server_tables

@@ -53,13 +53,23 @@ def _state(server: Running, tid: str) -> dict:
             422,
             "stream_mode",
         ),
-        (b'{"assistant_id": "simple", "command": {"resume": 1}}', "application/json", 409, "resume"),
+        (
+            b'{"assistant_id": "simple", "command": {"resume": 1}}',
+            "application/json",
+            409,
+            "resume",
+        ),
         (b'{"assistant_id": "ask", "input": {}}', "application/json", 409, "belongs to graph"),
         (b'{"assistant_id": "simple", "input": {"zzz": 1}}', "application/json", None, None),
     ],
 )
 def test_bad_run_requests_are_refused_and_change_nothing(
-    sqlite_server: Running, thread: str, body: bytes, content_type: str, status: int | None, says: str | None
+    sqlite_server: Running,
+    thread: str,
+    body: bytes,
+    content_type: str,
+    status: int | None,
+    says: str | None,
 ) -> None:
     before = _state(sqlite_server, thread)
     r = httpx.post(
@@ -161,7 +171,9 @@ def test_dev_mode_only_on_loopback() -> None:
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("10.1.2.3")
     with pytest.raises(WaylineError, match="loopback"):
-        serve(wayline.connect("sqlite:///:memory:"), {}, host="0.0.0.0", config=ServerConfig(dev=True))
+        serve(
+            wayline.connect("sqlite:///:memory:"), {}, host="0.0.0.0", config=ServerConfig(dev=True)
+        )
 
 
 def test_workers_run_the_runs_not_the_server(sqlite_server: Running) -> None:
@@ -171,8 +183,10 @@ def test_workers_run_the_runs_not_the_server(sqlite_server: Running) -> None:
     tid = c.threads.create()["thread_id"]
     run = c.runs.create(tid, "slow", input={"n": 0, "until": 8})
     owner = until(
-        lambda: (sqlite_server.store.get_run("acme", tid) or None)
-        and sqlite_server.store.get_run("acme", tid).lease_owner,
+        lambda: (
+            (sqlite_server.store.get_run("acme", tid) or None)
+            and sqlite_server.store.get_run("acme", tid).lease_owner
+        ),
         what="a worker to claim the run",
     )
     worker = sqlite_server.server.config.app.state.worker  # type: ignore[attr-defined]

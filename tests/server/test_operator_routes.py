@@ -57,9 +57,10 @@ def test_parked_effect_resolved_over_http(remote: tuple[Running, str]) -> None:
         effects = httpx.get(f"{server.url}/wayline/runs/{tid}/effects", headers=_h(server)).json()
         (charge,) = [e for e in effects if e["name"] == "charge"]
         assert charge["status"] == "UNKNOWN"
-        assert httpx.get(f"{server.url}/wayline/runs/{tid}", headers=_h(server)).json()[
-            "status"
-        ] == "parked"
+        assert (
+            httpx.get(f"{server.url}/wayline/runs/{tid}", headers=_h(server)).json()["status"]
+            == "parked"
+        )
 
         bad = httpx.post(
             f"{server.url}/wayline/runs/{tid}/effects/{charge['key']}/resolve",
@@ -92,7 +93,9 @@ def test_parked_effect_resolved_over_http(remote: tuple[Running, str]) -> None:
     size = httpx.get(f"{server.url}/wayline/runs/{tid}/bytes", headers=_h(server)).json()
     assert size["total"] == sum(r["bytes"] for r in size["rows"]) > 0
     assert {"deltas", "effects"} <= set(size["per_table"])
-    assert httpx.get(f"{server.url}/wayline/runs/{tid}/export", headers=_h(server)).status_code == 403
+    assert (
+        httpx.get(f"{server.url}/wayline/runs/{tid}/export", headers=_h(server)).status_code == 403
+    )
     dump = httpx.get(f"{server.url}/wayline/runs/{tid}/export", headers=_h(server, "admin"))
     assert dump.status_code == 200 and tid in str(dump.json())
     listed = httpx.get(f"{server.url}/wayline/runs?status=done", headers=_h(server)).json()
@@ -114,8 +117,18 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_keys_create_list_revoke(remote: tuple[Running, str]) -> None:
     server, url = remote
     made = _cli(
-        "keys", "create", "--db", url, "--tenant", "acme", "--actor", "carol",
-        "--roles", "finance,ops", "--scopes", "read",
+        "keys",
+        "create",
+        "--db",
+        url,
+        "--tenant",
+        "acme",
+        "--actor",
+        "carol",
+        "--roles",
+        "finance,ops",
+        "--scopes",
+        "read",
     )
     assert made.returncode == 0, made.stderr
     key = made.stdout.strip().splitlines()[-1]
@@ -128,7 +141,10 @@ def test_keys_create_list_revoke(remote: tuple[Running, str]) -> None:
     raw = server.store._read_dicts("SELECT * FROM api_keys", ())  # type: ignore[attr-defined]
     assert all(key not in str(row) for row in raw)  # stored hashed, never the key
 
-    assert httpx.post(f"{server.url}/threads/search", json={}, headers={"x-api-key": key}).status_code == 200
+    assert (
+        httpx.post(f"{server.url}/threads/search", json={}, headers={"x-api-key": key}).status_code
+        == 200
+    )
     assert _cli("keys", "revoke", key_id, "--db", url, "--tenant", "globex").returncode == 1
     assert _cli("keys", "revoke", key_id, "--db", url, "--tenant", "acme").returncode == 0
     refused = httpx.post(f"{server.url}/threads/search", json={}, headers={"x-api-key": key})

@@ -16,8 +16,7 @@ def test_async_client_stream_resume_and_join(server: Running) -> None:
         c = get_client(url=server.url, api_key=server.keys["alice"], timeout=30.0)
         tid = (await c.threads.create())["thread_id"]
         events = [
-            p.event
-            async for p in c.runs.stream(tid, "ask", input={"n": 0}, stream_mode="updates")
+            p.event async for p in c.runs.stream(tid, "ask", input={"n": 0}, stream_mode="updates")
         ]
         assert events == ["metadata", "updates", "updates"]  # a's update, the interrupt
         state = await c.threads.get_state(tid)

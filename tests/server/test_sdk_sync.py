@@ -11,9 +11,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 
 def client(server: Running, key: str | None = "alice") -> SyncLangGraphClient:
-    return get_sync_client(
-        url=server.url, api_key=server.keys[key] if key else None, timeout=30.0
-    )
+    return get_sync_client(url=server.url, api_key=server.keys[key] if key else None, timeout=30.0)
 
 
 def test_thread_run_state_and_history(server: Running) -> None:

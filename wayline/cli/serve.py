@@ -74,8 +74,12 @@ def serve(
             compiled[name] = load_graph(target, store)
         if demo:
             key, _ = create_key(
-                server_tables(store), tenant="default", actor="demo", roles=("finance",),
-                scopes=("admin",), label="wayline serve --demo",
+                server_tables(store),
+                tenant="default",
+                actor="demo",
+                roles=("finance",),
+                scopes=("admin",),
+                label="wayline serve --demo",
             )
             console.print("demo key (tenant default, actor demo, role finance):")
             console.print(key, soft_wrap=True)
@@ -104,8 +108,12 @@ def keys_create(
 
     try:
         key, rec = create_key(
-            server_tables(_store(db)), tenant=tenant, actor=actor, roles=_split(roles),
-            scopes=_split(scopes), label=label,
+            server_tables(_store(db)),
+            tenant=tenant,
+            actor=actor,
+            roles=_split(roles),
+            scopes=_split(scopes),
+            label=label,
         )
     except WaylineError as exc:
         console.print(f"[red]{exc}[/]")
@@ -130,7 +138,11 @@ def keys_list(
         table.add_column(col)
     for k in server_tables(_store(db)).list_keys(tenant):
         table.add_row(
-            k.key_id, k.actor, ",".join(k.roles), ",".join(k.scopes), k.label,
+            k.key_id,
+            k.actor,
+            ",".join(k.roles),
+            ",".join(k.scopes),
+            k.label,
             "yes" if k.revoked_at is not None else "",
         )
     console.print(table)

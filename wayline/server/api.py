@@ -252,7 +252,11 @@ async def run_join_stream(request: Request) -> Response:
     base = f"/threads/{tid}/runs/{rid}"
     return EventSourceResponse(
         sse_events(watch, rid, list(modes or ["values"])),
-        headers={"Location": f"{base}/stream", "Content-Location": base, "Cache-Control": "no-store"},
+        headers={
+            "Location": f"{base}/stream",
+            "Content-Location": base,
+            "Cache-Control": "no-store",
+        },
     )
 
 
@@ -264,8 +268,7 @@ async def run_cancel(request: Request) -> Response:
     action = request.query_params.get("action", "interrupt")
     await call(svc.cancel, who, tid, rid, action)
     if request.query_params.get("wait") in ("1", "true", "True"):
-        while (await call(svc.outcome, who, tid)) is None:
-            await anyio.sleep(WAIT_POLL)
+        await _wait(request, tid)
     return Response(status_code=202 if request.query_params.get("wait") is None else 204)
 
 

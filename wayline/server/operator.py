@@ -79,7 +79,9 @@ def approvals_inbox(svc: Service, who: Principal) -> list[dict[str, Any]]:
     for run in svc.store.list_runs(who.tenant, status="interrupted", limit=500):
         for q in client.pending(run.run_id):
             approvers = q.approvers
-            may = approvers is None or who.actor in approvers or bool(set(who.roles) & set(approvers))
+            may = (
+                approvers is None or who.actor in approvers or bool(set(who.roles) & set(approvers))
+            )
             out.append(
                 {
                     "run_id": run.run_id,
@@ -178,14 +180,16 @@ async def runs_list(request: Request) -> Response:
     who.require("read")
     status = request.query_params.get("status") or None
     limit = int(request.query_params.get("limit", 100))
-    runs = await call(_svc(request).store.list_runs, who.tenant, status=status, limit=limit)  # type: ignore[arg-type]
+    runs = await call(_svc(request).store.list_runs, who.tenant, status=status, limit=limit)
     return reply([run_json(r) for r in runs])
 
 
 async def run_get(request: Request) -> Response:
     who = principal(request)
     who.require("read")
-    return reply(run_json(await call(_get_run, _svc(request), who.tenant, request.path_params["rid"])))
+    return reply(
+        run_json(await call(_get_run, _svc(request), who.tenant, request.path_params["rid"]))
+    )
 
 
 async def effects(request: Request) -> Response:

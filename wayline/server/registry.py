@@ -119,4 +119,5 @@ class Registry:
         """The assistant whose graph wrote ``run`` (same name, preferably same version)."""
         same = [a for a in self.assistants if a.graph.name == run.graph_name]
         exact = [a for a in same if a.graph.version == run.graph_version]
-        return (exact or same or [None])[0]
+        found = exact or same
+        return found[0] if found else None

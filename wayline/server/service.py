@@ -67,9 +67,9 @@ class Service:
         metadata = body.get("metadata") or {}
         if not isinstance(metadata, dict):
             raise ApiError(422, "metadata must be a JSON object")
-        if not self.tables.insert_thread(who.tenant, thread_id, metadata):
-            if body.get("if_exists") != "do_nothing":
-                raise ApiError(409, f"Thread {thread_id} already exists")
+        created = self.tables.insert_thread(who.tenant, thread_id, metadata)
+        if not created and body.get("if_exists") != "do_nothing":
+            raise ApiError(409, f"Thread {thread_id} already exists")
         return self.thread_view(who, thread_id)
 
     def thread(self, who: Principal, thread_id: str) -> ThreadRecord:
@@ -167,7 +167,7 @@ class Service:
             if step is None:
                 raise ApiError(422, "before must name a checkpoint_id from this thread")
             top = step - 1
-        out = []
+        out: list[dict[str, Any]] = []
         for step in range(top, -2, -1):
             if len(out) >= limit:
                 break
@@ -205,9 +205,7 @@ class Service:
 
     # -- runs -------------------------------------------------------------------------
 
-    def start_run(
-        self, who: Principal, thread_id: str | None, body: dict[str, Any]
-    ) -> RunStart:
+    def start_run(self, who: Principal, thread_id: str | None, body: dict[str, Any]) -> RunStart:
         """Validate, record and queue a run; refuse (409) if the thread is busy."""
         who.require("execute")
         try:
@@ -396,9 +394,7 @@ class Service:
         takes new runs (``action=interrupt``)."""
         who.require("execute")
         if action != "interrupt":
-            raise ApiError(
-                422, f"cancel action {action!r} is not supported; use action=interrupt"
-            )
+            raise ApiError(422, f"cancel action {action!r} is not supported; use action=interrupt")
         rec = self.run_record(who, thread_id, run_id)
         if self.current_status(who, rec) in FINAL:
             raise ApiError(404, f"Run {run_id} has finished; there is nothing to cancel")
@@ -442,9 +438,7 @@ def _modes(body: dict[str, Any]) -> list[str]:
     modes = [modes] if isinstance(modes, str) else list(modes)
     unknown = [m for m in modes if m not in STREAM_MODES + QUIET_MODES]
     if unknown:
-        raise ApiError(
-            422, f"unknown stream_mode {unknown}; wayline streams {list(STREAM_MODES)}"
-        )
+        raise ApiError(422, f"unknown stream_mode {unknown}; wayline streams {list(STREAM_MODES)}")
     return modes
 
 

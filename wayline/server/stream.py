@@ -95,7 +95,9 @@ class RunWatch:
             codec = self.graph.codec
             raised = [
                 interrupt_json(
-                    Interrupt(codec.loads(i.value), i.interrupt_id, i.approvers, i.expires_at, i.digest),
+                    Interrupt(
+                        codec.loads(i.value), i.interrupt_id, i.approvers, i.expires_at, i.digest
+                    ),
                     stream=True,
                 )
                 for i in records

@@ -115,8 +115,11 @@ class ServerTables:
         names = {k: v for k, v in vars(server_queries).items() if k.startswith("Q_")}
         self.q = SimpleNamespace(**{k: v.replace("?", ph) for k, v in names.items()})
 
-    def _rows(self, query: str, params: tuple[Any, ...], tenant: str | None) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = self.store._read_dicts(query, params, tenant)  # type: ignore[attr-defined]
+    def _rows(
+        self, query: str, params: tuple[Any, ...], tenant: str | None
+    ) -> list[dict[str, Any]]:
+        backend: Any = self.store  # both SQL backends read rows by name
+        rows: list[dict[str, Any]] = backend._read_dicts(query, params, tenant)
         return rows
 
     def _write(self, query: str, params: tuple[Any, ...], tenant: str) -> int:
@@ -145,7 +148,10 @@ class ServerTables:
         return ApiKeyRecord.from_row(rows[0]) if rows else None
 
     def list_keys(self, tenant_id: str) -> list[ApiKeyRecord]:
-        return [ApiKeyRecord.from_row(r) for r in self._rows(self.q.Q_LIST_KEYS, (tenant_id,), tenant_id)]
+        return [
+            ApiKeyRecord.from_row(r)
+            for r in self._rows(self.q.Q_LIST_KEYS, (tenant_id,), tenant_id)
+        ]
 
     def revoke_key(self, tenant_id: str, key_id: str) -> bool:
         return self._write(self.q.Q_REVOKE_KEY, (time.time(), tenant_id, key_id), tenant_id) == 1
@@ -218,7 +224,9 @@ class ServerTables:
         offset: int = 0,
     ) -> list[ThreadRunRecord]:
         params = (tenant_id, thread_id, status, status, limit, offset)
-        return [ThreadRunRecord.from_row(r) for r in self._rows(self.q.Q_LIST_RUNS, params, tenant_id)]
+        return [
+            ThreadRunRecord.from_row(r) for r in self._rows(self.q.Q_LIST_RUNS, params, tenant_id)
+        ]
 
     def settle_run(self, tenant_id: str, run_id: str, status: ThreadRunStatus) -> bool:
         """Record a run's final status once (only a pending or running row changes)."""
