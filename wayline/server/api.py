@@ -227,7 +227,8 @@ async def run_join(request: Request) -> Response:
     if latest is None or latest.run_id == rec.run_id:
         body = await _wait(request, tid)
     else:  # a later run moved the thread on; this one finished before it
-        body = await call(svc.outcome, who, tid) or {}
+        found = await call(svc.outcome, who, tid)
+        body = found or {}
     base = f"/threads/{tid}/runs/{rid}"
     return reply(body, headers={"Location": f"{base}/join", "Content-Location": base})
 
