@@ -19,9 +19,18 @@ from wayline.instrument import byte_report
 from wayline.store.base import Store
 from wayline.store.records import METERED_TABLES
 
-EXEMPT_TABLES = {"meter", "blob_refs", "wayline_meta", "audit"}
-"""Tables without run payload: the meter itself, blob references, schema version, and the
-audit log (actors, digests and outcomes, never a payload)."""
+EXEMPT_TABLES = {
+    "meter",
+    "blob_refs",
+    "wayline_meta",
+    "audit",
+    "api_keys",
+    "threads",
+    "thread_runs",
+}
+"""Tables without run payload: the meter itself, blob references, schema version, the
+audit log (actors, digests and outcomes, never a payload), and the server's API keys,
+threads and API runs (metadata; a run's input is its metered inbox)."""
 
 BIG = "B" * 5_000  # above the blob threshold set below
 BIG_DIGEST = hashlib.sha256(default_codec.dumps(BIG)).hexdigest()
