@@ -4,9 +4,13 @@ process, over a real store; and the keys the tests act with."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -72,3 +76,18 @@ def until(predicate: Any, timeout: float = 20.0, what: str = "condition") -> Any
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.02)
+
+
+HERE = Path(__file__).parent
+CLI = [sys.executable, "-m", "wayline.cli.main"]
+
+
+def worker_process(url: str, *graphs: str, kill_in_charge: bool = False) -> subprocess.Popen[str]:
+    """A real ``wayline worker`` serving ``graphs`` (from tests/server/graphs.py), with a
+    half-second lease so that a SIGKILLed one's runs are taken over quickly."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path])}
+    if kill_in_charge:
+        env["WAYLINE_TEST_KILL_IN_CHARGE"] = "1"
+    specs = [f"graphs:{g}" for g in graphs]
+    cmd = [*CLI, "worker", *specs, "--db", url, "--lease", "0.5", "--poll", "0.05"]
+    return subprocess.Popen(cmd, env=env, text=True, stdout=subprocess.DEVNULL)

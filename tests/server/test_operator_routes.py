@@ -9,17 +9,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
-from harness import Running, start, until
+from harness import CLI, Running, start, until, worker_process
 from langgraph_sdk import get_sync_client
-
-HERE = Path(__file__).parent
-CLI = [sys.executable, "-m", "wayline.cli.main"]
 
 
 @pytest.fixture(scope="module")
@@ -28,14 +23,6 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Running, 
     running = start(url, workers=0)
     yield running, url
     running.stop()
-
-
-def _worker(url: str, *, kill: bool) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path])}
-    if kill:
-        env["WAYLINE_TEST_KILL_IN_CHARGE"] = "1"
-    cmd = [*CLI, "worker", "graphs:pay", "graphs:simple", "--db", url, "--lease", "0.5"]
-    return subprocess.Popen([*cmd, "--poll", "0.05"], env=env, text=True, stdout=subprocess.PIPE)
 
 
 def _h(server: Running, key: str = "alice") -> dict[str, str]:
@@ -49,9 +36,9 @@ def test_parked_effect_resolved_over_http(remote: tuple[Running, str]) -> None:
     run = c.runs.create(tid, "pay", input={"amount": 700})
     assert c.runs.get(tid, run["run_id"])["status"] == "pending"  # nobody runs it here
 
-    doomed = _worker(url, kill=True)
+    doomed = worker_process(url, "pay", "simple", kill_in_charge=True)
     assert doomed.wait(30) == -signal.SIGKILL  # died inside the charge
-    survivor = _worker(url, kill=False)
+    survivor = worker_process(url, "pay", "simple")
     try:
         until(lambda: c.threads.get(tid)["status"] == "error", what="the run to park")
         effects = httpx.get(f"{server.url}/wayline/runs/{tid}/effects", headers=_h(server)).json()

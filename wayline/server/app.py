@@ -156,7 +156,11 @@ def create_app(
     if config.ui:
         from wayline.server.ui import routes as ui_routes
 
-        routes += ui_routes()
+        routes += ui_routes(
+            service,
+            dev=DEV_PRINCIPAL if config.dev else None,
+            worker=worker.owner if worker is not None else None,
+        )
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
