@@ -51,6 +51,9 @@ def serve(
         bool, typer.Option(help="Serve the demo graphs and print a demo key (tenant default).")
     ] = False,
     max_body: Annotated[int, typer.Option(help="Largest request body, bytes.")] = 1 << 20,
+    otel: Annotated[
+        bool, typer.Option(help="OpenTelemetry spans and metrics (global providers).")
+    ] = False,
 ) -> None:
     """Serve the LangGraph Platform HTTP API, wayline's routes and the dashboard (/ui)."""
     from wayline.cli.loading import load_graph
@@ -83,7 +86,7 @@ def serve(
             )
             console.print("demo key (tenant default, actor demo, role finance):")
             console.print(key, soft_wrap=True)
-        config = ServerConfig(workers=workers, dev=dev, max_body_bytes=max_body)
+        config = ServerConfig(workers=workers, dev=dev, max_body_bytes=max_body, otel=otel)
         console.print(f"serving {', '.join(compiled)} on http://{host}:{port} (dashboard: /ui)")
         run_server(store, compiled, host=host, port=port, config=config)
     except WaylineError as exc:

@@ -52,6 +52,9 @@ class ServerConfig:
     key_cache_seconds: float = 2.0
     """A key is looked up at most this often; a revocation takes effect within it."""
     ui: bool = True
+    otel: bool = False
+    """Trace runs, steps, nodes, effects and commits and record metrics through the global
+    OpenTelemetry providers (``pip install 'wayline[otel]'``; a no-op without it)."""
 
 
 class KeyAuth:
@@ -122,6 +125,10 @@ def create_app(
     if not graphs:
         raise WaylineError("wayline serve needs at least one graph: NAME=module:attr")
     bound = {name: g.with_store(store) for name, g in graphs.items()}
+    if config.otel:
+        from wayline.otel import instrument
+
+        bound = instrument(store, bound)
     tables = server_tables(store)
     service = Service(store, tables, Registry(bound))
     worker: Worker | None = None

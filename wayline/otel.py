@@ -1,0 +1,209 @@
+"""OpenTelemetry for wayline (``pip install 'wayline[otel]'``); a no-op without it.
+
+``instrument(store, graphs)`` returns the graphs and sets up the store so that:
+
+- spans: ``wayline.run`` (one per execution of a run by a worker), ``wayline.step`` (one
+  per superstep, the nodes' spans inside it), ``wayline.node``, ``wayline.commit`` (one
+  per store transaction of a run) and ``wayline.effect`` (each durable effect record: the
+  intent, then the outcome), with ``wayline.run_id``, ``wayline.tenant``,
+  ``wayline.step``, ``wayline.node`` and ``wayline.effect_key``;
+- metrics: ``wayline.steps`` (supersteps run), ``wayline.commit.duration`` (ms),
+  ``wayline.bytes_written`` (per table and channel, from the same meter rows the store
+  keeps), ``wayline.effects`` (records written, by status), ``wayline.claims`` (runs
+  claimed, by kind: ``input`` when handed new input, ``continue`` when a worker picks a run
+  up where another stopped: a lease takeover, a retry or a resume).
+
+The graph's loop is not touched: a traced graph is the same graph whose ``run_loop`` (the
+one entry a worker drives) opens the run and step spans and whose node functions open node
+spans; the store's commit, effect and claim methods are wrapped on the one instance given.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from wayline.graph.compiled import CompiledGraph
+from wayline.store.base import Store
+from wayline.store.records import CommitBatch, EffectRecord
+
+__all__ = ["available", "instrument"]
+
+try:  # the extra is optional: everything below is a no-op without it
+    from opentelemetry import context as otel_context
+    from opentelemetry import metrics, trace
+except ImportError:  # pragma: no cover - exercised only without the extra
+    trace = None  # type: ignore[assignment]
+
+
+def available() -> bool:
+    return trace is not None
+
+
+@dataclasses.dataclass
+class _Instruments:
+    tracer: Any
+    steps: Any
+    commit_ms: Any
+    bytes_written: Any
+    effects: Any
+    claims: Any
+
+
+def _instruments(tracer_provider: Any, meter_provider: Any) -> _Instruments:
+    tracer = trace.get_tracer("wayline", tracer_provider=tracer_provider)
+    meter = metrics.get_meter("wayline", meter_provider=meter_provider)
+    return _Instruments(
+        tracer=tracer,
+        steps=meter.create_counter("wayline.steps", description="supersteps run"),
+        commit_ms=meter.create_histogram(
+            "wayline.commit.duration", unit="ms", description="store commit latency"
+        ),
+        bytes_written=meter.create_counter(
+            "wayline.bytes_written", unit="By", description="payload bytes written"
+        ),
+        effects=meter.create_counter("wayline.effects", description="effect records written"),
+        claims=meter.create_counter("wayline.claims", description="runs claimed by workers"),
+    )
+
+
+def instrument(
+    store: Store,
+    graphs: Mapping[str, CompiledGraph],
+    *,
+    tracer_provider: Any = None,
+    meter_provider: Any = None,
+) -> dict[str, CompiledGraph]:
+    """Traced copies of ``graphs`` (and ``store`` wrapped in place); the inputs unchanged
+    when OpenTelemetry is not installed. Providers default to the global ones."""
+    if not available():
+        return dict(graphs)
+    inst = _instruments(tracer_provider, meter_provider)
+    _wrap_store(store, inst)
+    return {name: _traced_graph(g, inst) for name, g in graphs.items()}
+
+
+# -- the store ------------------------------------------------------------------------------
+
+
+def _wrap_store(store: Store, inst: _Instruments) -> None:
+    if getattr(store, "_wayline_traced", False):
+        return
+    commit, put_effect, claim_next = store.commit, store.put_effect, store.claim_next
+
+    @functools.wraps(commit)
+    def traced_commit(tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
+        steps = [d.step for d in batch.deltas]
+        attrs: dict[str, str | int] = {"wayline.run_id": run_id, "wayline.tenant": tenant_id}
+        if steps:
+            attrs["wayline.step"] = steps[-1]
+        with inst.tracer.start_as_current_span("wayline.commit", attributes=attrs):
+            start = time.perf_counter()
+            commit(tenant_id, run_id, token, batch)
+            inst.commit_ms.record(
+                (time.perf_counter() - start) * 1000, {"wayline.tenant": tenant_id}
+            )
+        for row in [m for d in batch.deltas for m in d.meter()] + batch.meter():
+            inst.bytes_written.add(row.bytes, {"table": row.table, "channel": row.channel})
+
+    @functools.wraps(put_effect)
+    def traced_put_effect(
+        run_id: str, token: int | None, record: EffectRecord, *, expect: Any
+    ) -> bool:
+        attrs = {
+            "wayline.run_id": run_id,
+            "wayline.tenant": record.tenant_id,
+            "wayline.step": record.step,
+            "wayline.node": record.node,
+            "wayline.effect_key": record.key,
+            "wayline.effect_status": record.status,
+        }
+        with inst.tracer.start_as_current_span("wayline.effect", attributes=attrs):
+            written = put_effect(run_id, token, record, expect=expect)
+        if written and record.kind == "effect":
+            inst.effects.add(1, {"status": record.status})
+        return written
+
+    @functools.wraps(claim_next)
+    def traced_claim_next(**kwargs: Any) -> Any:
+        claimed = claim_next(**kwargs)
+        if claimed is not None:
+            run = claimed[0]
+            kind = "input" if run.inbox is not None else "continue"
+            inst.claims.add(1, {"kind": kind, "graph": run.graph_name})
+        return claimed
+
+    # Bound methods replaced on this one instance (a Store is a Protocol: no subclass).
+    store.commit = traced_commit  # type: ignore[method-assign]
+    store.put_effect = traced_put_effect  # type: ignore[method-assign]
+    store.claim_next = traced_claim_next  # type: ignore[method-assign]
+    store._wayline_traced = True  # type: ignore[attr-defined]
+
+
+# -- the graph ------------------------------------------------------------------------------
+
+
+class TracedGraph(CompiledGraph):
+    """A compiled graph whose runs, steps and nodes open spans."""
+
+    _inst: _Instruments
+
+    def run_loop(self, loop: Any, input: Any) -> Iterator[tuple[str, Any]]:
+        inst = self._inst
+        base = {"wayline.run_id": loop.run_id, "wayline.tenant": loop.tenant_id}
+        attrs = {**base, "wayline.graph": self.name}
+        with inst.tracer.start_as_current_span("wayline.run", attributes=attrs) as run_span:
+            events = super().run_loop(loop, input)
+            while True:
+                span = inst.tracer.start_span("wayline.step", attributes=base)
+                token = otel_context.attach(trace.set_span_in_context(span))
+                try:
+                    for mode, chunk in events:
+                        yield mode, chunk
+                        if mode == "values":  # the step committed
+                            break
+                    else:
+                        span.update_name("wayline.finish")  # the last flush and release
+                        return
+                    span.set_attribute("wayline.step", loop.step)
+                    inst.steps.add(1, {"graph": self.name})
+                except BaseException as exc:
+                    span.record_exception(exc)
+                    run_span.set_attribute("wayline.error", type(exc).__name__)
+                    raise
+                finally:
+                    otel_context.detach(token)
+                    span.end()
+
+
+def _traced_graph(graph: CompiledGraph, inst: _Instruments) -> CompiledGraph:
+    traced = copy.copy(graph)
+    traced.__class__ = TracedGraph  # same state, one method more: no loop code is copied
+    traced._inst = inst  # type: ignore[attr-defined]
+    traced.nodes = {
+        name: dataclasses.replace(spec, fn=_traced_node(spec.fn, name, spec.is_async, inst))
+        for name, spec in graph.nodes.items()
+    }
+    return traced
+
+
+def _traced_node(fn: Any, name: str, is_async: bool, inst: _Instruments) -> Any:
+    if is_async:
+
+        async def traced_async(*args: Any) -> Any:
+            with inst.tracer.start_as_current_span(
+                "wayline.node", attributes={"wayline.node": name}
+            ):
+                return await fn(*args)
+
+        return traced_async
+
+    def traced(*args: Any) -> Any:
+        with inst.tracer.start_as_current_span("wayline.node", attributes={"wayline.node": name}):
+            return fn(*args)
+
+    return traced
