@@ -1,0 +1,264 @@
+"""HTTP serving: concurrent ``langgraph-sdk`` streaming clients against ``wayline serve``
+and, in the same run, against LangGraph's own local server (``langgraph dev``).
+
+    python bench/server.py [--quick] [--clients 8] [--runs 25] [--steps 10]
+                           [--langgraph PATH/TO/langgraph] [--durability sync]
+
+Each server runs as a subprocess on a free loopback port and serves the same graph: one
+trivial node looping on itself for ``--steps`` node steps, appending a ~100-byte item to a
+list each step. C async clients (one ``get_client`` each) each run R runs one after another:
+create a thread, then ``runs.stream(..., stream_mode="values")`` until the stream closes.
+Measured per run, from just before the stream request: time to the first ``values`` event
+(the input state, as both servers send it first) and time to the stream's end (the run has
+finished). Throughput: all runs over the wall time from the first request to the last end.
+
+Both execute up to ``--workers`` runs at a time (``langgraph dev --n-jobs-per-worker``).
+What differs, on purpose: ``wayline serve`` (``--workers 4`` in-process workers, SQLite file,
+``synchronous=FULL``, durability sync by default) commits every step to disk before the next
+starts, and its streams follow the committed steps in the store; ``langgraph dev`` keeps
+everything in memory (its dev server: no durability at all). LangGraph's server is found as
+``--langgraph``, else ``langgraph`` on PATH, else /work/lgsrv-venv/bin/langgraph; it installs
+with ``pip install "langgraph-cli[inmem]"`` (into its own virtual environment is best). When
+it is missing, only wayline is measured.
+
+Writes bench/results/server.json: every sample, the settings, versions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent
+console = Console()
+
+LANGGRAPH_GRAPH = """
+import operator
+from typing import Annotated, TypedDict
+from langgraph.graph import StateGraph, START, END
+
+class State(TypedDict, total=False):
+    log: Annotated[list, operator.add]
+    n: int
+    steps: int
+
+def tick(s):
+    return {"log": ["x" * 100], "n": s.get("n", 0) + 1}
+
+g = StateGraph(State)
+g.add_node("tick", tick)
+g.add_edge(START, "tick")
+g.add_conditional_edges("tick", lambda s: "tick" if s["n"] < s["steps"] else END)
+graph = g.compile()
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_ok(url: str, proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server at {url} exited with {proc.returncode}")
+        try:
+            if httpx.get(f"{url}/ok", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"server at {url} did not start in {timeout}s")
+
+
+def start_wayline(tmp: Path, workers: int) -> tuple[str, subprocess.Popen[bytes]]:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT), *sys.path])}
+    cmd = [
+        sys.executable, "-m", "wayline.cli.main", "serve", "bench=server_graph.py:graph",
+        "--db", f"sqlite:///{tmp / 'serve.db'}", "--port", str(port), "--dev",
+        "--workers", str(workers),
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=HERE, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    url = f"http://127.0.0.1:{port}"
+    wait_ok(url, proc)
+    return url, proc
+
+
+def find_langgraph(given: str | None) -> str | None:
+    for candidate in (given, shutil.which("langgraph"), "/work/lgsrv-venv/bin/langgraph"):
+        if candidate and Path(candidate).exists():
+            return candidate
+    return None
+
+
+def start_langgraph(binary: str, tmp: Path, jobs: int) -> tuple[str, subprocess.Popen[bytes]]:
+    project = tmp / "lg"
+    project.mkdir()
+    (project / "graph.py").write_text(LANGGRAPH_GRAPH)
+    (project / "langgraph.json").write_text(
+        json.dumps({"dependencies": ["."], "graphs": {"bench": "./graph.py:graph"}})
+    )
+    port = free_port()
+    cmd = [binary, "dev", "--no-browser", "--no-reload", "--config", "langgraph.json",
+           "--port", str(port), "--n-jobs-per-worker", str(jobs)]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.Popen(
+        cmd, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    url = f"http://127.0.0.1:{port}"
+    wait_ok(url, proc)
+    return url, proc
+
+
+async def one_client(url: str, runs: int, steps: int, durability: str | None) -> list[dict]:
+    from langgraph_sdk import get_client
+
+    client = get_client(url=url, api_key=None, timeout=120.0)
+    samples = []
+    for _ in range(runs):
+        thread = await client.threads.create()
+        start = time.perf_counter()
+        first = None
+        extra = {"durability": durability} if durability else {}
+        values = 0
+        async for part in client.runs.stream(
+            thread["thread_id"], "bench", input={"n": 0, "steps": steps, "log": []},
+            stream_mode="values", **extra,
+        ):  # fmt: skip
+            if part.event == "values":
+                values += 1
+                if first is None:
+                    first = time.perf_counter() - start
+        done = time.perf_counter() - start
+        if values != steps + 1:
+            raise RuntimeError(f"expected {steps + 1} values events, got {values}")
+        samples.append({"first_event_s": first, "complete_s": done})
+    return samples
+
+
+async def load(url: str, clients: int, runs: int, steps: int, durability: str | None) -> dict:
+    await one_client(url, 1, steps, durability)  # warm up (imports, first thread)
+    start = time.perf_counter()
+    per_client = await asyncio.gather(
+        *(one_client(url, runs, steps, durability) for _ in range(clients))
+    )
+    wall = time.perf_counter() - start
+    samples = [s for c in per_client for s in c]
+    return {"wall_s": wall, "runs": len(samples), "samples": samples}
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def summarize(result: dict) -> dict[str, float]:
+    first = [s["first_event_s"] * 1000 for s in result["samples"]]
+    done = [s["complete_s"] * 1000 for s in result["samples"]]
+    return {
+        "runs_per_s": result["runs"] / result["wall_s"],
+        "first_p50_ms": statistics.median(first),
+        "first_p99_ms": pct(first, 99),
+        "done_p50_ms": statistics.median(done),
+        "done_p99_ms": pct(done, 99),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="4 clients x 5 runs")
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--runs", type=int, default=25, help="runs per client")
+    ap.add_argument("--steps", type=int, default=10, help="node steps per run")
+    ap.add_argument(
+        "--workers", type=int, default=4,
+        help="wayline serve --workers, and langgraph dev --n-jobs-per-worker",
+    )  # fmt: skip
+    ap.add_argument("--durability", default=None, help="sync (default), async or exit")
+    ap.add_argument("--langgraph", default=None, help="path to the langgraph CLI")
+    args = ap.parse_args()
+    if args.quick:
+        args.clients, args.runs = 4, 5
+
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="wayline-bench-server-") as tmpdir:
+        tmp = Path(tmpdir)
+        servers = [("wayline serve", lambda: start_wayline(tmp, args.workers))]
+        lg = find_langgraph(args.langgraph)
+        if lg is not None:
+            servers.append(("langgraph dev", lambda: start_langgraph(lg, tmp, args.workers)))
+        else:
+            console.print("langgraph dev not found: measuring wayline only")
+        for name, starter in servers:
+            url, proc = starter()
+            try:
+                console.print(f"{name} at {url}: {args.clients} clients x {args.runs} runs")
+                durability = args.durability if name == "wayline serve" else None
+                results[name] = asyncio.run(
+                    load(url, args.clients, args.runs, args.steps, durability)
+                )
+            finally:
+                proc.terminate()
+                proc.wait(30)
+
+    table = Table(title=f"{args.clients} streaming clients x {args.runs} runs, {args.steps} steps")
+    for col in ("server", "runs/s", "first event p50", "p99", "complete p50", "p99"):
+        table.add_column(col, justify="right")
+    summaries = {name: summarize(r) for name, r in results.items()}
+    for name, s in summaries.items():
+        table.add_row(
+            name,
+            f"{s['runs_per_s']:.1f}",
+            f"{s['first_p50_ms']:.1f} ms",
+            f"{s['first_p99_ms']:.1f} ms",
+            f"{s['done_p50_ms']:.1f} ms",
+            f"{s['done_p99_ms']:.1f} ms",
+        )
+    console.print(table)
+    if len(summaries) == 2:
+        w, g = summaries["wayline serve"], summaries["langgraph dev"]
+        console.print(
+            f"wayline / langgraph: runs/s {w['runs_per_s'] / g['runs_per_s']:.2f}x, "
+            f"complete p50 {w['done_p50_ms'] / g['done_p50_ms']:.2f}x"
+        )
+    out = HERE / "results"
+    out.mkdir(exist_ok=True)
+    (out / "server.json").write_text(
+        json.dumps(
+            {
+                "settings": vars(args),
+                "summaries": summaries,
+                "results": results,
+                "python": platform.python_version(),
+                "langgraph_cli": lg,
+            },
+            indent=1,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
