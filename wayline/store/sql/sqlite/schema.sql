@@ -1,4 +1,4 @@
--- The current wayline SQLite schema (version 5): what the numbered migrations
+-- The current wayline SQLite schema (version 6): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -167,7 +167,7 @@ CREATE TABLE IF NOT EXISTS audit (
 
 CREATE INDEX IF NOT EXISTS audit_by_run ON audit (tenant_id, run_id, id);
 
--- The HTTP server's rows (0005): API keys stored hashed, threads, the API's runs.
+-- The HTTP server's rows (0006): API keys stored hashed, threads, the API's runs.
 CREATE TABLE IF NOT EXISTS api_keys (
     tenant_id  TEXT NOT NULL,
     key_id     TEXT NOT NULL,

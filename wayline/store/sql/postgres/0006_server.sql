@@ -1,4 +1,4 @@
--- 0005: the HTTP server's own rows (wayline serve). API keys are stored as a SHA-256 of
+-- 0006: the HTTP server's own rows (wayline serve). API keys are stored as a SHA-256 of
 -- their secret; a key fixes the tenant and the actor of every request made with it.
 -- A thread's state is the wayline run of the same id: threads and thread_runs only say
 -- who made a thread and what each API run asked for (never the input: that is the run's
@@ -11,8 +11,8 @@ CREATE TABLE IF NOT EXISTS api_keys (
     roles      TEXT NOT NULL DEFAULT '',
     scopes     TEXT NOT NULL DEFAULT '',
     label      TEXT NOT NULL DEFAULT '',
-    created_at REAL NOT NULL,
-    revoked_at REAL,
+    created_at DOUBLE PRECISION NOT NULL,
+    revoked_at DOUBLE PRECISION,
     PRIMARY KEY (tenant_id, key_id)
 );
 
@@ -22,8 +22,8 @@ CREATE TABLE IF NOT EXISTS threads (
     tenant_id  TEXT NOT NULL,
     thread_id  TEXT NOT NULL,
     metadata   TEXT NOT NULL DEFAULT '{}',
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
+    created_at DOUBLE PRECISION NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (tenant_id, thread_id)
 );
 
@@ -35,11 +35,11 @@ CREATE TABLE IF NOT EXISTS thread_runs (
     thread_id    TEXT NOT NULL,
     assistant_id TEXT NOT NULL,
     status       TEXT NOT NULL,
-    start_step   INTEGER NOT NULL,
+    start_step   BIGINT NOT NULL,
     metadata     TEXT NOT NULL DEFAULT '{}',
     kwargs       TEXT NOT NULL DEFAULT '{}',
-    created_at   REAL NOT NULL,
-    updated_at   REAL NOT NULL,
+    created_at   DOUBLE PRECISION NOT NULL,
+    updated_at   DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (tenant_id, run_id)
 );
 
