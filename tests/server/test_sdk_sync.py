@@ -188,3 +188,28 @@ def test_stateless_run(server: Running) -> None:
     assert c.runs.wait(None, "simple", input={"n": 3}) == {"items": ["a", "b"], "n": 4}
     parts = list(c.runs.stream(None, "simple", input={"n": 0}, stream_mode="updates"))
     assert [p.event for p in parts] == ["metadata", "updates", "updates"]
+
+
+def test_assistant_graph_schemas_and_thread_edits(server: Running) -> None:
+    c = client(server)
+    (assistant,) = c.assistants.search(graph_id="ask")
+    assert c.assistants.get("ask")["assistant_id"] == assistant["assistant_id"]
+    graph = c.assistants.get_graph(assistant["assistant_id"])
+    assert {n["id"] for n in graph["nodes"]} == {"__start__", "a", "ask", "b", "__end__"}
+    assert {"source": "a", "target": "ask"} in graph["edges"]
+    schemas = c.assistants.get_schemas(assistant["assistant_id"])
+    assert set(schemas["state_schema"]["properties"]) == {"items", "n"}
+
+    tid = c.threads.create(metadata={"k": 1})["thread_id"]
+    assert c.threads.update(tid, metadata={"j": 2})["metadata"] == {"k": 1, "j": 2}
+    before = c.threads.count()
+    c.threads.create()
+    assert c.threads.count() == before + 1
+
+    c.runs.wait(tid, "simple", input={"n": 0})
+    done = c.threads.update_state(tid, {"n": 42})
+    state = c.threads.get_state(tid)
+    assert state["values"]["n"] == 42 and state["checkpoint_id"] == done["checkpoint_id"]
+    at = c.threads.get_state(tid, checkpoint={"checkpoint_id": state["parent_checkpoint_id"]})
+    assert at["values"]["n"] == 1
+    assert c.threads.get_history(tid)[0]["values"]["n"] == 42
