@@ -44,7 +44,7 @@ class Running:
         self.thread.join(30)
 
 
-def start(store_url: str, **config: Any) -> Running:
+def start(store_url: str, *, port: int = 0, **config: Any) -> Running:
     store = wayline.connect(store_url)
     tables = server_tables(store)
     keys = {}
@@ -53,9 +53,12 @@ def start(store_url: str, **config: Any) -> Running:
     options = {"key_cache_seconds": 0.0, "max_body_bytes": 64 * 1024, **config}
     app = create_app(store, compiled(store), ServerConfig(**options))
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=0.25)
+    )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

@@ -158,6 +158,8 @@ def test_a_stream_client_that_drops_off_loses_nothing(sqlite_server: Running) ->
     assert replay[0].event == "metadata"
     ns = [p.data["n"] for p in replay if p.event == "values"]
     assert ns == list(range(13))  # every step, from the input on, none missing
+    later = list(c.runs.join_stream(tid, run_id, stream_mode="values", last_event_id="10"))
+    assert [p.data["n"] for p in later if p.event == "values"] == [10, 11, 12]
     assert c.runs.get(tid, run_id)["status"] == "success"
     assert c.threads.get_state(tid)["values"]["n"] == 12
 

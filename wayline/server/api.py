@@ -250,9 +250,10 @@ async def run_join_stream(request: Request) -> Response:
         show_start=run is not None and rec.start_step >= 0,
     )
     modes = request.query_params.getlist("stream_mode") or rec.kwargs.get("stream_mode")
+    last = request.headers.get("last-event-id", "")
     base = f"/threads/{tid}/runs/{rid}"
     return EventSourceResponse(
-        sse_events(watch, rid, list(modes or ["values"])),
+        sse_events(watch, rid, list(modes or ["values"]), after=int(last) if last.isdigit() else 0),
         headers={
             "Location": f"{base}/stream",
             "Content-Location": base,

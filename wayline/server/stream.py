@@ -115,17 +115,25 @@ class RunWatch:
 
 
 async def sse_events(
-    watch: RunWatch, run_id: str, modes: list[str]
+    watch: RunWatch, run_id: str, modes: list[str], *, after: int = 0
 ) -> AsyncIterator[dict[str, Any]]:
     """The SSE stream: ``metadata`` first, then the events of the asked modes (and errors).
-    LangGraph's server sends no ``end`` event; the stream just closes."""
+    LangGraph's server sends no ``end`` event; the stream just closes.
+
+    Events carry ids 1, 2, ... in run order; the order is the same every time the run is
+    streamed (it is read back from committed steps), so a client reconnecting with
+    ``Last-Event-ID: n`` (the SDK does after a drop or a server restart) gets exactly the
+    events after n: ``after``."""
     yield {"event": "metadata", "data": _dump({"run_id": run_id, "attempt": 1})}
     wait = MIN_POLL
+    seq = 0
     while not watch.done:
         events = await call(watch.poll)
         for kind, data in events:
             if kind in modes or kind == "error":
-                yield {"event": kind, "data": _dump(to_jsonable(data))}
+                seq += 1
+                if seq > after:
+                    yield {"event": kind, "data": _dump(to_jsonable(data)), "id": str(seq)}
         if watch.done:
             break
         wait = MIN_POLL if events else min(MAX_POLL, wait * 1.5)
