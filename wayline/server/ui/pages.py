@@ -189,7 +189,8 @@ class Dashboard:
         parts += ["<h2>State</h2>", self._state_html(run, request)]
         meter: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for m in store.load_meter(tenant, rid):
-            meter[m.step][m.channel] += m.bytes
+            if m.step > run.step - TIMELINE_STEPS:  # the chart shows the latest steps
+                meter[m.step][m.channel] += m.bytes
         parts += ["<h2>Bytes written per step, by channel</h2>", bytes_chart(meter)]
         parts += ["<h2>Effects</h2>", self._effects_html(session, rid, effects)]
         audit = store.load_audit(tenant, rid)
@@ -228,7 +229,10 @@ class Dashboard:
                 )
             note = []
             if token is not None and d.fencing_token != token:
-                note.append(f"resumed here (lease {d.fencing_token})")
+                note.append(
+                    f"resumed here under lease {d.fencing_token}: this step's nodes may have "
+                    "run before, under the previous lease"
+                )
             if d.step in again:
                 note.append("an effect was attempted again")
             token = d.fencing_token
