@@ -11,7 +11,9 @@
   ``wayline.bytes_written`` (per table and channel, from the same meter rows the store
   keeps), ``wayline.effects`` (records written, by status), ``wayline.claims`` (runs
   claimed, by kind: ``input`` when handed new input, ``continue`` when a worker picks a run
-  up where another stopped: a lease takeover, a retry or a resume).
+  up where another stopped: a lease takeover, a retry or a resume), and, for an SQL store,
+  ``wayline.approvals.waiting`` (open approvals per tenant, read when metrics are
+  collected).
 
 The graph's loop is not touched: a traced graph is the same graph whose ``run_loop`` (the
 one entry a worker drives) opens the run and step spans and whose node functions open node
@@ -84,6 +86,7 @@ def instrument(
         return dict(graphs)
     inst = _instruments(tracer_provider, meter_provider)
     _wrap_store(store, inst)
+    _approvals_gauge(store, meter_provider)
     return {name: _traced_graph(g, inst) for name, g in graphs.items()}
 
 
@@ -142,6 +145,25 @@ def _wrap_store(store: Store, inst: _Instruments) -> None:
     store.put_effect = traced_put_effect  # type: ignore[method-assign]
     store.claim_next = traced_claim_next  # type: ignore[method-assign]
     store._wayline_traced = True  # type: ignore[attr-defined]
+
+
+def _approvals_gauge(store: Store, meter_provider: Any) -> None:
+    from wayline.errors import StoreError
+    from wayline.store.server_tables import server_tables
+
+    try:
+        tables = server_tables(store)
+    except StoreError:
+        return  # not an SQL store: no gauge
+
+    def observe(options: Any) -> list[Any]:
+        waiting = tables.approvals_waiting()
+        return [metrics.Observation(n, {"wayline.tenant": t}) for t, n in waiting.items()]
+
+    meter = metrics.get_meter("wayline", meter_provider=meter_provider)
+    meter.create_observable_gauge(
+        "wayline.approvals.waiting", callbacks=[observe], description="open approvals"
+    )
 
 
 # -- the graph ------------------------------------------------------------------------------

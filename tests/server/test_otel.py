@@ -14,7 +14,7 @@ from wayline import otel
 from wayline.worker import Worker, WorkerConfig
 
 sdk_trace = pytest.importorskip("opentelemetry.sdk.trace", reason="pip install 'wayline[otel]'")
-from graphs import pay, simple  # noqa: E402
+from graphs import pay, refund, simple  # noqa: E402
 from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
@@ -41,7 +41,7 @@ def test_spans_and_metrics_of_a_worker_run(tmp_path: Path) -> None:
     reader = InMemoryMetricReader()
     graphs = otel.instrument(
         store,
-        {"simple": simple().compile(store), "pay": pay().compile(store)},
+        {n: g().compile(store) for n, g in (("simple", simple), ("pay", pay), ("refund", refund))},
         tracer_provider=tracer_provider,
         meter_provider=MeterProvider(metric_readers=[reader]),
     )
@@ -86,6 +86,13 @@ def test_spans_and_metrics_of_a_worker_run(tmp_path: Path) -> None:
     assert delta_bytes == metered  # the metric counts exactly what the store's meter holds
     assert sum(p.count for p in points["wayline.commit.duration"]) == len(by_name["wayline.commit"])
     assert {p.attributes["kind"] for p in points["wayline.claims"]} == {"input"}
+    assert "wayline.approvals.waiting" not in points  # nothing waits
+
+    client.start(graphs["refund"], {"amount": 9}, run_id="r3")
+    Worker(store, list(graphs.values()), WorkerConfig(poll_interval=0.05)).run(max_runs=1)
+    assert client.get("r3").status == "interrupted"
+    waiting = _metrics(reader)["wayline.approvals.waiting"]
+    assert [(p.attributes["wayline.tenant"], p.value) for p in waiting] == [("acme", 1)]
 
 
 def test_a_no_op_without_opentelemetry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

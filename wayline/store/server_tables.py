@@ -237,6 +237,10 @@ class ServerTables:
         """Let a cancelled wayline run take new input (its committed steps stay)."""
         return self._write(self.q.Q_REOPEN, (time.time(), tenant_id, run_id), tenant_id) == 1
 
+    def approvals_waiting(self) -> dict[str, int]:
+        """Open approvals per tenant (a metric across tenants: counts only)."""
+        return {str(t): int(n) for t, n in self.store._read(self.q.Q_APPROVALS_WAITING, ())}
+
     def leases(self, tenant_id: str) -> list[dict[str, Any]]:
         """Runs of this tenant held by a worker now: the workers page of the dashboard."""
         return self._rows(self.q.Q_WORKERS, (tenant_id,), tenant_id)

@@ -61,3 +61,11 @@ SELECT lease_owner, tenant_id, run_id, graph_name, lease_expires_at, step FROM r
 WHERE tenant_id = ? AND lease_owner IS NOT NULL ORDER BY lease_owner, run_id
 """
 Q_UPDATE_THREAD_TOUCH = "UPDATE threads SET updated_at = ? WHERE tenant_id = ? AND thread_id = ?"
+Q_APPROVALS_WAITING = """
+SELECT i.tenant_id, COUNT(*) FROM interrupts i
+JOIN runs r ON r.tenant_id = i.tenant_id AND r.run_id = i.run_id AND i.step = r.step + 1
+WHERE r.status = 'interrupted' AND i.resume IS NULL AND i.approvers IS NOT NULL
+GROUP BY i.tenant_id
+"""
+"""Open approvals per tenant, for the operator's ``wayline.approvals.waiting`` gauge: the
+one query that spans tenants on purpose (it returns counts by tenant, never a row)."""
