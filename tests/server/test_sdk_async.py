@@ -59,6 +59,7 @@ def test_an_approval_needs_an_actor_with_the_role(server: Running) -> None:
         assert refused.value.response.status_code == 403
         assert "bob" in refused.value.response.json()["detail"]
         assert (await bob.threads.get(tid))["status"] == "interrupted"  # nothing changed
+        assert len(await bob.runs.list(tid)) == 1  # and no run was recorded for it
 
         inbox = httpx.get(
             f"{server.url}/wayline/approvals", headers={"x-api-key": server.keys["bob"]}

@@ -57,8 +57,8 @@ class Service:
         self.store = store
         self.tables = tables
         self.registry = registry
-        self._locks: dict[tuple[str, str], threading.Lock] = {}
-        self._guard = threading.Lock()
+        self._locks = [threading.Lock() for _ in range(64)]
+        """Striped: starting a run on a thread is checked and queued under its stripe."""
 
     # -- threads ----------------------------------------------------------------------
 
@@ -259,6 +259,8 @@ class Service:
                     f"thread {thread_id} is not waiting on an interrupt; there is nothing "
                     "to resume (send input instead)",
                 )
+            if resumed and command is not None:  # checked and recorded first: a refused
+                self._decide(who, thread_id, run, command["resume"])  # one leaves no run
             self.tables.insert_run(record)
             self._tag_thread(who, thread_id, assistant)
             try:
@@ -314,20 +316,7 @@ class Service:
         durability: str,
     ) -> None:
         command = body.get("command") or {}
-        inbox: Any = body.get("input")
-        if "resume" in command:
-            target = self._open_interrupt(who, thread_id, run)
-            decide(
-                self.store,
-                default_codec,
-                who.tenant,
-                thread_id,
-                command["resume"],
-                actor=who.as_actor,
-                digest=target.digest,
-                interrupt_id=target.interrupt_id,
-            )
-            inbox = None
+        inbox: Any = None if "resume" in command else body.get("input")
         if command.get("update") is not None or command.get("goto"):
             inbox = Command(update=command.get("update"), goto=command.get("goto") or ())
         if run is not None and run.status == "cancelled":
@@ -341,6 +330,21 @@ class Service:
             graph_version=graph.version,
             durability=run.durability if run is not None else durability,
             schema_version=graph.schema_version,
+        )
+
+    def _decide(self, who: Principal, thread_id: str, run: RunRecord | None, value: Any) -> None:
+        """Answer the thread's open interrupt as the key's actor (an approval checks the
+        actor against its approvers; every decision is audited)."""
+        target = self._open_interrupt(who, thread_id, run)
+        decide(
+            self.store,
+            default_codec,
+            who.tenant,
+            thread_id,
+            value,
+            actor=who.as_actor,
+            digest=target.digest,
+            interrupt_id=target.interrupt_id,
         )
 
     def _open_interrupt(self, who: Principal, thread_id: str, run: RunRecord | None) -> Any:
@@ -422,8 +426,7 @@ class Service:
         return body
 
     def _thread_lock(self, tenant: str, thread_id: str) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault((tenant, thread_id), threading.Lock())
+        return self._locks[hash((tenant, thread_id)) % len(self._locks)]
 
 
 def _page(body: dict[str, Any]) -> tuple[int, int]:
