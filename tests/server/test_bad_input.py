@@ -195,3 +195,31 @@ def test_workers_run_the_runs_not_the_server(sqlite_server: Running) -> None:
     assert owner == worker.owner
     c.runs.join(tid, run["run_id"])
     assert sqlite_server.store.get_run("acme", tid).fencing_token >= 1
+
+
+def test_cors_for_a_chat_ui_on_another_origin(tmp_path) -> None:
+    from harness import start
+
+    ui = "http://chat.example:3000"
+    server = start(f"sqlite:///{tmp_path / 'cors.db'}", workers=0, cors_origins=(ui,))
+    try:
+        pre = httpx.options(
+            f"{server.url}/threads",
+            headers={
+                "origin": ui,
+                "access-control-request-method": "POST",
+                "access-control-request-headers": "x-api-key,content-type",
+            },
+        )
+        assert pre.status_code == 200 and pre.headers["access-control-allow-origin"] == ui
+        made = httpx.post(f"{server.url}/threads", json={}, headers={**_h(server), "origin": ui})
+        assert made.status_code == 200 and made.headers["access-control-allow-origin"] == ui
+        other = httpx.post(
+            f"{server.url}/threads", json={}, headers={**_h(server), "origin": "http://evil"}
+        )
+        assert "access-control-allow-origin" not in other.headers
+        assert (
+            httpx.post(f"{server.url}/threads", json={}, headers={"origin": ui}).status_code == 401
+        )
+    finally:
+        server.stop()

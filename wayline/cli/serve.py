@@ -54,6 +54,10 @@ def serve(
     otel: Annotated[
         bool, typer.Option(help="OpenTelemetry spans and metrics (global providers).")
     ] = False,
+    cors_origin: Annotated[
+        list[str] | None,
+        typer.Option(help="A browser origin allowed to call the API (repeat)."),
+    ] = None,
 ) -> None:
     """Serve the LangGraph Platform HTTP API, wayline's routes and the dashboard (/ui)."""
     from wayline.cli.loading import load_graph
@@ -86,7 +90,13 @@ def serve(
             )
             console.print("demo key (tenant default, actor demo, role finance):")
             console.print(key, soft_wrap=True)
-        config = ServerConfig(workers=workers, dev=dev, max_body_bytes=max_body, otel=otel)
+        config = ServerConfig(
+            workers=workers,
+            dev=dev,
+            max_body_bytes=max_body,
+            otel=otel,
+            cors_origins=tuple(cors_origin or ()),
+        )
         console.print(f"serving {', '.join(compiled)} on http://{host}:{port} (dashboard: /ui)")
         run_server(store, compiled, host=host, port=port, config=config)
     except WaylineError as exc:

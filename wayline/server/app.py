@@ -52,6 +52,8 @@ class ServerConfig:
     key_cache_seconds: float = 2.0
     """A key is looked up at most this often; a revocation takes effect within it."""
     ui: bool = True
+    cors_origins: tuple[str, ...] = ()
+    """Browser origins allowed to call the API (a chat UI served elsewhere); none by default."""
     otel: bool = False
     """Trace runs, steps, nodes, effects and commits and record metrics through the global
     OpenTelemetry providers (``pip install 'wayline[otel]'``; a no-op without it)."""
@@ -182,6 +184,16 @@ def create_app(
     app.state.service = service
     app.state.worker = worker
     app.add_middleware(KeyAuth, tables=tables, config=config)
+    if config.cors_origins:  # outermost: a preflight carries no key and must pass
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(config.cors_origins),
+            allow_methods=["GET", "POST", "PATCH", "DELETE"],
+            allow_headers=["x-api-key", "content-type", "last-event-id"],
+            expose_headers=["location", "content-location"],
+        )
     return app
 
 
