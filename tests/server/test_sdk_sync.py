@@ -213,3 +213,36 @@ def test_assistant_graph_schemas_and_thread_edits(server: Running) -> None:
     at = c.threads.get_state(tid, checkpoint={"checkpoint_id": state["parent_checkpoint_id"]})
     assert at["values"]["n"] == 1
     assert c.threads.get_history(tid)[0]["values"]["n"] == 42
+
+
+def test_operator_routes_and_dashboard_pages(server: Running) -> None:
+    """Every wayline route and dashboard page answers on this backend (the browser test
+    and the worker-process test drive them in depth on SQLite)."""
+    c = client(server)
+    tid = c.threads.create()["thread_id"]
+    c.runs.wait(tid, "refund", input={"amount": 3})
+    h = {"x-api-key": server.keys["alice"]}
+    inbox = httpx.get(f"{server.url}/wayline/approvals", headers=h).json()
+    assert [q["you_may_decide"] for q in inbox if q["run_id"] == tid] == [True]
+    for path in (
+        "/wayline/runs",
+        f"/wayline/runs/{tid}",
+        f"/wayline/runs/{tid}/effects",
+        f"/wayline/runs/{tid}/audit",
+        f"/wayline/runs/{tid}/bytes",
+        "/wayline/workers",
+    ):
+        assert httpx.get(server.url + path, headers=h).status_code == 200, path
+    ui = httpx.Client(base_url=server.url)
+    assert ui.post("/ui/login", data={"key": server.keys["alice"]}).status_code == 303
+    for path in (
+        "/ui/runs?status=interrupted",
+        f"/ui/runs/{tid}",
+        "/ui/approvals",
+        "/ui/reconcile",
+        "/ui/workers",
+        "/ui/audit",
+    ):
+        page = ui.get(path)
+        assert page.status_code == 200 and 'class="err"' not in page.text, path
+    assert tid in ui.get("/ui/approvals").text
