@@ -246,3 +246,21 @@ def test_operator_routes_and_dashboard_pages(server: Running) -> None:
         page = ui.get(path)
         assert page.status_code == 200 and 'class="err"' not in page.text, path
     assert tid in ui.get("/ui/approvals").text
+
+
+def test_a_joined_stream_repeats_the_first_one(server: Running) -> None:
+    """The stream of a run, opened again, sends the same events with the same ids (what a
+    reconnect's Last-Event-ID relies on): for a first run, a resume, and new input."""
+    c = client(server)
+    tid = c.threads.create()["thread_id"]
+    streams = {}
+    for kwargs in ({"input": {"n": 0}}, {"command": {"resume": "y"}}, {"input": {"n": 7}}):
+        first = list(c.runs.stream(tid, "ask", stream_mode=["values", "updates"], **kwargs))
+        streams[first[0].data["run_id"]] = [(p.event, p.data, p.id) for p in first[1:]]
+    last = list(streams)[-1]
+    for run_id, first_time in streams.items():  # each run's own steps, even after later runs
+        again = list(c.runs.join_stream(tid, run_id, stream_mode=["values", "updates"]))
+        own = [(p.event, p.data, p.id) for p in again[1:]]
+        if run_id != last and "__interrupt__" in str(first_time[-1]):
+            first_time = first_time[:-2]  # it paused, and the pause was answered since
+        assert own == first_time

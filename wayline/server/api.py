@@ -239,15 +239,16 @@ async def run_join_stream(request: Request) -> Response:
     svc = _svc(request)
     tid, rid = request.path_params["tid"], request.path_params["rid"]
     rec = await call(svc.run_record, who, tid, rid)
-    run = await call(svc.store.get_run, who.tenant, tid)
     assistant = svc.registry.get(rec.assistant_id)
+    end = await call(svc.end_step, who, rec)
     watch = RunWatch(
         svc.store,
         assistant.graph,
         who.tenant,
         tid,
         rec.start_step,
-        show_start=run is not None and rec.start_step >= 0,
+        show_start=bool(rec.kwargs.get("resumed")),  # as its first stream did: same ids
+        end_step=end,
     )
     modes = request.query_params.getlist("stream_mode") or rec.kwargs.get("stream_mode")
     last = request.headers.get("last-event-id", "")

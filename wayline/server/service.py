@@ -226,6 +226,7 @@ class Service:
             if body.get("if_not_exists") != "create":
                 raise ApiError(404, f"Thread with ID {thread_id} not found")
             self.tables.insert_thread(who.tenant, thread_id, {})
+        resumed = command is not None and "resume" in command
         with self._thread_lock(who.tenant, thread_id):
             run = self.store.get_run(who.tenant, thread_id)
             self._check_free(who, thread_id, run, assistant)
@@ -248,11 +249,11 @@ class Service:
                     "stream_mode": _modes(body),
                     "durability": durability,
                     "actor": who.actor,
+                    "resumed": resumed,  # its stream opens with the state it resumed from
                 },
                 created_at=now,
                 updated_at=now,
             )
-            resumed = command is not None and "resume" in command
             if resumed and (run is None or run.status != "interrupted"):
                 raise ApiError(
                     409,
@@ -370,6 +371,16 @@ class Service:
         if rec is None:
             raise ApiError(404, f"Run {run_id} not found in thread {thread_id}")
         return rec
+
+    def end_step(self, who: Principal, rec: ThreadRunRecord) -> int | None:
+        """The last step of a run that a later run followed on its thread (None: the run
+        is the thread's latest, it ends when the thread's run stops)."""
+        later = [
+            r
+            for r in self.tables.list_runs(who.tenant, rec.thread_id, limit=1000)
+            if r.created_at > rec.created_at
+        ]
+        return min(r.start_step for r in later) if later else None
 
     def run_view(self, who: Principal, rec: ThreadRunRecord) -> dict[str, Any]:
         return run_json(rec, self.current_status(who, rec))

@@ -44,6 +44,7 @@ class RunWatch:
         start_step: int,
         *,
         show_start: bool,
+        end_step: int | None = None,
     ) -> None:
         self.store = store
         self.graph = graph
@@ -54,6 +55,8 @@ class RunWatch:
         self.channels: dict[str, Any] | None = None
         self.keys = set(graph.schema.channels)
         self.done = False
+        self.end_step = end_step
+        """A run a later run followed ends at that run's start: its own steps only."""
 
     def poll(self) -> list[Event]:
         """Events since the last poll; sets ``done`` once the run has stopped and every
@@ -72,9 +75,10 @@ class RunWatch:
             self.channels = fresh
             if self.show_start:
                 events.append(("values", values_of(fresh)))
-        if run.step > self.step:
+        top = run.step if self.end_step is None else min(run.step, self.end_step)
+        if top > self.step:
             resolve = BlobCache(self.store, self.tenant)
-            for delta in self.store.load_deltas(self.tenant, self.thread_id, self.step, run.step):
+            for delta in self.store.load_deltas(self.tenant, self.thread_id, self.step, top):
                 results = decode_results(codec, delta.payload, resolve)
                 for r in results:
                     if r.name == START or r.name.startswith("__"):
@@ -84,7 +88,9 @@ class RunWatch:
                 apply_step(self.channels, results)
                 events.append(("values", values_of(self.channels)))
                 self.step = delta.step
-        if settled(run) and self.step >= run.step:
+        if self.end_step is not None and self.step >= self.end_step:
+            self.done = True  # a later run took the thread on from here
+        elif settled(run) and self.step >= run.step:
             self.done = True
             events.extend(self._ending(run.status, run.error, run.step))
         return events
