@@ -223,3 +223,27 @@ def test_cors_for_a_chat_ui_on_another_origin(tmp_path) -> None:
         )
     finally:
         server.stop()
+
+
+def test_on_disconnect_cancel_stops_the_run(sqlite_server: Running) -> None:
+    c = get_sync_client(url=sqlite_server.url, api_key=sqlite_server.keys["alice"])
+    tid = c.threads.create()["thread_id"]
+    body = {
+        "assistant_id": "slow",
+        "input": {"n": 0, "until": 10_000},
+        "stream_mode": "values",
+        "on_disconnect": "cancel",
+    }
+    with httpx.stream(
+        "POST",
+        f"{sqlite_server.url}/threads/{tid}/runs/stream",
+        json=body,
+        headers=_h(sqlite_server),
+    ) as r:
+        run_id = r.headers["location"].split("/")[-2]
+        for line in r.iter_lines():
+            if line.startswith("event: values"):
+                break  # gone after the first state
+    until(lambda: c.runs.get(tid, run_id)["status"] == "interrupted", what="the cancel")
+    until(lambda: c.threads.get(tid)["status"] == "idle", what="the run to stop")
+    assert c.threads.get_state(tid)["values"]["n"] < 10_000  # stopped, its steps kept

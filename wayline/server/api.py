@@ -5,6 +5,8 @@ fields, same status values, same SSE event names; each handler is a thin shell o
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -184,10 +186,31 @@ async def runs_stream(request: Request) -> Response:
         rec.start_step,
         show_start=start.resumed,
     )
+    events = sse_events(watch, rec.run_id, rec.kwargs["stream_mode"])
+    if rec.kwargs.get("on_disconnect") == "cancel":
+        events = _cancel_on_disconnect(request, events, rec.thread_id, rec.run_id)
     return EventSourceResponse(
-        sse_events(watch, rec.run_id, rec.kwargs["stream_mode"]),
-        headers={**_locations(start, "/stream"), "Cache-Control": "no-store"},
+        events, headers={**_locations(start, "/stream"), "Cache-Control": "no-store"}
     )
+
+
+async def _cancel_on_disconnect(
+    request: Request, events: AsyncIterator[dict[str, Any]], tid: str, rid: str
+) -> AsyncIterator[dict[str, Any]]:
+    """``on_disconnect="cancel"``: a client that goes away before the run ends cancels it
+    (its finished steps stay). The default, ``continue``, lets the run go on."""
+    finished = False
+    try:
+        async for event in events:
+            yield event
+        finished = True
+    finally:
+        if not finished:
+            with (
+                anyio.CancelScope(shield=True),
+                contextlib.suppress(ApiError),
+            ):  # finished meanwhile
+                await call(_svc(request).cancel, principal(request), tid, rid, "interrupt")
 
 
 async def run_get(request: Request) -> Response:

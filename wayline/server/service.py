@@ -250,6 +250,7 @@ class Service:
                     "durability": durability,
                     "actor": who.actor,
                     "resumed": resumed,  # its stream opens with the state it resumed from
+                    "on_disconnect": body.get("on_disconnect") or "continue",
                 },
                 created_at=now,
                 updated_at=now,
