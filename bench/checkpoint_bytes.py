@@ -11,6 +11,11 @@ transactions as the data). Folds and rows read at resume are measured in a fresh
 furthest from a snapshot), then ``verify`` compares the reconstruction with the digest the
 final commit recorded.
 
+The subgraph workload (``bench/subgraph_bytes.py``): the same accumulating steps run by a
+compiled subgraph inside a parent graph, n = 100 and 1,000, both frameworks. The chat
+workload (``bench/messages_bytes.py``): a ``MessagesState`` gaining a ~500-byte message per
+step through ``add_messages``, same n.
+
 LangGraph: ``SqliteSaver`` at n = 100 and 1,000, plain ``operator.add``, ``DeltaChannel``
 (snapshot_frequency 100, as LangGraph's own figures use it) and the replace-only control. Bytes are
 what the saver serialized in ``put`` + ``put_writes`` (a counting JsonPlusSerializer
@@ -29,6 +34,8 @@ import time
 from typing import Any
 
 import _common as c
+import messages_bytes
+import subgraph_bytes
 
 
 def wayline_arm(tmp, workload: str, n: int, durability: str, synchronous: str) -> dict[str, Any]:
@@ -147,8 +154,12 @@ def main() -> None:
             for n in lg_ns:
                 print(f"langgraph {variant} n={n} ...", flush=True)
                 results["langgraph"].append(langgraph_arm(tmp, variant, n, synchronous))
+        results["subgraph"] = subgraph_bytes.run(tmp, wl_ns[:2], lg_ns, durability)
+        results["messages"] = messages_bytes.run(tmp, wl_ns[:2], lg_ns, durability)
     results["elapsed_seconds"] = time.perf_counter() - started
     report(results)
+    subgraph_bytes.report(results["subgraph"])
+    messages_bytes.report(results["messages"])
     path = c.write_json("checkpoint_bytes", results)
     print(f"\nJSON: {path}  ({results['elapsed_seconds']:.0f} s)")
 

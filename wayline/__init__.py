@@ -2,21 +2,26 @@
 
 from wayline.client import Wayline
 from wayline.codec import register_type
+from wayline.config import get_config, get_stream_writer
 from wayline.control import Actor
 from wayline.effects import NOT_FOUND, RetryPolicy
 from wayline.errors import WaylineError
+from wayline.func import entrypoint, task
 from wayline.graph import (
     END,
     START,
     Command,
     CompiledGraph,
     Interrupt,
+    MessagesState,
     NodeContext,
     Send,
     StateGraph,
     StateSnapshot,
+    add_messages,
     interrupt,
 )
+from wayline.runtime import Runtime, get_runtime
 from wayline.store import Store, open_store
 from wayline.worker import Worker, WorkerConfig
 
@@ -33,8 +38,10 @@ __all__ = [
     "Command",
     "CompiledGraph",
     "Interrupt",
+    "MessagesState",
     "NodeContext",
     "RetryPolicy",
+    "Runtime",
     "Send",
     "StateGraph",
     "StateSnapshot",
@@ -43,8 +50,14 @@ __all__ = [
     "WaylineError",
     "Worker",
     "WorkerConfig",
+    "add_messages",
     "connect",
+    "entrypoint",
+    "get_config",
+    "get_runtime",
+    "get_stream_writer",
     "interrupt",
     "open_store",
     "register_type",
+    "task",
 ]

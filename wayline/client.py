@@ -196,8 +196,14 @@ class Wayline:
 
     def purge(self, run_id: str, *, tenant: str | None = None) -> int:
         """Erase a run: every row in every table, and the blobs only it referenced, in one
-        transaction. Returns the rows deleted (0: no such run for this tenant)."""
-        return self.store.purge_run(self._tenant(tenant), run_id)
+        transaction, after the runs of its subgraphs (each in a transaction of its own).
+        Returns the rows deleted (0: no such run for this tenant)."""
+        from wayline.graph.subgraph import child_runs
+
+        tenant_id = self._tenant(tenant)
+        children = child_runs(self.store, tenant_id, run_id)
+        deleted = sum(self.store.purge_run(tenant_id, child) for child in children)
+        return deleted + self.store.purge_run(tenant_id, run_id)
 
     def purge_older_than(
         self,

@@ -22,6 +22,7 @@ from typing import Any
 import ormsgpack
 
 from wayline.errors import CodecError
+from wayline.interop import lc_types
 
 __all__ = ["Codec", "default_codec", "register_type"]
 
@@ -171,7 +172,7 @@ class Codec:
             return ormsgpack.Ext(EXT_BIGINT, str(obj).encode())
         if cls is _KeyedDict:
             return ormsgpack.Ext(EXT_KEYED_DICT, self._pack([[k, v] for k, v in obj.items]))
-        name = self._names.get(cls)
+        name = self._names.get(cls) or self._known_name(cls)
         if name is None:
             self._failure.error = CodecError(
                 f"values of type {cls.__module__}.{cls.__qualname__} cannot be encoded: "
@@ -189,6 +190,20 @@ class Codec:
         if extra:  # model_config extra="allow": model_construct puts these back
             fields.update(extra)
         return ormsgpack.Ext(EXT_PYDANTIC, self._pack([name, fields]))
+
+    def _known_name(self, cls: type) -> str | None:
+        """Types wayline stores without registration (langchain-core messages), named from
+        a fixed table and registered on first use."""
+        name = lc_types.name_of(cls)
+        if name is not None:
+            self.register(cls, name)
+        return name
+
+    def _known_class(self, name: str) -> type | None:
+        cls = lc_types.load(name)
+        if cls is not None:
+            self.register(cls, name)
+        return cls
 
     # -- decoding ---------------------------------------------------------------------
 
@@ -239,7 +254,7 @@ class Codec:
             return self.ref_hook(data)
         if code in (EXT_ENUM, EXT_DATACLASS, EXT_PYDANTIC):
             name, payload = self._unpack(data)
-            cls = self._by_name.get(name)
+            cls = self._by_name.get(name) or self._known_class(name)
             if cls is None:
                 raise CodecError(
                     f"stored value has type {name!r}, which is not registered in this process: "

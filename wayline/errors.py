@@ -9,6 +9,7 @@
     ├── ReducerError                a reducer raised while folding writes
     ├── CodecError                  a value cannot be encoded or decoded
     ├── StepLimitError              the run took more supersteps than its limit
+    │   └── GraphRecursionError     (LangGraph's name; also a RecursionError)
     ├── ReplayDivergenceError       reconstruction does not give the state that ran
     ├── ConfigError (ValueError)    a config, mode or thread id is missing or invalid
     ├── StoreError                  the store failed or was asked for something it lacks
@@ -37,6 +38,7 @@
 
     WaylineSignal (BaseException)   control flow a node must not swallow
     ├── GraphInterrupt
+    ├── ParentCommand               Command(graph=Command.PARENT) leaving a subgraph
     ├── EffectOutcomeUnknown        (raised in a node; invoke turns it into RunParkedError)
     └── LeaseLost
 
@@ -75,6 +77,7 @@ __all__ = [
     "LeaseLost",
     "NewerSchemaError",
     "NoPathToEndError",
+    "ParentCommand",
     "ReducerError",
     "ReplayDivergenceError",
     "ResumeError",
@@ -147,8 +150,9 @@ class ReplayDivergenceError(WaylineError):
     """
 
 
-GraphRecursionError = StepLimitError
-"""LangGraph's name for the same condition, so ported ``except`` clauses keep working."""
+class GraphRecursionError(StepLimitError, RecursionError):
+    """LangGraph's name for the superstep limit (``config["recursion_limit"]``), raised at
+    run time as LangGraph raises it, so ported ``except`` clauses keep working."""
 
 
 class StoreError(WaylineError):
@@ -354,9 +358,22 @@ class WaylineSignal(BaseException):
 class GraphInterrupt(WaylineSignal):
     """Raised by ``interrupt()``: the run suspends until resumed with a decision."""
 
-    def __init__(self, interrupts: Sequence[Interrupt] = ()) -> None:
+    def __init__(
+        self, interrupts: Sequence[Interrupt] = (), indexes: Sequence[int] | None = None
+    ) -> None:
         self.interrupts: tuple[Interrupt, ...] = tuple(interrupts)
+        self.indexes: list[int] | None = list(indexes) if indexes is not None else None
+        """Where a subgraph's node records its child's questions (one index each)."""
         super().__init__(self.interrupts)
+
+
+class ParentCommand(WaylineSignal):
+    """Raised when a subgraph's node returns ``Command(graph=Command.PARENT, ...)``: the
+    command leaves the subgraph and is applied by the node that runs it in the parent."""
+
+    def __init__(self, command: Any) -> None:
+        self.command = command
+        super().__init__(command)
 
 
 class EffectOutcomeUnknown(WaylineSignal):

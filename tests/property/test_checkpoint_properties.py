@@ -94,7 +94,9 @@ def test_reconstruction_equals_execution_at_every_step(
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{Path(tmp) / 'p.db'}"
         cfg = {"configurable": {"thread_id": "p"}}
-        live = list(build(url, script, snapshot_every, threshold).stream({"i": 0}, cfg))
+        app = build(url, script, snapshot_every, threshold)
+        # one chunk per committed step (a step that writes nothing sends no "values" chunk)
+        live = [c["values"] for c in app.stream({"i": 0}, cfg, stream_mode="checkpoints")]
         reader = build(url, script, snapshot_every, threshold)  # fresh connection and graph
         for step, expected in enumerate(live):
             snap = reader.get_state({"configurable": {"thread_id": "p", "step": step}})

@@ -72,7 +72,8 @@ def test_step_limit_counts_per_invocation() -> None:
 
 
 def test_graph_recursion_error_is_the_step_limit_error() -> None:
-    assert GraphRecursionError is StepLimitError
+    assert issubclass(GraphRecursionError, StepLimitError)
+    assert issubclass(GraphRecursionError, RecursionError)  # as LangGraph's
 
 
 def test_a_run_that_fits_its_limit_exactly_finishes() -> None:
@@ -239,7 +240,8 @@ def test_unserializable_value_names_node_channel_and_type(parallel: bool) -> Non
     assert "'produce'" in message
     assert "'payload'" in message
     assert "Opaque" in message
-    assert app.get_state(cfg()).values == {"log": ["in"]}
+    # as LangGraph, the state shows what the finished peer wrote (not yet committed)
+    assert app.get_state(cfg()).values == {"log": ["in", "peer"] if parallel else ["in"]}
     assert run_row(app).step == 0
     out = app.invoke(None, cfg())
     assert out["payload"] == "plain"
@@ -296,7 +298,7 @@ def test_node_exception_is_recorded_and_resume_reruns_only_the_failed_node(
     assert run.status == "failed"
     assert run.error is not None and "Boom" in run.error and "b exploded" in run.error
     snap = app.get_state(cfg())
-    assert snap.values == {"log": []}
+    assert snap.values == {"log": ["a"]}  # as LangGraph: the finished peer's writes show
     assert snap.next == ("b",)
     assert {t.name: t.result for t in snap.tasks} == {"a": {"log": ["a"]}, "b": None}
 

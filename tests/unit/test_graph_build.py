@@ -12,7 +12,7 @@ from wayline import END, START, Command, CompiledGraph, StateGraph
 from wayline.errors import (
     DuplicateNodeError,
     GraphError,
-    NoPathToEndError,
+    GraphRecursionError,
     StoreURLError,
     UnknownNodeError,
     WaylineError,
@@ -81,9 +81,11 @@ def test_node_names_may_not_contain_separators(name: str) -> None:
         StateGraph(State).add_node(name, noop)
 
 
-def test_node_may_not_share_a_state_key_name() -> None:
-    with pytest.raises(GraphError, match="state key"):
-        StateGraph(State).add_node("value", noop)
+def test_node_may_share_a_state_key_name_as_in_langgraph() -> None:
+    g = StateGraph(State)
+    g.add_node("value", lambda s: {"value": 7})
+    g.add_edge(START, "value")
+    assert g.compile().invoke({"log": []})["value"] == 7
 
 
 def test_add_node_needs_a_function() -> None:
@@ -215,12 +217,27 @@ def test_command_goto_annotation_counts_as_a_path_to_end() -> None:
     assert isinstance(g.compile(), CompiledGraph)
 
 
-def test_command_goto_annotation_that_only_loops_has_no_path_to_end() -> None:
+def test_a_loop_without_end_compiles_and_stops_at_the_recursion_limit() -> None:
+    """As in LangGraph: a graph whose only exit is the recursion limit is valid, and the
+    limit raises GraphRecursionError at run time (it was NoPathToEndError at compile)."""
+    g = graph_with("a", "b")
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "a")
+    app = g.compile()
+    cfg = {"configurable": {"thread_id": "loop"}, "recursion_limit": 5}
+    with pytest.raises(GraphRecursionError, match="recursion_limit"):
+        app.invoke({"log": []}, cfg)
+    snapshot = app.get_state(cfg)
+    assert snapshot.metadata["step"] == 5 and snapshot.next == ("b",)
+
+
+def test_command_goto_that_only_loops_stops_at_the_recursion_limit() -> None:
     g = StateGraph(State)
     g.add_node("a", go_back_to_a)
     g.add_edge(START, "a")
-    with pytest.raises(NoPathToEndError):
-        g.compile()
+    with pytest.raises(GraphRecursionError):
+        g.compile().invoke({"log": []}, {"recursion_limit": 3})
 
 
 def test_graph_without_entry_point_fails_compile() -> None:
@@ -237,44 +254,12 @@ def test_conditional_entry_point_counts_as_entry() -> None:
     assert g.compile().invoke({"log": []}) == {"log": []}
 
 
-def test_closed_loop_without_end_fails_compile() -> None:
-    g = graph_with("a", "b")
-    g.add_edge(START, "a")
-    g.add_edge("a", "b")
-    g.add_edge("b", "a")
-    with pytest.raises(NoPathToEndError):
-        g.compile()
-
-
-def test_loop_trapped_beside_a_path_to_end_is_named() -> None:
-    g = graph_with("a", "b", "c", "d")
-    g.add_edge(START, "a")
-    g.add_edge("a", "b")
-    g.add_edge("b", END)
-    g.add_edge("a", "c")
-    g.add_edge("c", "d")
-    g.add_edge("d", "c")
-    with pytest.raises(NoPathToEndError) as info:
-        g.compile()
-    assert "['c', 'd']" in str(info.value)
-    assert "'a'" not in str(info.value) and "'b'" not in str(info.value)
-
-
 def test_loop_with_conditional_exit_compiles() -> None:
     g = graph_with("a", "b")
     g.add_edge(START, "a")
     g.add_edge("a", "b")
     g.add_conditional_edges("b", lambda s: "a" if s["value"] < 3 else END, ["a", END])
     assert isinstance(g.compile(), CompiledGraph)
-
-
-def test_loop_whose_branch_path_map_excludes_end_fails_compile() -> None:
-    g = graph_with("a", "b")
-    g.add_edge(START, "a")
-    g.add_conditional_edges("a", lambda s: "b", {"x": "b"})
-    g.add_edge("b", "a")
-    with pytest.raises(NoPathToEndError):
-        g.compile()
 
 
 def test_node_without_outgoing_edges_ends_the_run() -> None:
@@ -300,7 +285,7 @@ def test_compile_with_bad_store_url_fails() -> None:
 
 
 def test_graph_errors_share_a_root() -> None:
-    for cls in (DuplicateNodeError, UnknownNodeError, NoPathToEndError):
+    for cls in (DuplicateNodeError, UnknownNodeError):
         assert issubclass(cls, GraphError)
     assert issubclass(GraphError, WaylineError)
 

@@ -66,7 +66,7 @@ def test_async_nodes_retry_too() -> None:
         return {"out": "done"}
 
     g = StateGraph(S)
-    g.add_node("node", node, retry_policy=FAST)
+    g.add_node("node", node, retry_policy=RetryPolicy(initial_interval=0.0, retry_on=TimeoutError))
     g.add_edge(START, "node")
     g.add_edge("node", END)
     out = asyncio.run(g.compile().ainvoke({}, {"configurable": {"thread_id": "a"}}))

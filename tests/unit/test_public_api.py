@@ -17,8 +17,10 @@ PUBLIC = [
     "Command",
     "CompiledGraph",
     "Interrupt",
+    "MessagesState",
     "NodeContext",
     "RetryPolicy",
+    "Runtime",
     "Send",
     "StateGraph",
     "StateSnapshot",
@@ -27,10 +29,16 @@ PUBLIC = [
     "WaylineError",
     "Worker",
     "WorkerConfig",
+    "add_messages",
     "connect",
+    "entrypoint",
+    "get_config",
+    "get_runtime",
+    "get_stream_writer",
     "interrupt",
     "open_store",
     "register_type",
+    "task",
 ]
 
 

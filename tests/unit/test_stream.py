@@ -45,10 +45,10 @@ def test_values_mode_yields_the_input_then_the_state_after_each_step() -> None:
     ]
 
 
-def test_values_is_the_default_mode() -> None:
+def test_updates_is_the_default_mode_as_in_langgraph() -> None:
     app = build().compile()
     assert list(app.stream({"log": []}, cfg("x"))) == list(
-        app.stream({"log": []}, cfg("y"), stream_mode="values")
+        app.stream({"log": []}, cfg("y"), stream_mode="updates")
     )
 
 
@@ -95,7 +95,7 @@ def test_stream_leaves_the_same_state_as_invoke() -> None:
     assert app.get_state(cfg("s")).values == app.invoke({"log": []}, cfg("i"))
 
 
-@pytest.mark.parametrize("mode", ["messages", ["values", "debug"]])
+@pytest.mark.parametrize("mode", ["bogus", ["values", "everything"]])
 def test_unsupported_stream_mode_is_refused(mode: Any) -> None:
     with pytest.raises(WaylineError, match="stream_mode"):
         list(build().compile().stream({"log": []}, cfg(), stream_mode=mode))

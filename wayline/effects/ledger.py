@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from wayline.codec import Codec
-from wayline.effects.retry import RetryPolicy
+from wayline.effects.retry import RetryPolicy, retry_any
 from wayline.errors import (
     CodecError,
     EffectError,
@@ -48,7 +48,7 @@ NOT_FOUND: Final[Any] = _NotFound()
 """What a ``reconcile`` hook returns when the provider has no record of the key: the effect
 never happened, so sending it again under the same key is safe."""
 
-DEFAULT_RETRY = RetryPolicy()
+DEFAULT_RETRY = RetryPolicy(max_interval=30.0, retry_on=retry_any)
 
 
 class EffectLedger:
@@ -177,7 +177,7 @@ class EffectLedger:
                 value = fn(rec.key)
             except Exception as exc:
                 reason = f"{type(exc).__name__}: {exc}"
-                if policy.should_retry(tries, exc):
+                if policy.should_retry(tries, exc, retry_any):
                     self._write(
                         dataclasses.replace(current, status="PENDING", error=reason), "EXECUTING"
                     )

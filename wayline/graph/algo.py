@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from wayline.errors import WaylineError
 from wayline.graph.channels import MISSING, Barrier, Channel
 from wayline.graph.types import END, Send
 from wayline.ids import derive_id
@@ -27,6 +28,7 @@ __all__ = [
     "apply_step",
     "derive_id",
     "values_of",
+    "with_pending",
 ]
 
 PULL = "pull"
@@ -109,3 +111,18 @@ def values_of(channels: Mapping[str, Channel]) -> dict[str, Any]:
         for k, c in channels.items()
         if not isinstance(c, Barrier) and c.value is not MISSING
     }
+
+
+def with_pending(channels: Mapping[str, Channel], pending: Iterable[TaskResult]) -> dict[str, Any]:
+    """The user-visible state with the writes of an unfinished step's finished tasks
+    folded in (on copies; the committed channels are untouched), as LangGraph shows the
+    state of an interrupted step."""
+    done = sorted_results(pending)
+    if not done:
+        return values_of(channels)
+    copies = {k: c.copy() for k, c in channels.items()}
+    try:
+        apply_step(copies, done)
+    except WaylineError:  # the writes do not fold (the step failed on them): as committed
+        return values_of(channels)
+    return values_of(copies)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wayline.codec import Codec, default_codec
 from wayline.effects.retry import RetryPolicy
-from wayline.errors import DuplicateNodeError, GraphError, NoPathToEndError, UnknownNodeError
+from wayline.errors import DuplicateNodeError, GraphError, UnknownNodeError
 from wayline.graph.node import Branch, NodeSpec
 from wayline.graph.schema import StateSchema
+from wayline.graph.subgraph import as_node_callable
 from wayline.graph.types import END, START
 
 if TYPE_CHECKING:
@@ -29,15 +31,33 @@ class StateGraph:
 
     def __init__(
         self,
-        state_schema: type,
+        state_schema: type | None = None,
+        context_schema: type | None = None,
         *,
+        input_schema: type | None = None,
+        output_schema: type | None = None,
         name: str | None = None,
         version: str = "1",
         schema_version: str | None = None,
         codec: Codec | None = None,
     ) -> None:
+        """``StateGraph(State, Context, input_schema=In, output_schema=Out)`` as in
+        LangGraph: the state's channels are the union of the three schemas' keys; the input
+        is read through ``input_schema`` and ``invoke`` returns the ``output_schema`` keys;
+        nodes get ``invoke(..., context=Context(...))`` as ``runtime.context``."""
+        if state_schema is None:
+            if input_schema is None:
+                raise GraphError("StateGraph needs a state schema: StateGraph(State)")
+            state_schema = input_schema
         self.codec = codec or default_codec
         self.schema = StateSchema.from_class(state_schema, self.codec)
+        self.context_schema = context_schema
+        self.input_keys: tuple[str, ...] | None = None
+        self.output_keys: tuple[str, ...] | None = None
+        if input_schema is not None and input_schema is not state_schema:
+            self.input_keys = self._add_schema(input_schema)
+        if output_schema is not None and output_schema is not state_schema:
+            self.output_keys = self._add_schema(output_schema)
         self.name: str = name or str(getattr(state_schema, "__name__", "graph"))
         self.version = version
         self.schema_version = schema_version or self.schema.fingerprint
@@ -47,6 +67,16 @@ class StateGraph:
         self.waiting_edges: set[tuple[tuple[str, ...], str]] = set()
         self.branches: dict[str, list[Branch]] = {}
 
+    def _add_schema(self, cls: type) -> tuple[str, ...]:
+        """Add the channels of another schema (input, output, a node's input) to the
+        state's; return its keys."""
+        other = StateSchema.from_class(cls, self.codec)
+        merged = dict(self.schema.channels)
+        for key, channel in other.channels.items():
+            merged.setdefault(key, channel)
+        self.schema = dataclasses.replace(self.schema, channels=merged)
+        return tuple(other.channels)
+
     # -- building ---------------------------------------------------------------------
 
     def add_node(
@@ -54,25 +84,49 @@ class StateGraph:
         node: str | Callable[..., Any],
         action: Callable[..., Any] | None = None,
         *,
-        retry_policy: RetryPolicy | None = None,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        input_schema: type | None = None,
+        destinations: Sequence[str] | Mapping[str, str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        defer: bool = False,
+        cache_policy: Any = None,
     ) -> StateGraph:
         """Add a node; ``retry_policy`` re-runs it in place, within its step, when it raises
-        (a node-level retry, as in LangGraph; effects it already performed are not redone)."""
+        (a node-level retry, as in LangGraph; effects it already performed are not redone).
+
+        ``action`` may be a compiled graph: it runs as a subgraph on the keys it shares
+        with this graph, checkpointed under its own namespace. ``input_schema`` (or the
+        annotation of the node's first parameter) narrows what the node reads;
+        ``destinations`` says where a node returning ``Command(goto=...)`` may go."""
+        if defer:
+            raise GraphError(
+                "add_node(defer=True) is not supported by wayline: join the branches with "
+                "add_edge([a, b], node) instead"
+            )
+        if cache_policy is not None:
+            raise GraphError("add_node(cache_policy=...) is not supported by wayline")
+        del metadata  # LangGraph shows it in traces; wayline has no use for it
         if not isinstance(node, str):
-            action, node = node, getattr(node, "__name__", None) or type(node).__name__
+            action = node
+            found = getattr(node, "__name__", None) or getattr(node, "name", None)
+            node = found if isinstance(found, str) else type(action).__name__
         if action is None:
             raise GraphError(f"add_node({node!r}) needs a function to run")
+        if isinstance(retry_policy, Sequence):
+            retry_policy = retry_policy[0] if retry_policy else None
         if node in (START, END):
             raise GraphError(f"{node!r} is reserved; choose another node name")
         if any(c in node for c in _RESERVED_CHARS):
             raise GraphError(f"node name {node!r} may not contain any of {_RESERVED_CHARS}")
         if node in self.nodes:
             raise DuplicateNodeError(f"a node named {node!r} already exists; names must be unique")
-        if node in self.schema.channels:
-            raise GraphError(
-                f"node {node!r} has the name of a state key; rename the node or the key"
-            )
-        self.nodes[node] = NodeSpec.of(node, action, retry_policy)
+        action = as_node_callable(action, self)
+        spec = NodeSpec.of(
+            node, action, retry_policy, input_schema=input_schema, destinations=destinations
+        )
+        if spec.input_schema is not None and spec.input_schema is not self.schema.cls:
+            self._add_schema(spec.input_schema)
+        self.nodes[node] = spec
         return self
 
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:
@@ -165,7 +219,8 @@ class StateGraph:
                 "graph has no entry point: add_edge(START, 'first_node') or "
                 "set_conditional_entry_point(...)"
             )
-        self._check_paths_to_end()
+        # A graph whose only exit is the recursion limit is valid, as in LangGraph: it
+        # runs and raises GraphRecursionError when config["recursion_limit"] is reached.
 
     def _successors(self) -> dict[str, set[str]]:
         everything = set(self.nodes) | {END}
@@ -184,23 +239,15 @@ class StateGraph:
                 succ[name].add(END)  # a node with nowhere to go ends the run, as in LangGraph
         return succ
 
-    def _check_paths_to_end(self) -> None:
-        succ = self._successors()
-        reachable = _closure(START, succ)
-        reaches_end = {n for n in reachable if n == END or END in _closure(n, succ)}
-        if END not in reachable:
-            raise NoPathToEndError("no path from START reaches END; add an edge to END")
-        trapped = sorted(n for n in reachable if n not in reaches_end)
-        if trapped:
-            raise NoPathToEndError(
-                f"node(s) {trapped} can never reach END (they loop forever); add an edge or a "
-                "conditional edge from the loop to END"
-            )
-
     def compile(
         self,
         checkpointer: Store | str | None = None,
         *,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+        debug: bool = False,
+        store: Any = None,
+        cache: Any = None,
         snapshot_every: int = 100,
         blob_threshold: int = 64 * 1024,
         verify_sample: float = 0.0,
@@ -219,22 +266,35 @@ class StateGraph:
         they finish and checked against their committed digest. ``max_lag_steps`` and
         ``max_lag_ms``: how far durability "async" may run ahead of its writer, the most a
         hard kill can make a run replay.
+
+        ``interrupt_before`` / ``interrupt_after`` (node names, or ``"*"``): pause the run
+        before or after those nodes, as LangGraph's breakpoints; ``invoke(None, config)``
+        continues it. ``store`` and ``cache`` (LangGraph's long-term memory and node cache)
+        are not supported and must be None.
         """
+        if store is not None or cache is not None:
+            raise GraphError(
+                "compile(store=..., cache=...): wayline has no long-term memory store or node "
+                "cache; keep such data in the state or in your own database"
+            )
+        del debug
         from wayline.graph.compiled import CompiledGraph
         from wayline.store import open_store
 
         self.validate()
         if snapshot_every < 1:
             raise GraphError("snapshot_every must be at least 1")
-        if checkpointer is None:
-            store = open_store("sqlite:///:memory:")
+        if checkpointer is None or checkpointer is True or checkpointer is False:
+            bound = open_store("sqlite:///:memory:")
         elif isinstance(checkpointer, str):
-            store = open_store(checkpointer)
+            bound = open_store(checkpointer)
         else:
-            store = checkpointer
+            bound = checkpointer
         compiled = CompiledGraph(
             builder=self,
-            store=store,
+            store=bound,
+            interrupt_before=_node_list(interrupt_before, self.nodes),
+            interrupt_after=_node_list(interrupt_after, self.nodes),
             snapshot_every=snapshot_every,
             blob_threshold=blob_threshold,
             verify_sample=verify_sample,
@@ -243,8 +303,19 @@ class StateGraph:
             name=name or self.name,
             version=version or self.version,
         )
-        compiled.requires_thread_id = checkpointer is not None
+        compiled.requires_thread_id = not (checkpointer is None or isinstance(checkpointer, bool))
         return compiled
+
+
+def _node_list(names: Sequence[str] | str | None, nodes: Mapping[str, Any]) -> tuple[str, ...]:
+    if names is None:
+        return ()
+    if names == "*" or (not isinstance(names, str) and list(names) == ["*"]):
+        return tuple(nodes)
+    listed = (names,) if isinstance(names, str) else tuple(names)
+    for name in listed:
+        _check(name, set(nodes), "breakpoint")
+    return listed
 
 
 def _check(name: str, allowed: set[str], what: str) -> None:

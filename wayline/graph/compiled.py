@@ -10,6 +10,7 @@ import dataclasses
 import datetime as dt
 import inspect
 import time
+import typing
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -25,7 +26,7 @@ from wayline.errors import (
     WaylineError,
 )
 from wayline.graph import travel
-from wayline.graph.algo import values_of
+from wayline.graph.algo import with_pending
 from wayline.graph.channels import Barrier, Channel
 from wayline.graph.checkpoint import (
     DEFAULT_BLOB_THRESHOLD,
@@ -34,8 +35,28 @@ from wayline.graph.checkpoint import (
     reconstruct,
     state_digest,
 )
-from wayline.graph.context import reset_scope, set_scope
+from wayline.graph.context import current_scope, reset_scope, set_scope
+from wayline.graph.driving import (
+    aexecute_live,
+    breakpoint_sets,
+    configs,
+    execute_live,
+    stops_after,
+    stops_before,
+    task_input,
+)
 from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome, default_owner
+from wayline.graph.streaming import (
+    PAUSED,
+    RESUMED,
+    EventBus,
+    Formatter,
+    checkpoint_event,
+    parse_modes,
+    task_result,
+    task_start,
+)
+from wayline.graph.subgraph import run_child, with_child_states
 from wayline.graph.types import Interrupt, PregelTask, Send, StateSnapshot
 from wayline.ids import derive_id
 from wayline.store.base import Store
@@ -49,7 +70,6 @@ __all__ = ["CompiledGraph", "Verification"]
 DEFAULT_STEP_LIMIT = 10_000
 """LangGraph 1.2 defaults ``recursion_limit`` to 10,007; wayline rounds it."""
 DEFAULT_TENANT = "default"
-STREAM_MODES = ("values", "updates")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -84,8 +104,14 @@ class CompiledGraph:
         verify_sample: float = 0.0,
         max_lag_steps: int = 8,
         max_lag_ms: float = 100.0,
+        interrupt_before: tuple[str, ...] = (),
+        interrupt_after: tuple[str, ...] = (),
     ) -> None:
         self.builder = builder
+        self.interrupt_before = interrupt_before
+        self.interrupt_after = interrupt_after
+        self.context_schema = builder.context_schema
+        self.config: dict[str, Any] = {}
         self.store = store
         self.codec = builder.codec
         self.schema = builder.schema
@@ -130,6 +156,45 @@ class CompiledGraph:
         bound.store = store
         return bound
 
+    @property
+    def input_keys(self) -> tuple[str, ...]:
+        """The keys an input may set (the input schema's, or the state's)."""
+        return self.builder.input_keys or tuple(self.builder.schema.channels)
+
+    @property
+    def output_keys(self) -> tuple[str, ...]:
+        return self.builder.output_keys or tuple(self.builder.schema.channels)
+
+    def output_of(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """What ``invoke`` returns for a state: the output schema's keys."""
+        if self.builder.output_keys is None:
+            return dict(values)
+        return {k: v for k, v in values.items() if k in self.builder.output_keys}
+
+    def node_input_keys(self, node: str) -> tuple[str, ...]:
+        spec = self.nodes[node]
+        if spec.input_schema is None:
+            return tuple(self.schema.channels)
+        return tuple(typing.get_type_hints(spec.input_schema))
+
+    def with_config(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> CompiledGraph:
+        """The same graph with ``config`` merged into every call's config (as LangGraph)."""
+        bound = copy.copy(self)
+        merged = {**self.config, **(config or {}), **kwargs}
+        if "configurable" in self.config or "configurable" in (config or {}):
+            merged["configurable"] = {
+                **self.config.get("configurable", {}),
+                **(config or {}).get("configurable", {}),
+            }
+        bound.config = merged
+        return bound
+
+    def get_graph(self, config: Any = None, *, xray: int | bool = False) -> Any:
+        """The graph's nodes and edges, drawable with ``draw_mermaid()`` / ``draw_ascii()``."""
+        from wayline.graph.drawing import DrawableGraph
+
+        return DrawableGraph.of(self)
+
     def new_channels(self) -> dict[str, Channel]:
         channels = self.schema.new_channels()
         channels.update({k: b.fresh() for k, b in self.barriers.items()})
@@ -142,56 +207,168 @@ class CompiledGraph:
         input: Any,
         config: Mapping[str, Any] | None = None,
         *,
-        durability: str = "sync",
+        context: Any = None,
+        durability: str | None = None,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+        **kwargs: Any,
     ) -> dict[str, Any]:
-        """Run until the graph finishes or interrupts; return the state.
+        """Run until the graph finishes or interrupts; return the state (its output keys).
 
         An interrupted run's result carries ``"__interrupt__"``: the pending questions.
+        Called from inside a running node without a ``thread_id``, the graph runs as a
+        subgraph of that node (checkpointed under its namespace, see ``subgraph``).
         """
-        loop = self._loop(config, durability)
-        for _ in self.run_loop(loop, input):
+        if _inside_task(config):
+            return run_child(self, input, context=context)
+        loop = self.make_loop(config, durability, context=context)
+        breaks = self._breakpoints(interrupt_before, interrupt_after)
+        for _ in self.run_loop(loop, input, breakpoints=breaks):
             pass
-        return _result(loop)
+        return self._result(loop)
 
     def stream(
         self,
         input: Any,
         config: Mapping[str, Any] | None = None,
         *,
-        stream_mode: str | Sequence[str] = "values",
-        durability: str = "sync",
+        context: Any = None,
+        stream_mode: str | Sequence[str] | None = None,
+        subgraphs: bool = False,
+        durability: str | None = None,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+        **kwargs: Any,
     ) -> Iterator[Any]:
-        modes, single = _modes(stream_mode)
-        loop = self._loop(config, durability)
-        for mode, chunk in self.run_loop(loop, input):
-            if mode in modes:
-                yield chunk if single else (mode, chunk)
+        """Stream a run. ``stream_mode`` defaults to ``"updates"``, as LangGraph's; a list of
+        modes yields ``(mode, chunk)``; ``subgraphs=True`` prefixes the namespace."""
+        modes, single = parse_modes(stream_mode or "updates")
+        loop = self.make_loop(config, durability, context=context)
+        fmt = self._streaming(loop, modes, single, subgraphs)
+        breaks = self._breakpoints(interrupt_before, interrupt_after)
+        for mode, chunk in self.run_loop(loop, input, breakpoints=breaks):
+            yield from fmt(mode, chunk)
+            if mode == "values" and "__interrupt__" not in chunk and fmt.wants_checkpoints:
+                yield from fmt("checkpoints_src", checkpoint_event(loop, chunk))
+        if loop.raised and loop.pending:  # as LangGraph: what the finished tasks wrote
+            fmt.wrote = True
+            yield from fmt("values", with_pending(loop.channels, loop.pending.values()))
 
     async def ainvoke(
         self,
         input: Any,
         config: Mapping[str, Any] | None = None,
         *,
-        durability: str = "sync",
+        context: Any = None,
+        durability: str | None = None,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+        **kwargs: Any,
     ) -> dict[str, Any]:
-        loop = self._loop(config, durability)
-        async for _ in self._adrive(loop, input):
+        loop = self.make_loop(config, durability, context=context)
+        breaks = self._breakpoints(interrupt_before, interrupt_after)
+        async for _ in self._adrive(loop, input, breaks):
             pass
-        return _result(loop)
+        return self._result(loop)
 
     async def astream(
         self,
         input: Any,
         config: Mapping[str, Any] | None = None,
         *,
-        stream_mode: str | Sequence[str] = "values",
-        durability: str = "sync",
+        context: Any = None,
+        stream_mode: str | Sequence[str] | None = None,
+        subgraphs: bool = False,
+        durability: str | None = None,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+        **kwargs: Any,
     ) -> AsyncIterator[Any]:
-        modes, single = _modes(stream_mode)
-        loop = self._loop(config, durability)
-        async for mode, chunk in self._adrive(loop, input):
-            if mode in modes:
-                yield chunk if single else (mode, chunk)
+        modes, single = parse_modes(stream_mode or "updates")
+        loop = self.make_loop(config, durability, context=context)
+        fmt = self._streaming(loop, modes, single, subgraphs)
+        breaks = self._breakpoints(interrupt_before, interrupt_after)
+        async for mode, chunk in self._adrive(loop, input, breaks):
+            for item in fmt(mode, chunk):
+                yield item
+            if mode == "values" and "__interrupt__" not in chunk and fmt.wants_checkpoints:
+                for item in fmt("checkpoints_src", checkpoint_event(loop, chunk)):
+                    yield item
+
+    def batch(
+        self,
+        inputs: Sequence[Any],
+        config: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        """``invoke`` on each input (one config, or one per input), as LangGraph's batch."""
+        per_input = configs(config, len(inputs))
+        out: list[Any] = []
+        for item, cfg in zip(inputs, per_input, strict=True):
+            try:
+                out.append(self.invoke(item, cfg, **kwargs))
+            except Exception as exc:
+                if not return_exceptions:
+                    raise
+                out.append(exc)
+        return out
+
+    async def abatch(
+        self,
+        inputs: Sequence[Any],
+        config: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        *,
+        return_exceptions: bool = False,
+        **kwargs: Any,
+    ) -> list[Any]:
+        per_input = configs(config, len(inputs))
+        calls = [self.ainvoke(i, c, **kwargs) for i, c in zip(inputs, per_input, strict=True)]
+        return list(await asyncio.gather(*calls, return_exceptions=return_exceptions))
+
+    def _streaming(
+        self, loop: RunLoop, modes: set[str], single: bool, subgraphs: bool
+    ) -> Formatter:
+        fmt = Formatter(modes, single, subgraphs, self.output_of, lambda: loop.step + 1)
+        if modes - {"values", "updates"} or subgraphs:
+            loop.emit = EventBus(modes, subgraphs)
+            if "messages" in modes:
+                try:
+                    from wayline.interop.lc_stream import ChatStream
+                except ImportError:
+                    raise WaylineError(
+                        'stream_mode="messages" streams langchain-core chat models: '
+                        "pip install 'wayline[langchain]'"
+                    ) from None
+
+                loop.chat_callbacks = ChatStream(loop.emit)
+        return fmt
+
+    def _breakpoints(
+        self, before: Sequence[str] | str | None, after: Sequence[str] | str | None
+    ) -> tuple[frozenset[str], frozenset[str]]:
+        return breakpoint_sets(
+            self.nodes, before, after, self.interrupt_before, self.interrupt_after
+        )
+
+    def _result(self, loop: RunLoop) -> dict[str, Any]:
+        out = self.output_of(with_pending(loop.channels, loop.pending.values()))
+        if loop.raised:
+            out["__interrupt__"] = list(loop.raised)
+        return out
+
+    def make_loop(
+        self, config: Mapping[str, Any] | None, durability: str | None, *, context: Any = None
+    ) -> RunLoop:
+        """A loop for one invocation (``config`` merged over ``with_config``'s)."""
+        merged = dict(self.config)
+        merged.update(config or {})
+        if "configurable" in self.config and config and "configurable" in config:
+            merged["configurable"] = {**self.config["configurable"], **config["configurable"]}
+        loop = self._loop(merged, durability or merged.get("durability") or "sync")
+        loop.context = context
+        return loop
 
     def _loop(self, config: Mapping[str, Any] | None, durability: str) -> RunLoop:
         config = dict(config or {})
@@ -215,16 +392,51 @@ class CompiledGraph:
             token=token,
         )
 
-    def run_loop(self, loop: RunLoop, input: Any) -> Iterator[tuple[str, Any]]:
+    def run_loop(
+        self,
+        loop: RunLoop,
+        input: Any,
+        *,
+        breakpoints: tuple[frozenset[str], frozenset[str]] | None = None,
+    ) -> Iterator[tuple[str, Any]]:
         """Drive ``loop`` to its end, yielding (stream mode, chunk); workers call this."""
         error: BaseException | None = None
         pool: ThreadPoolExecutor | None = None
+        before, after = breakpoints or (
+            frozenset(self.interrupt_before),
+            frozenset(self.interrupt_after),
+        )
+        resuming = True  # no new input (a worker's queued input counts as input)
+        bus = loop.emit if isinstance(loop.emit, EventBus) and not loop.namespace else None
         try:
-            yield from loop.begin(input)
+            for event in loop.begin(input):
+                resuming = resuming and event[0] != "values"
+                yield event
+            if resuming and loop.step >= 0:
+                yield (RESUMED, loop.values())
             while (tasks := loop.next_step()) is not None:
-                if len(tasks) > 1 and pool is None:
-                    pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="wayline-node")
-                yield from loop.after_step(self._execute(loop, tasks, pool))
+                if stops_before(loop, tasks, before, resuming):
+                    loop.pause()
+                    yield PAUSED
+                    break
+                if isinstance(loop.emit, EventBus) and loop.emit.wants_tasks:
+                    for t in tasks:
+                        yield ("tasks", task_start(t, task_input(loop, t)))
+                if bus is not None:
+                    pool = pool or ThreadPoolExecutor(8, thread_name_prefix="wayline-node")
+                    outcomes = yield from execute_live(loop, tasks, pool, bus, _run_task)
+                else:
+                    if len(tasks) > 1 and pool is None:
+                        pool = ThreadPoolExecutor(8, thread_name_prefix="wayline-node")
+                    outcomes = self._execute(loop, tasks, pool)
+                if isinstance(loop.emit, EventBus) and loop.emit.wants_tasks:
+                    for o in outcomes:
+                        yield ("tasks", task_result(o))
+                yield from loop.after_step(outcomes)
+                if stops_after(loop, outcomes, after):
+                    loop.pause()
+                    yield PAUSED
+                    break
             loop.close(None)
             self._sample_verify(loop)
         except GeneratorExit:
@@ -237,14 +449,46 @@ class CompiledGraph:
                 pool.shutdown(wait=True)
             loop.close(error)
 
-    async def _adrive(self, loop: RunLoop, input: Any) -> AsyncIterator[tuple[str, Any]]:
+    async def _adrive(
+        self,
+        loop: RunLoop,
+        input: Any,
+        breakpoints: tuple[frozenset[str], frozenset[str]] | None = None,
+    ) -> AsyncIterator[tuple[str, Any]]:
         error: BaseException | None = None
+        before, after = breakpoints or (frozenset(), frozenset())
+        resuming = True
+        bus = loop.emit if isinstance(loop.emit, EventBus) else None
         try:
             for event in loop.begin(input):
+                resuming = resuming and event[0] != "values"
                 yield event
+            if resuming and loop.step >= 0:
+                yield (RESUMED, loop.values())
             while (tasks := loop.next_step()) is not None:
-                for event in loop.after_step(await self._aexecute(loop, tasks)):
+                if stops_before(loop, tasks, before, resuming):
+                    loop.pause()
+                    yield PAUSED
+                    break
+                if bus is not None and bus.wants_tasks:
+                    for t in tasks:
+                        yield ("tasks", task_start(t, task_input(loop, t)))
+                if bus is None:
+                    outcomes = await self._aexecute(loop, tasks)
+                else:
+                    running = asyncio.ensure_future(self._aexecute(loop, tasks))
+                    async for event in aexecute_live(bus, running):
+                        yield event
+                    outcomes = running.result()
+                    if bus.wants_tasks:
+                        for o in outcomes:
+                            yield ("tasks", task_result(o))
+                for event in loop.after_step(outcomes):
                     yield event
+                if stops_after(loop, outcomes, after):
+                    loop.pause()
+                    yield PAUSED
+                    break
             loop.close(None)
             self._sample_verify(loop)
         except GeneratorExit:
@@ -282,8 +526,15 @@ class CompiledGraph:
 
     # -- inspecting -------------------------------------------------------------------
 
-    def get_state(self, config: Mapping[str, Any]) -> StateSnapshot:
-        """The state at the run's last committed step (or at ``configurable.step``)."""
+    def get_state(self, config: Mapping[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+        """The state at the run's last committed step (or at ``configurable.step``); with
+        ``subgraphs=True`` each task running a subgraph carries the subgraph's state."""
+        snapshot = self._state(config)
+        if not subgraphs:
+            return snapshot
+        return with_child_states(self, snapshot)
+
+    def _state(self, config: Mapping[str, Any]) -> StateSnapshot:
         tenant, run_id = _ids(config, create=False)
         run = self.store.get_run(tenant, run_id)
         cfg = {"configurable": {"thread_id": run_id, "tenant": tenant}}
@@ -330,8 +581,9 @@ class CompiledGraph:
         parent = {"configurable": {**cfg["configurable"], **_at(tenant, run_id, at - 1)}}
         updated = dt.datetime.fromtimestamp(run.updated_at, dt.UTC).isoformat()
         return StateSnapshot(
-            values=values_of(rec.channels),
-            # as LangGraph: a task whose writes are pending (it finished) will not run again
+            # as LangGraph: the values show what finished tasks of the unfinished step wrote,
+            # and a task whose writes are pending (it finished) will not run again
+            values=with_pending(rec.channels, pending.values()),
             next=tuple(t.name for t in tasks if t.result is None),
             config=step_cfg,
             metadata=meta,
@@ -478,27 +730,20 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
-def _result(loop: RunLoop) -> dict[str, Any]:
-    out = loop.values()
-    if loop.raised:
-        out["__interrupt__"] = list(loop.raised)
-    return out
-
-
 def _at(tenant: str, run_id: str, step: int) -> dict[str, Any]:
     """A step's address in a config: wayline's ``step`` and LangGraph's ``checkpoint_id``."""
     return {"step": step, "checkpoint_id": travel.checkpoint_id(tenant, run_id, step)}
 
 
-def _modes(stream_mode: str | Sequence[str]) -> tuple[set[str], bool]:
-    single = isinstance(stream_mode, str)
-    modes = {stream_mode} if isinstance(stream_mode, str) else set(stream_mode)
-    unknown = modes - set(STREAM_MODES)
-    if unknown:
-        raise WaylineError(
-            f"unsupported stream_mode {sorted(unknown)}; supported: {list(STREAM_MODES)}"
-        )
-    return modes, single
+def _inside_task(config: Mapping[str, Any] | None) -> bool:
+    """Whether ``invoke`` was called from inside a running node without a thread of its
+    own: then the graph runs as that node's subgraph."""
+    if config and (config.get("configurable") or {}).get("thread_id"):
+        return False
+    try:
+        return current_scope().loop is not None
+    except WaylineError:
+        return False
 
 
 def _ids(config: Mapping[str, Any] | None, *, create: bool) -> tuple[str, str]:

@@ -17,7 +17,14 @@ if TYPE_CHECKING:
     from wayline.effects.ledger import EffectLedger
     from wayline.effects.retry import RetryPolicy
 
-__all__ = ["NodeContext", "TaskScope", "current_scope", "interrupt"]
+__all__ = [
+    "NodeContext",
+    "TaskScope",
+    "current_scope",
+    "interrupt",
+    "is_scoped",
+    "scoped_index",
+]
 
 
 @dataclasses.dataclass(slots=True)
@@ -27,12 +34,40 @@ class TaskScope:
     task_id: str
     resume: list[Any]
     counter: int = 0
+    config: Mapping[str, Any] | None = None
+    """What ``get_config()`` returns inside the task (the node's context, as a mapping)."""
+    runtime: Any = None
+    """What ``get_runtime()`` returns inside the task (``wayline.runtime.Runtime``)."""
+    writer: Callable[[Any], None] | None = None
+    """``get_stream_writer()``: emits a ``custom`` stream chunk."""
+    answers: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Resume values by interrupt id (a subgraph's node maps them to the child's)."""
+    loop: Any = None
+    """The run loop executing the task (subgraphs and ``@task`` reach the store through it)."""
+    calls: int = 0
+    """Subgraph invocations made by this task so far (each gets its own namespace)."""
+    task_calls: dict[str, int] = dataclasses.field(default_factory=dict)
+    """``@task`` calls made by this task so far, by task name (their record keys)."""
 
     def interrupt_id(self, idx: int) -> str:
         return derive_id(self.task_id, "interrupt", idx)
 
 
 _SCOPE: contextvars.ContextVar[TaskScope] = contextvars.ContextVar("wayline_task_scope")
+
+
+SCOPED_BASE = 1_000
+"""Interrupt records at or above this index hold questions asked in a scope nested in the
+task (a subgraph it runs, a ``@task`` it calls); each is answered by its id."""
+
+
+def scoped_index(interrupt_id: str) -> int:
+    """The record index of a nested scope's question: stable, derived from its id."""
+    return SCOPED_BASE + int(interrupt_id[:7], 16)
+
+
+def is_scoped(idx: int) -> bool:
+    return idx >= SCOPED_BASE
 
 
 def current_scope() -> TaskScope:

@@ -14,7 +14,7 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from wayline.effects.ledger import EffectLedger
@@ -23,10 +23,11 @@ from wayline.errors import (
     CorruptionError,
     EffectOutcomeUnknown,
     GraphInterrupt,
+    GraphRecursionError,
     LeaseLost,
+    ParentCommand,
     ResumeError,
     RunParkedError,
-    StepLimitError,
     VersionMismatchError,
 )
 from wayline.graph import probe
@@ -42,7 +43,8 @@ from wayline.graph.algo import (
     sorted_results,
     values_of,
 )
-from wayline.graph.channels import AppendLog, Channel
+from wayline.graph.calling import node_call
+from wayline.graph.channels import AppendLog, Channel, MessageLog
 from wayline.graph.checkpoint import (
     BlobCache,
     decode_inbox,
@@ -53,7 +55,7 @@ from wayline.graph.checkpoint import (
     segment_records,
     state_digest,
 )
-from wayline.graph.context import NodeContext, TaskScope
+from wayline.graph.context import NodeContext, TaskScope, is_scoped
 from wayline.graph.node import route_writes, split_output
 from wayline.graph.segments import LogIndex, advance
 from wayline.graph.travel import ForkOrigin, load_origin
@@ -157,6 +159,13 @@ class RunLoop:
         run's recorded step or status (it would rewind a run that could not be read)."""
         self.origin: ForkOrigin | None = None
         """Set for a fork: its effects run under the fork's effect mode (travel.py)."""
+        # What an invocation hands its nodes (wayline.graph.calling): LangGraph's runtime
+        # context, the functional API's ``previous``, the stream event sink and namespace.
+        self.context: Any = None
+        self.previous: Any = None
+        self.emit: Callable[[tuple[str, ...], str, Any], None] | None = None
+        self.namespace: tuple[str, ...] = ()
+        self.chat_callbacks: Any = None
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -251,7 +260,12 @@ class RunLoop:
                     self._refuse_inbox(error)
                 # A refused resume changed nothing, and a parked run has its status already.
                 elif error is not None and not isinstance(
-                    error, GraphInterrupt | ResumeError | RunParkedError | VersionMismatchError
+                    error,
+                    GraphInterrupt
+                    | ResumeError
+                    | RunParkedError
+                    | VersionMismatchError
+                    | ParentCommand,
                 ):
                     self._submit_status("failed", error=_describe(error))
                 self.sink.close()
@@ -296,7 +310,7 @@ class RunLoop:
                 self._submit_status("cancelled", error="cancelled by request")
             return None  # shutting down: the run stays runnable for the next claim
         if self.steps_run >= self.step_limit:
-            raise StepLimitError(
+            raise GraphRecursionError(
                 f"run {self.run_id!r} reached its limit of {self.step_limit} supersteps at step "
                 f"{self.step} without finishing; its steps are committed. Resume it with "
                 "invoke(None, config) and a larger config['recursion_limit'] if it is meant to "
@@ -312,7 +326,11 @@ class RunLoop:
                 (i for i in self.interrupts if i.task_id == task_id and i.resume is not None),
                 key=lambda i: i.idx,
             )
-            resume = [self.codec.loads(i.resume) for i in answers if i.resume is not None]
+            values = [self.codec.loads(i.resume) for i in answers if i.resume is not None]
+            by_id = {i.interrupt_id: v for i, v in zip(answers, values, strict=True)}
+            # interrupt() in the node itself answers by position; a question its subgraph
+            # or @task asked is recorded at a scoped index and answered by id
+            resume = [v for i, v in zip(answers, values, strict=True) if not is_scoped(i.idx)]
             ledger = EffectLedger(
                 self.store,
                 self.codec,
@@ -329,19 +347,16 @@ class RunLoop:
             ctx = NodeContext(
                 self.run_id, self.tenant_id, spec.name, step, task_id, self.config, ledger
             )
-            tasks.append(ExecTask(spec, task_id, step, TaskScope(task_id, resume), ctx))
+            scope = TaskScope(task_id, resume, answers=by_id)
+            tasks.append(ExecTask(spec, task_id, step, scope, ctx))
         self.multi_task_step = len(self.next_tasks) > 1
         return tasks
 
     def node_call(self, task: ExecTask) -> tuple[Any, tuple[Any, ...]]:
         """The callable and arguments for a task; the driver calls them in the task scope."""
-        spec = self.graph.nodes[task.spec.name]
-        arg = task.spec.arg
-        if task.spec.path[0] == PULL:
-            arg = self.graph.schema.to_node_input(values_of(self.channels))
-        args = (arg, task.ctx) if spec.takes_ctx else (arg,)
+        call = node_call(self, task)
         probe.emit("task_start", self.tenant_id, self.run_id, task.step, task.spec.name, task.id)
-        return spec.fn, args
+        return call
 
     def outcome(self, task: ExecTask, output: Any) -> TaskOutcome:
         """Turn a node's return value into its writes, routing included (runs branches)."""
@@ -361,7 +376,9 @@ class RunLoop:
     def failed(self, task: ExecTask, exc: BaseException) -> TaskOutcome:
         if isinstance(exc, GraphInterrupt):
             first = task.scope.counter - 1
-            return TaskOutcome(task, interrupts=tuple((first, i) for i in exc.interrupts))
+            # A subgraph's node re-raises its child's questions with indexes of their own.
+            idxs = exc.indexes or [first] * len(exc.interrupts)
+            return TaskOutcome(task, interrupts=tuple(zip(idxs, exc.interrupts, strict=True)))
         return TaskOutcome(task, error=exc)
 
     def retry_delay(self, task: ExecTask, exc: Exception, attempt: int) -> float | None:
@@ -371,6 +388,8 @@ class RunLoop:
         if policy is None or not policy.should_retry(attempt, exc):
             return None
         task.scope.counter = 0
+        task.scope.calls = 0  # subgraph calls and @task calls get the same keys again
+        task.scope.task_calls.clear()
         if task.ctx.ledger is not None:
             task.ctx.ledger.restart()
         return policy.delay(attempt)
@@ -549,7 +568,12 @@ class RunLoop:
             logs = dict(logs)
             for key, channel in staged.items():
                 if isinstance(channel, AppendLog):
-                    logs[key], segments = advance(logs.get(key), key, step, len(channel.get()))
+                    index, salt = logs.get(key), ""
+                    if isinstance(channel, MessageLog) and channel.rewritten:
+                        index, salt = None, f"rewritten@{step}"  # an edited history anew
+                        channel.rewritten = False
+                    n = len(channel.get())
+                    logs[key], segments = advance(index, key, step, n, salt=salt)
                     batch.segments.extend(segment_records(self.codec, channel, segments, step))
             snapshot, blobs = encode_snapshot(
                 self.codec, staged, next_tasks, logs, step=step, threshold=threshold
@@ -627,6 +651,13 @@ class RunLoop:
         self.raised = tuple(raised)
         yield ("updates", {"__interrupt__": self.raised})
         yield ("values", {**self.values(), "__interrupt__": self.raised})  # as LangGraph
+
+    def pause(self) -> None:
+        """Stop at a breakpoint (``interrupt_before``/``interrupt_after``): the run waits,
+        interrupted, with its next tasks unchanged; ``invoke(None, config)`` continues it."""
+        self._submit_status("interrupted")
+        assert self.sink is not None
+        self.sink.flush()
 
     def _submit_status(self, status: RunStatus, *, error: str | None = None) -> None:
         assert self.sink is not None

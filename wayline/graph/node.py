@@ -9,7 +9,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from wayline.effects.retry import RetryPolicy
-from wayline.errors import InvalidUpdateError, UnknownNodeError
+from wayline.errors import InvalidUpdateError, ParentCommand, UnknownNodeError
 from wayline.graph.algo import ROUTE, SEND
 from wayline.graph.types import END, Command, Send
 
@@ -27,21 +27,78 @@ class NodeSpec:
     return annotation; None when the node may route anywhere (or never returns a Command)."""
     retry: RetryPolicy | None = None
     """Re-run the node in place when it raises (``add_node(..., retry_policy=...)``)."""
+    inject: tuple[tuple[str, str], ...] = ()
+    """Keyword parameters filled as LangGraph fills them: (parameter, what) where what is
+    ``config``, ``runtime``, ``writer`` or ``store``."""
+    input_schema: type | None = None
+    """The node reads only these keys (its own input schema, as in LangGraph)."""
 
     @classmethod
-    def of(cls, name: str, fn: Callable[..., Any], retry: RetryPolicy | None = None) -> NodeSpec:
+    def of(
+        cls,
+        name: str,
+        fn: Callable[..., Any],
+        retry: RetryPolicy | None = None,
+        *,
+        input_schema: type | None = None,
+        destinations: Sequence[str] | Mapping[str, str] | None = None,
+    ) -> NodeSpec:
         call = fn if inspect.isroutine(fn) else type(fn).__call__  # callable objects
         is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
         try:
-            params = [
-                p
-                for p in inspect.signature(fn).parameters.values()
-                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
-            ]
+            all_params = list(inspect.signature(fn).parameters.values())
         except (TypeError, ValueError):
-            params = []
+            all_params = []
+        inject = tuple(
+            (p.name, what)
+            for p in all_params[1:]
+            if (what := _injected(p)) is not None
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        )
+        injected = {n for n, _ in inject}
+        params = [
+            p
+            for p in all_params
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+            and p.name not in injected
+        ]
         takes_ctx = len(params) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
-        return cls(name, fn, is_async, takes_ctx, _command_ends(fn), retry)
+        ends = _command_ends(fn)
+        if destinations is not None:
+            ends = tuple(destinations)
+        if input_schema is None and all_params:
+            input_schema = _input_annotation(fn, all_params[0].name)
+        return cls(name, fn, is_async, takes_ctx, ends, retry, inject, input_schema)
+
+
+_INJECTED_NAMES = {"config": "config", "runtime": "runtime", "writer": "writer", "store": "store"}
+
+
+def _injected(param: inspect.Parameter) -> str | None:
+    """What LangGraph would pass to this parameter: by name, or a ``Runtime`` annotation."""
+    ann = param.annotation
+    ann_name = (
+        ann if isinstance(ann, str) else getattr(typing.get_origin(ann) or ann, "__name__", "")
+    )
+    if isinstance(ann_name, str) and ann_name.split("[")[0] == "Runtime":
+        return "runtime"
+    return _INJECTED_NAMES.get(param.name)
+
+
+def _input_annotation(fn: Callable[..., Any], first: str) -> type | None:
+    """The TypedDict/dataclass/pydantic class a node's first parameter is annotated with."""
+    try:
+        hint = typing.get_type_hints(fn).get(first)
+    except Exception:
+        return None
+    if not isinstance(hint, type):
+        return None
+    from wayline.graph.schema import is_typeddict
+
+    is_model = isinstance(getattr(hint, "model_fields", None), dict)
+    if is_typeddict(hint) or dataclasses.is_dataclass(hint) or is_model:
+        return hint
+    return None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -121,9 +178,12 @@ def _command_ends(fn: Callable[..., Any]) -> tuple[str, ...] | None:
 def split_output(output: Any, node: str) -> tuple[Any, list[str | Send]]:
     """A node's return value as (state update, goto targets)."""
     if isinstance(output, Command):
+        if output.graph == Command.PARENT:
+            raise ParentCommand(output)
         if output.graph is not None:
             raise InvalidUpdateError(
-                f"node {node!r} returned Command(graph=...): subgraphs are not supported yet"
+                f"node {node!r} returned Command(graph={output.graph!r}): only "
+                "Command.PARENT (the graph that runs this one as a subgraph) is supported"
             )
         goto = output.goto
         targets = [goto] if isinstance(goto, str | Send) else list(goto)

@@ -17,9 +17,17 @@ from typing import Any, Literal
 
 from wayline.codec import Codec
 from wayline.errors import GraphError, InvalidUpdateError
-from wayline.graph.channels import APPEND_REDUCERS, AppendLog, Channel, LastValue, ReducerChannel
+from wayline.graph.channels import (
+    APPEND_REDUCERS,
+    AppendLog,
+    Channel,
+    LastValue,
+    MessageLog,
+    ReducerChannel,
+)
+from wayline.graph.message import add_messages
 
-__all__ = ["StateSchema"]
+__all__ = ["StateSchema", "is_typeddict"]
 
 SchemaKind = Literal["typeddict", "dataclass", "pydantic", "dict"]
 
@@ -106,14 +114,46 @@ def _kind_of(schema: type) -> SchemaKind:
         return "dataclass"
     if isinstance(getattr(schema, "model_fields", None), dict):
         return "pydantic"
-    if typing.is_typeddict(schema):
+    if is_typeddict(schema):
         return "typeddict"
     raise GraphError(
         f"state schema must be a TypedDict, a dataclass or a pydantic model, got {schema!r}"
     )
 
 
+def is_typeddict(cls: Any) -> bool:
+    """A TypedDict from ``typing`` or from ``typing_extensions`` (LangGraph's
+    ``MessagesState`` is the latter, which ``typing.is_typeddict`` does not recognize on
+    Python < 3.13)."""
+    return (
+        isinstance(cls, type)
+        and issubclass(cls, dict)
+        and hasattr(cls, "__total__")
+        and hasattr(cls, "__required_keys__")
+    )
+
+
+_QUALIFIERS = ("Required", "NotRequired", "ReadOnly")
+
+
+def _unqualified(hint: Any) -> Any:
+    """``NotRequired[T]`` / ``Required[T]`` / ``ReadOnly[T]`` (from typing or
+    typing_extensions) as ``T``, at any position around ``Annotated``."""
+    while getattr(typing.get_origin(hint), "_name", None) in _QUALIFIERS or (
+        getattr(hint, "__origin__", None) is not None
+        and getattr(typing.get_origin(hint), "__name__", None) in _QUALIFIERS
+    ):
+        (hint,) = typing.get_args(hint)
+    if typing.get_origin(hint) is typing.Annotated:
+        base, *meta = typing.get_args(hint)
+        inner = _unqualified(base)
+        if inner is not base:
+            return typing.Annotated[(inner, *meta)]
+    return hint
+
+
 def _channel_for(key: str, hint: Any) -> Channel:
+    hint = _unqualified(hint)
     if typing.get_origin(hint) is typing.Annotated:
         base, *meta = typing.get_args(hint)
         reducer = next((m for m in reversed(meta) if _is_reducer(m)), None)
@@ -121,6 +161,8 @@ def _channel_for(key: str, hint: Any) -> Channel:
             factory = _factory(base)
             if factory is list and any(reducer is r for r in APPEND_REDUCERS):
                 return AppendLog(key, reducer)
+            if factory is list and reducer is add_messages:
+                return MessageLog(key, reducer)
             return ReducerChannel(key, reducer, factory)
     return LastValue(key)
 
@@ -138,7 +180,7 @@ def _is_reducer(obj: Any) -> bool:
 
 def _factory(base: Any) -> Callable[[], Any] | None:
     origin = typing.get_origin(base) or base
-    if isinstance(origin, type) and not typing.is_typeddict(origin):
+    if isinstance(origin, type) and not is_typeddict(origin):
         return origin
     return None
 

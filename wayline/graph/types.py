@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, Literal, TypeVar
 
 __all__ = [
@@ -15,13 +15,17 @@ __all__ = [
     "Send",
     "StateSnapshot",
     "StreamMode",
+    "StreamWriter",
 ]
 
 START = "__start__"
 END = "__end__"
 
 Durability = Literal["sync", "async", "exit"]
-StreamMode = Literal["values", "updates"]
+StreamMode = Literal["values", "updates", "custom", "messages", "tasks", "checkpoints", "debug"]
+
+StreamWriter = Callable[[Any], None]
+"""What ``get_stream_writer()`` returns (and a node's ``writer`` parameter receives)."""
 
 N = TypeVar("N")
 """The targets a node's ``Command`` may go to, as in LangGraph's ``Command[Literal["a", "b"]]``."""
@@ -79,6 +83,8 @@ class PregelTask:
     path: tuple[Any, ...]
     interrupts: tuple[Interrupt, ...] = ()
     result: Any = None
+    state: Any = None
+    """With ``get_state(config, subgraphs=True)``: the state of the subgraph this task runs."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

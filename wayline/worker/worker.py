@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from wayline.effects.retry import RetryPolicy
+from wayline.effects.retry import RetryPolicy, retry_any
 from wayline.errors import (
     CorruptionError,
     LeaseLost,
@@ -35,7 +35,7 @@ __all__ = ["Worker", "WorkerConfig"]
 
 log = logging.getLogger("wayline.worker")
 
-RUN_RETRY = RetryPolicy(max_attempts=3, initial_delay=1.0, max_delay=60.0)
+RUN_RETRY = RetryPolicy(max_attempts=3, initial_delay=1.0, max_delay=60.0, retry_on=retry_any)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -214,7 +214,7 @@ class Worker:
         current = self.store.get_run(run.tenant_id, run.run_id)
         attempts = (current.attempts if current else run.attempts) + 1
         reason = f"{type(exc).__name__}: {exc}"
-        if not self.config.retry.should_retry(attempts, exc):
+        if not self.config.retry.should_retry(attempts, exc, retry_any):
             if unreadable:  # nothing recorded a status: the run's step and state are intact
                 self._give_up(run, token, exc)
             else:

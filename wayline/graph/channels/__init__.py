@@ -4,6 +4,7 @@ from wayline.graph.channels.append_log import APPEND_REDUCERS, AppendLog
 from wayline.graph.channels.barrier import Barrier
 from wayline.graph.channels.base import MISSING, Channel
 from wayline.graph.channels.last_value import LastValue
+from wayline.graph.channels.message_log import MessageLog
 from wayline.graph.channels.reducer import ReducerChannel
 
 __all__ = [
@@ -13,5 +14,6 @@ __all__ = [
     "Barrier",
     "Channel",
     "LastValue",
+    "MessageLog",
     "ReducerChannel",
 ]

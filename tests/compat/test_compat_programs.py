@@ -1,0 +1,68 @@
+"""Programs written against LangGraph give the same observations on wayline after the
+import rename (see harness.py). Each program's docstring says what it covers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langgraph", reason="the compatibility suite runs LangGraph itself")
+# LangGraph 1.x deprecates its own create_react_agent; the program uses it on purpose.
+pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
+pytest.importorskip("langchain_core", reason="the programs use langchain-core messages")
+
+from compat_harness import plain, port, run, source  # noqa: E402
+
+SAME = [
+    "chatbot",
+    "tool_agent",
+    "hitl",
+    "map_reduce",
+    "parallel_interrupts",
+    "quickstart",
+    "react_agent",
+    "resume_streams",
+    "subgraphs",
+    "functional",
+    "functional_async",
+    "functional_interrupts",
+    "streaming",
+    "streaming_subgraphs",
+    "schemas_and_context",
+    "limits_and_retries",
+]
+
+
+@pytest.mark.parametrize("name", SAME)
+def test_program_runs_the_same_on_wayline(name: str, tmp_path: Path) -> None:
+    expected = plain(run(name, "langgraph", tmp_path))
+    actual = plain(run(name, "wayline", tmp_path))
+    assert actual == expected
+
+
+@pytest.mark.parametrize("name", ["hitl", "subgraphs", "functional"])
+def test_program_runs_the_same_on_postgresql(name: str, tmp_path: Path, pg_url: str) -> None:
+    expected = plain(run(name, "langgraph", tmp_path))
+    assert plain(run(name, "wayline", tmp_path, pg_url)) == expected
+
+
+@pytest.mark.parametrize("name", SAME)
+def test_the_port_only_renames_imports(name: str) -> None:
+    original, ported = source(name), port(source(name))
+    assert "langgraph" in original and "import langgraph" not in ported
+    changed = [
+        (a, b) for a, b in zip(original.splitlines(), ported.splitlines(), strict=True) if a != b
+    ]
+    assert changed and all(
+        "import" in a and a.replace("langgraph", "wayline") == b for a, b in changed
+    )
+
+
+def test_checkpoints_mode_differs_as_documented(tmp_path: Path) -> None:
+    """docs/porting.md: LangGraph's first checkpoint (step -1, before the input) has no
+    counterpart in wayline, which commits the input as step 0; the rest match."""
+    expected = plain(run("checkpoints_mode", "langgraph", tmp_path))
+    actual = plain(run("checkpoints_mode", "wayline", tmp_path))
+    assert expected[0] == [{"log": []}, ["__start__"]]
+    assert actual == expected[1:]

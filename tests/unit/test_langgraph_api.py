@@ -1,0 +1,278 @@
+"""The LangGraph-shaped surface: module paths, messages, RetryPolicy, subgraph and
+functional-API durability details that the compatibility programs do not show."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import subprocess
+import sys
+from typing import Annotated, Any
+
+import ormsgpack
+import pytest
+from typing_extensions import TypedDict
+
+import wayline
+from wayline.codec import EXT_PYDANTIC, Codec
+from wayline.effects.retry import RetryPolicy, default_retry_on
+from wayline.errors import CodecError
+from wayline.graph import END, START, MessagesState, StateGraph, add_messages
+from wayline.graph.message import REMOVE_ALL_MESSAGES
+
+lc = pytest.importorskip("langchain_core.messages", reason="messages need langchain-core")
+
+
+def cfg(thread: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread}}
+
+
+def test_importing_wayline_imports_neither_langgraph_nor_langchain() -> None:
+    code = (
+        "import sys, wayline, wayline.graph, wayline.graph.message, wayline.types, "
+        "wayline.func, wayline.config, wayline.runtime, wayline.errors, wayline.prebuilt\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('langgraph', 'langchain'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_add_messages_appends_replaces_removes_and_clears() -> None:
+    a = lc.HumanMessage("a", id="1")
+    b = lc.AIMessage("b", id="2")
+    merged = add_messages([a], [b, lc.HumanMessage("a2", id="1")])
+    assert [(m.id, m.content) for m in merged] == [("1", "a2"), ("2", "b")]
+    assert [m.id for m in add_messages(merged, [lc.RemoveMessage(id="1")])] == ["2"]
+    cleared = add_messages(merged, [lc.RemoveMessage(id=REMOVE_ALL_MESSAGES), lc.AIMessage("z")])
+    assert [m.content for m in cleared] == ["z"]
+    with pytest.raises(ValueError, match="doesn't exist"):
+        add_messages(merged, [lc.RemoveMessage(id="nope")])
+    assert [
+        m.type for m in add_messages([], [("user", "hi"), {"role": "ai", "content": "yo"}])
+    ] == [
+        "human",
+        "ai",
+    ]
+
+
+def test_message_ids_are_derived_so_replay_is_exact() -> None:
+    """A message without id gets the same id every time it is folded (LangGraph's uuid4
+    would make reconstruction differ from what ran); the input is never mutated."""
+    given = lc.HumanMessage("hi")
+    first, again = add_messages([], [given]), add_messages([], [given])
+    assert first[0].id == again[0].id and given.id is None
+
+    def bot(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [lc.AIMessage(f"echo {state['messages'][-1].content}")]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("bot", bot)
+    g.add_edge(START, "bot")
+    app = g.compile()
+    app.invoke({"messages": [("user", "one")]}, cfg("m"))
+    app.invoke({"messages": [("user", "two")]}, cfg("m"))
+    assert app.verify(cfg("m")).ok
+
+
+def test_messages_are_stored_by_name_and_read_without_registration() -> None:
+    messages = [lc.HumanMessage("q", id="1"), lc.ToolMessage("r", tool_call_id="c", id="2")]
+    assert Codec().loads(Codec().dumps(messages)) == messages  # fresh codecs, no registry
+
+
+def test_a_stored_type_name_outside_the_table_is_refused() -> None:
+    inner = ormsgpack.packb(["langchain.NotAMessage", {"content": "x"}])
+    data = ormsgpack.packb(ormsgpack.Ext(EXT_PYDANTIC, inner))
+    with pytest.raises(CodecError, match="not registered"):
+        Codec().loads(data)
+
+
+def test_retry_policy_takes_langgraph_names_and_default_retry_on() -> None:
+    policy = RetryPolicy(0.1, 3.0, 9.0, 4, False)
+    assert (policy.initial_interval, policy.backoff_factor, policy.max_interval) == (0.1, 3.0, 9.0)
+    assert policy.delay(2) == pytest.approx(0.3) and policy.delay(10) == 9.0
+    assert RetryPolicy(initial_delay=0.2).initial_interval == 0.2  # wayline's earlier name
+    assert not default_retry_on(ValueError()) and default_retry_on(ConnectionError())
+    assert RetryPolicy(retry_on=(KeyError, OSError)).matches(KeyError())
+    assert not RetryPolicy(retry_on=KeyError).matches(ValueError())
+
+
+class S(TypedDict):
+    log: Annotated[list, operator.add]
+
+
+def test_astream_custom_and_abatch() -> None:
+    from wayline.config import get_stream_writer
+
+    def node(state: S) -> dict[str, Any]:
+        get_stream_writer()("hello")
+        return {"log": ["x"]}
+
+    g = StateGraph(S)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    app = g.compile()
+
+    async def go() -> tuple[list[Any], list[Any]]:
+        chunks = [c async for c in app.astream({"log": []}, cfg("a"), stream_mode="custom")]
+        batch = await app.abatch([{"log": []}, {"log": ["y"]}], [cfg("b1"), cfg("b2")])
+        return chunks, batch
+
+    chunks, batch = asyncio.run(go())
+    assert chunks == ["hello"] and batch == [{"log": ["x"]}, {"log": ["y", "x"]}]
+
+
+def test_a_subgraph_is_a_run_of_its_own_that_verifies() -> None:
+    child = StateGraph(S)
+    child.add_node("c1", lambda s: {"log": ["c1"]})
+    child.add_node("c2", lambda s: {"log": ["c2"]})
+    child.add_edge(START, "c1")
+    child.add_edge("c1", "c2")
+    parent = StateGraph(S)
+    parent.add_node("sub", child.compile())
+    parent.add_edge(START, "sub")
+    parent.add_edge("sub", END)
+    store = wayline.connect("sqlite:///:memory:")
+    app = parent.compile(store)
+    assert app.invoke({"log": ["p"]}, cfg("p"))["log"] == ["p", "p", "c1", "c2"]
+    runs = {r.run_id: r for r in store.list_runs("default")}
+    (child_id,) = [r for r in runs if r.startswith("p::sub:")]
+    assert runs[child_id].step == 2 and runs[child_id].status == "done"
+    # a name no worker serves: only the parent's task continues a child run
+    assert runs[child_id].graph_name == "S::S" and runs["p"].graph_name == "S"
+    assert app.verify(cfg("p")).ok
+    assert child.compile(store).verify(cfg(child_id)).ok
+    assert wayline.Wayline(store).purge("p") > 0  # the child's rows go with the parent's
+    assert store.list_runs("default") == []
+
+
+def test_a_finished_task_is_not_run_again_after_the_entrypoint_fails() -> None:
+    from wayline.func import entrypoint, task
+
+    calls: list[str] = []
+
+    @task
+    def fetch(x: int) -> int:
+        calls.append(f"fetch{x}")
+        return x * 10
+
+    fail = {"on": True}
+
+    @entrypoint(checkpointer=wayline.connect("sqlite:///:memory:"))
+    def flow(x: int) -> int:
+        value = fetch(x).result()
+        if fail["on"]:
+            raise RuntimeError("crash between tasks")
+        return value + fetch(x + 1).result()
+
+    with pytest.raises(RuntimeError):
+        flow.invoke(1, cfg("f"))
+    fail["on"] = False
+    assert flow.invoke(None, cfg("f")) == 30
+    assert calls == ["fetch1", "fetch2"]
+
+
+def test_interrupt_before_at_invoke_and_resume() -> None:
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"log": ["a"]})
+    g.add_node("b", lambda s: {"log": ["b"]})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    app = g.compile()
+    assert app.invoke({"log": []}, cfg("i"), interrupt_before=["b"]) == {"log": ["a"]}
+    assert app.get_state(cfg("i")).next == ("b",)
+    assert app.store.get_run("default", "i").status == "interrupted"
+    assert app.invoke(None, cfg("i")) == {"log": ["a", "b"]}
+
+
+def test_a_chat_history_snapshots_as_segments_and_replays_exactly_after_edits() -> None:
+    """MessagesState histories are snapshotted like append logs: each snapshot writes the
+    messages added since the last one (bytes stay linear in the history); an edit (here a
+    RemoveMessage) makes the next snapshot index the history anew, and reconstruction
+    still gives the state that ran."""
+    from wayline.graph.channels import MessageLog
+    from wayline.instrument import byte_report
+
+    turns = {"n": 0}
+
+    def bot(state: MessagesState) -> dict[str, Any]:
+        turns["n"] += 1
+        reply = lc.AIMessage("x" * 200 + str(turns["n"]))
+        if turns["n"] == 25:  # an edit: forget the first message
+            return {"messages": [reply, lc.RemoveMessage(id=state["messages"][0].id)]}
+        return {"messages": [reply]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("bot", bot)
+    g.add_edge(START, "bot")
+    store = wayline.connect("sqlite:///:memory:")
+    app = g.compile(store, snapshot_every=4)
+    assert isinstance(app.new_channels()["messages"], MessageLog)
+    for i in range(40):
+        app.invoke({"messages": [("user", f"turn {i}")]}, cfg("chat"))
+    assert app.verify(cfg("chat")).ok
+    history = app.get_state(cfg("chat")).values["messages"]
+    assert len(history) == 79 and history[0].type == "ai"  # "turn 0" was removed
+    fresh = g.compile(wayline.connect("sqlite:///:memory:"))  # same schema, other store
+    assert fresh.new_channels()["messages"].key == "messages"
+    tables = byte_report(store, "default", "chat").by_table()
+    snapshotted = tables["segments"] + tables["snapshots"]
+    whole = len(Codec().dumps(history))
+    # 20 snapshots each holding the whole growing history would be ~10x the history
+    assert snapshotted < 2.5 * whole, (tables, whole)
+
+
+def test_custom_chunks_reach_the_caller_while_the_node_runs() -> None:
+    """The node waits until the caller has seen its first chunk: a driver that delivered
+    chunks only when the node finished would never let it finish (the node gives up
+    after 10 s and the test fails)."""
+    import threading
+
+    from wayline.config import get_stream_writer
+
+    seen = threading.Event()
+
+    def node(state: S) -> dict[str, Any]:
+        get_stream_writer()("started")
+        return {"log": ["seen" if seen.wait(timeout=10) else "not seen"]}
+
+    g = StateGraph(S)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    app = g.compile()
+    out = []
+    for mode, chunk in app.stream({"log": []}, cfg("live"), stream_mode=["custom", "values"]):
+        if mode == "custom":
+            seen.set()
+        out.append(chunk)
+    assert out[-1] == {"log": ["seen"]}
+
+    async def anode(state: S) -> dict[str, Any]:
+        get_stream_writer()("started")
+        try:
+            await asyncio.wait_for(aseen.wait(), timeout=10)
+        except TimeoutError:
+            return {"log": ["not seen"]}
+        return {"log": ["seen"]}
+
+    g2 = StateGraph(S)
+    g2.add_node("anode", anode)
+    g2.add_edge(START, "anode")
+    app2 = g2.compile()
+
+    async def consume() -> list[Any]:
+        chunks = []
+        async for mode, chunk in app2.astream(
+            {"log": []}, cfg("alive"), stream_mode=["custom", "values"]
+        ):
+            if mode == "custom":
+                aseen.set()
+            chunks.append(chunk)
+        return chunks
+
+    async def main() -> list[Any]:
+        nonlocal aseen
+        aseen = asyncio.Event()
+        return await consume()
+
+    aseen: asyncio.Event
+    assert asyncio.run(main())[-1] == {"log": ["seen"]}

@@ -1,0 +1,5 @@
+"""``langgraph.constants``: START and END."""
+
+from wayline.graph.types import END, START
+
+__all__ = ["END", "START"]

@@ -1,0 +1,381 @@
+"""The functional API, as ``langgraph.func``: ``@entrypoint`` and ``@task``.
+
+An entrypoint is a graph of one node over three values: the input, the return value and
+what is saved for the next invocation on the same thread (``previous``). Its runs are
+runs like any other (checkpointed, resumable in a fresh process, served by workers).
+
+A ``@task`` call inside an entrypoint returns a future and runs in a thread; its result is
+recorded durably when it finishes (a ``ctx.record`` keyed by the entrypoint's task, the task
+name and the call's position), so a task that finished never runs again: not on resume
+after an ``interrupt``, not after the worker was killed. Calls are numbered in the order the
+entrypoint makes them, which is deterministic for deterministic code, as LangGraph requires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+import functools
+import inspect
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Generic, TypedDict, TypeVar
+
+from wayline.effects.retry import RetryPolicy
+from wayline.errors import GraphError, GraphInterrupt, WaylineError
+from wayline.graph.builder import StateGraph
+from wayline.graph.calling import runtime_of
+from wayline.graph.compiled import CompiledGraph
+from wayline.graph.context import (
+    TaskScope,
+    current_scope,
+    reset_scope,
+    scoped_index,
+    set_scope,
+)
+from wayline.graph.types import END, START, Command, StateSnapshot
+from wayline.ids import derive_id
+
+__all__ = ["entrypoint", "task"]
+
+T = TypeVar("T")
+_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="wayline-task")
+
+
+class _EntrypointState(TypedDict, total=False):
+    input: Any
+    output: Any
+    save: Any
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Final(Generic[T]):
+    """``entrypoint.final(value=..., save=...)``: return ``value``, keep ``save`` as the
+    next invocation's ``previous``."""
+
+    value: Any
+    save: Any
+
+
+class TaskFuture(Future[Any]):
+    """What calling a ``@task`` returns: ``.result()`` in a sync entrypoint, ``await`` in an
+    async one."""
+
+    def __await__(self) -> Any:
+        return asyncio.wrap_future(self).__await__()
+
+
+class _Task:
+    """A function decorated with ``@task``: calling it in an entrypoint returns a future."""
+
+    def __init__(
+        self, fn: Callable[..., Any], name: str | None, retry_policy: RetryPolicy | None
+    ) -> None:
+        self.fn = fn
+        self.name: str = str(name or getattr(fn, "__name__", "task"))
+        self.retry_policy = retry_policy
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> TaskFuture:
+        try:
+            scope = current_scope()
+        except WaylineError:
+            raise WaylineError(
+                f"task {self.name!r} was called outside an entrypoint: call tasks from inside "
+                "an @entrypoint function (or a node)"
+            ) from None
+        seq = scope.task_calls.get(self.name, 0)
+        scope.task_calls[self.name] = seq + 1
+        ctx = scope.config
+        ledger = getattr(ctx, "ledger", None)
+        if ledger is None:
+            raise WaylineError(f"task {self.name!r} needs a running task to record its result")
+        loop = scope.loop
+        name = f"task:{scope.task_id}:{self.name}:{seq}"  # nested calls record apart
+        ran: list[bool] = []
+
+        def work() -> Any:
+            ran.append(True)
+            return self._attempts(args, kwargs)
+
+        # The task's own interrupt scope: its questions have ids of their own and are
+        # answered by id, whichever tasks ran before it in this attempt.
+        inner = TaskScope(
+            derive_id(scope.task_id, "task", self.name, seq),
+            [],
+            config=scope.config,
+            writer=scope.writer,
+            answers=scope.answers,
+            loop=loop,
+        )
+        while (asked := inner.interrupt_id(len(inner.resume))) in scope.answers:
+            inner.resume.append(scope.answers[asked])
+
+        def run() -> Any:
+            token = set_scope(inner)
+            try:
+                value = ledger.record(name, work)
+            except GraphInterrupt as signal:
+                indexes = [scoped_index(i.id) for i in signal.interrupts]
+                raise GraphInterrupt(signal.interrupts, indexes=indexes) from None
+            finally:
+                reset_scope(token)
+            if ran and loop is not None and loop.emit is not None:
+                loop.emit(loop.namespace, "updates", {self.name: value})
+            return value
+
+        future: TaskFuture = TaskFuture()
+        context = contextvars.copy_context()
+
+        def settle() -> None:
+            try:
+                future.set_result(context.run(run))
+            except BaseException as exc:  # an interrupt inside the task travels with it
+                future.set_exception(exc)
+
+        _POOL.submit(settle)
+        return future
+
+    def _attempts(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                value = self.fn(*args, **kwargs)
+                if inspect.isawaitable(value):  # an async task runs on this thread's own loop
+                    value = asyncio.run(_awaited(value))
+                return value
+            except Exception as exc:
+                policy = self.retry_policy
+                if policy is None or not policy.should_retry(attempt, exc):
+                    raise
+                import time
+
+                time.sleep(policy.delay(attempt))
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
+
+
+def task(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+    cache_policy: Any = None,
+) -> Any:
+    """Decorate a function as a task: ``@task`` or ``@task(name=..., retry_policy=...)``."""
+    if isinstance(retry_policy, Sequence):
+        retry_policy = retry_policy[0] if retry_policy else None
+    if cache_policy is not None:
+        raise GraphError("@task(cache_policy=...) is not supported by wayline")
+
+    def wrap(f: Callable[..., Any]) -> _Task:
+        return _Task(f, name, retry_policy)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+class entrypoint:
+    """``@entrypoint(checkpointer=...)``: turn a function into a runnable, durable
+    workflow. The function takes the input, and optionally ``previous``, ``config``,
+    ``writer`` and ``runtime``; it may call ``interrupt`` and ``@task`` functions."""
+
+    final = _Final
+
+    def __init__(
+        self,
+        checkpointer: Any = None,
+        store: Any = None,
+        cache: Any = None,
+        context_schema: type | None = None,
+        cache_policy: Any = None,
+        retry_policy: RetryPolicy | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if store is not None or cache is not None or cache_policy is not None:
+            raise GraphError("entrypoint(store=..., cache=...) is not supported by wayline")
+        self.checkpointer = checkpointer
+        self.context_schema = context_schema
+        self.retry_policy = retry_policy
+        self.kwargs = kwargs
+
+    def __call__(self, fn: Callable[..., Any]) -> EntrypointGraph:
+        name = getattr(fn, "__name__", "entrypoint")
+        params = set(inspect.signature(fn).parameters)
+        is_async = inspect.iscoroutinefunction(fn)
+
+        def node_kwargs(state: Mapping[str, Any], config: Any) -> dict[str, Any]:
+            scope = current_scope()
+            given = {
+                "previous": state.get("save"),
+                "config": config,
+                "writer": scope.writer,
+                "runtime": runtime_of(scope).override(previous=state.get("save")),
+                "store": None,
+            }
+            return {k: v for k, v in given.items() if k in params}
+
+        if is_async:
+
+            async def anode(state: Mapping[str, Any], config: Any) -> dict[str, Any]:
+                return _written(await fn(state.get("input"), **node_kwargs(state, config)))
+
+            node: Callable[..., Any] = anode
+        else:
+
+            def node(state: Mapping[str, Any], config: Any) -> dict[str, Any]:
+                return _written(fn(state.get("input"), **node_kwargs(state, config)))
+
+        builder = StateGraph(_EntrypointState, self.context_schema, name=name)
+        builder.add_node(name, node, retry_policy=self.retry_policy)
+        builder.add_edge(START, name)
+        builder.add_edge(name, END)
+        graph = builder.compile(self.checkpointer, name=name)
+        return EntrypointGraph(graph, name, fn)
+
+
+def _written(result: Any) -> dict[str, Any]:
+    if isinstance(result, _Final):
+        return {"output": result.value, "save": result.save}
+    return {"output": result, "save": result}
+
+
+class EntrypointGraph:
+    """What ``@entrypoint`` returns: invoke, stream and inspect like a compiled graph,
+    with the function's input and return value in place of a state dict."""
+
+    def __init__(self, graph: CompiledGraph, name: str, fn: Callable[..., Any]) -> None:
+        self.graph = graph
+        self.name = name
+        self.__wrapped__ = fn
+        self.__doc__ = fn.__doc__
+
+    @property
+    def store(self) -> Any:
+        return self.graph.store
+
+    @property
+    def checkpointer(self) -> Any:
+        return self.graph.store
+
+    def with_store(self, store: Any) -> EntrypointGraph:
+        return EntrypointGraph(self.graph.with_store(store), self.name, self.__wrapped__)
+
+    def invoke(self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
+        out: Any = None
+        for chunk in self.stream(input, config, stream_mode="values", **kwargs):
+            out = chunk
+        return _listed(out)
+
+    async def ainvoke(
+        self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> Any:
+        out: Any = None
+        async for chunk in self.astream(input, config, stream_mode="values", **kwargs):
+            out = chunk
+        return _listed(out)
+
+    def stream(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        stream_mode: str | Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> Iterator[Any]:
+        modes, single = _modes(stream_mode)
+        inner = self.graph.stream(_input(input), config, stream_mode=[*modes, *_ALWAYS], **kwargs)
+        adapt = _Adapter(self.name, modes, single)
+        for mode, chunk in inner:
+            yield from adapt(mode, chunk)
+
+    async def astream(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        stream_mode: str | Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        modes, single = _modes(stream_mode)
+        inner = self.graph.astream(_input(input), config, stream_mode=[*modes, *_ALWAYS], **kwargs)
+        adapt = _Adapter(self.name, modes, single)
+        async for mode, chunk in inner:
+            for item in adapt(mode, chunk):
+                yield item
+
+    def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
+        configs = config if isinstance(config, Sequence) else [config] * len(inputs)
+        return [self.invoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True)]
+
+    def get_state(self, config: Mapping[str, Any], **kwargs: Any) -> StateSnapshot:
+        snapshot = self.graph.get_state(config)
+        values = snapshot.values.get("output") if snapshot.values else {}
+        return dataclasses.replace(snapshot, values=values)  # type: ignore[arg-type]
+
+    def get_state_history(self, config: Mapping[str, Any], **kwargs: Any) -> Iterator[Any]:
+        for snapshot in self.graph.get_state_history(config, **kwargs):
+            values = snapshot.values.get("output") if snapshot.values else {}
+            yield dataclasses.replace(snapshot, values=values)  # type: ignore[arg-type]
+
+    def get_graph(self, *args: Any, **kwargs: Any) -> Any:
+        return self.graph.get_graph()
+
+
+_ALWAYS = ("updates", "values", "custom")
+"""Asked of the inner graph whatever the caller streams: the adapter needs the first two,
+and "custom" routes task updates through the live event bus."""
+
+
+def _listed(out: Any) -> Any:
+    """``invoke`` reports questions as a list, as LangGraph's does."""
+    if isinstance(out, dict) and isinstance(out.get("__interrupt__"), tuple):
+        return {**out, "__interrupt__": list(out["__interrupt__"])}
+    return out
+
+
+def _input(input: Any) -> Any:
+    if input is None or isinstance(input, Command):
+        return input
+    return {"input": input}
+
+
+def _modes(stream_mode: str | Sequence[str] | None) -> tuple[set[str], bool]:
+    mode = stream_mode or "updates"
+    return ({mode}, True) if isinstance(mode, str) else (set(mode), False)
+
+
+class _Adapter:
+    """The entrypoint's streams as LangGraph shows them: ``values`` is the return value
+    (once the function returned), ``updates`` one chunk per task and one for the
+    function, named after it."""
+
+    def __init__(self, name: str, modes: set[str], single: bool) -> None:
+        self.name = name
+        self.modes = modes
+        self.single = single
+        self.returned = False
+
+    def __call__(self, mode: str, chunk: Any) -> Iterator[Any]:
+        if mode == "updates":
+            if self.name in chunk:
+                self.returned = True
+                chunk = {self.name: (chunk[self.name] or {}).get("output")}
+            elif "__start__" in chunk:
+                return
+        elif mode == "values":
+            if "__interrupt__" in chunk:
+                # as LangGraph: the last return value (if any) with the questions
+                before = chunk.get("output")
+                asked = {"__interrupt__": chunk["__interrupt__"]}
+                chunk = {**before, **asked} if isinstance(before, dict) else asked
+            elif self.returned:
+                chunk = chunk.get("output")
+                self.returned = False
+            else:
+                return
+        if mode in self.modes:
+            yield chunk if self.single else (mode, chunk)

@@ -1,0 +1,97 @@
+"""``get_graph()``: a compiled graph's nodes and edges, drawn as Mermaid (in LangGraph's
+format) or as plain text."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from wayline.graph.types import END, START
+
+if TYPE_CHECKING:
+    from wayline.graph.compiled import CompiledGraph
+
+__all__ = ["DrawableGraph", "Edge"]
+
+_HEADER = """---
+config:
+  flowchart:
+    curve: linear
+---
+graph TD;"""
+_FOOTER = """\tclassDef default fill:#f2f0ff,line-height:1.2
+\tclassDef first fill-opacity:0
+\tclassDef last fill:#bfb6fc"""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Edge:
+    source: str
+    target: str
+    data: str | None = None
+    conditional: bool = False
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DrawableGraph:
+    nodes: tuple[str, ...]
+    edges: tuple[Edge, ...]
+
+    @classmethod
+    def of(cls, graph: CompiledGraph) -> DrawableGraph:
+        b = graph.builder
+        names = list(b.nodes)
+        edges: list[Edge] = [Edge(s, d) for s, d in sorted(b.edges)]
+        for srcs, dst in sorted(b.waiting_edges):
+            edges.extend(Edge(s, dst) for s in srcs)
+        for src, branches in b.branches.items():
+            for branch in branches:
+                if branch.path_map is not None:
+                    for key, dst in branch.path_map.items():
+                        label = None if key == dst else str(key)
+                        edges.append(Edge(src, dst, label, True))
+                else:
+                    for dst in branch.ends or (*names, END):
+                        edges.append(Edge(src, dst, None, True))
+        for name, spec in b.nodes.items():
+            if spec.ends:
+                edges.extend(Edge(name, dst, None, True) for dst in spec.ends)
+        has_out = {e.source for e in edges}
+        edges.extend(Edge(n, END) for n in names if n not in has_out)
+        used = {e.target for e in edges} | {e.source for e in edges}
+        nodes = (START, *names, *((END,) if END in used else ()))
+        return cls(nodes, tuple(dict.fromkeys(edges)))
+
+    def draw_mermaid(self, *, with_styles: bool = True) -> str:
+        lines = [_HEADER]
+        for node in self.nodes:
+            if node == START:
+                lines.append(f"\t{node}([<p>{node}</p>]):::first")
+            elif node == END:
+                lines.append(f"\t{node}([<p>{node}</p>]):::last")
+            else:
+                lines.append(f"\t{node}({node})")
+        for e in self.edges:
+            if e.conditional and e.data:
+                lines.append(f"\t{e.source} -. &nbsp;{e.data}&nbsp; .-> {e.target};")
+            elif e.conditional:
+                lines.append(f"\t{e.source} -.-> {e.target};")
+            else:
+                lines.append(f"\t{e.source} --> {e.target};")
+        if with_styles:
+            lines.append(_FOOTER)
+        return "\n".join(lines) + "\n"
+
+    def draw_ascii(self) -> str:
+        """One line per edge (``a --> b``, ``a -.-> b`` when conditional); needs no
+        layout library (LangGraph's needs grandalf)."""
+        width = max(len(n) for n in self.nodes)
+        rows = []
+        for e in self.edges:
+            arrow = "-.->" if e.conditional else "--->"
+            label = f"  [{e.data}]" if e.data else ""
+            rows.append(f"{e.source.ljust(width)} {arrow} {e.target}{label}")
+        return "\n".join(rows) + "\n"
+
+    def print_ascii(self) -> None:
+        print(self.draw_ascii())

@@ -1,0 +1,193 @@
+"""Stream modes, as LangGraph names them: ``values``, ``updates``, ``custom``,
+``messages``, ``tasks``, ``checkpoints``, ``debug``.
+
+The run loop yields ``(mode, chunk)`` for what it does itself (a committed step's values,
+each task's update, task starts and results). What a node emits while it runs (``custom``
+chunks from ``get_stream_writer()``, chat-model tokens for ``messages``, every event of a
+subgraph) goes into an ``EventBus``; the sync driver waits on that bus while the step's
+tasks run, so those chunks reach the caller as they are emitted, not when the step ends.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import queue
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from wayline.errors import WaylineError
+
+__all__ = [
+    "PAUSED",
+    "RESUMED",
+    "STREAM_MODES",
+    "EventBus",
+    "Formatter",
+    "TaskDone",
+    "parse_modes",
+]
+
+STREAM_MODES = ("values", "updates", "custom", "messages", "tasks", "checkpoints", "debug")
+RESUMED = "__resumed__"
+"""The state a continued run starts from (LangGraph's first ``values`` chunk on resume);
+not a committed step, so no ``checkpoints`` chunk."""
+PAUSED = ("updates", {"__interrupt__": ()})
+"""What a breakpoint streams, as LangGraph: an interrupt with no question."""
+NAMESPACED = "__ns__"
+"""The mode under which the loop passes on a bus event: chunk is (namespace, mode, chunk)."""
+
+
+class TaskDone:
+    """Put on the bus by a task's thread when the task has finished."""
+
+    __slots__ = ("error", "outcome")
+
+    def __init__(self, outcome: Any, error: BaseException | None) -> None:
+        self.outcome = outcome
+        self.error = error
+
+
+class EventBus:
+    """Where nodes (and subgraphs) put stream events while they run; thread-safe."""
+
+    def __init__(self, modes: set[str], subgraphs: bool) -> None:
+        self.modes = modes
+        self.subgraphs = subgraphs
+        self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.waker: Callable[[], None] | None = None
+        """Called after each put: the async driver's way to wake up (thread-safe)."""
+
+    def __call__(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> None:
+        if mode in self.modes or (mode in ("tasks", "checkpoints") and "debug" in self.modes):
+            if namespace and not self.subgraphs:
+                return
+            self.queue.put((namespace, mode, chunk))
+            if self.waker is not None:
+                self.waker()
+
+    @property
+    def wants_tasks(self) -> bool:
+        return bool(self.modes & {"tasks", "debug"})
+
+    def drain(self) -> Iterator[tuple[str, Any]]:
+        """Events put so far, without waiting (the async driver, after each task)."""
+        while True:
+            try:
+                item = self.queue.get_nowait()
+            except queue.Empty:
+                return
+            if not isinstance(item, TaskDone):
+                yield (NAMESPACED, item)
+
+
+def parse_modes(stream_mode: str | Sequence[str]) -> tuple[set[str], bool]:
+    single = isinstance(stream_mode, str)
+    modes = {stream_mode} if isinstance(stream_mode, str) else set(stream_mode)
+    unknown = modes - set(STREAM_MODES)
+    if unknown:
+        raise WaylineError(
+            f"unsupported stream_mode {sorted(unknown)}; supported: {list(STREAM_MODES)}"
+        )
+    return modes, single
+
+
+class Formatter:
+    """Turns the loop's events into what ``stream`` yields for the modes asked."""
+
+    def __init__(
+        self,
+        modes: set[str],
+        single: bool,
+        subgraphs: bool,
+        output: Callable[[dict[str, Any]], dict[str, Any]],
+        step: Callable[[], int],
+    ) -> None:
+        self.modes = modes
+        self.single = single
+        self.subgraphs = subgraphs
+        self.output = output
+        self.step = step
+        self.wrote = True
+        """Whether the step since the last ``values`` chunk wrote any state (LangGraph
+        sends no ``values`` chunk for a step that changed nothing)."""
+
+    @property
+    def wants_checkpoints(self) -> bool:
+        return bool(self.modes & {"checkpoints", "debug"})
+
+    def __call__(self, mode: str, chunk: Any) -> Iterator[Any]:
+        namespace: tuple[str, ...] = ()
+        if mode == NAMESPACED:
+            namespace, mode, chunk = chunk
+        if mode == RESUMED:
+            mode = "values"
+        if mode == "checkpoints_src":  # a committed step, described for these two modes
+            if "checkpoints" in self.modes:
+                yield self._shape(namespace, "checkpoints", chunk)
+            if "debug" in self.modes:
+                yield self._shape(namespace, "debug", self._debug("checkpoint", chunk))
+            return
+        if mode == "tasks" and "debug" in self.modes:
+            kind = "task_result" if "result" in chunk or "error" in chunk else "task"
+            yield self._shape(namespace, "debug", self._debug(kind, chunk))
+        if not namespace and mode == "updates":
+            self.wrote = self.wrote or any(v not in (None, {}) for v in chunk.values())
+        if not namespace and mode == "values":
+            wrote, self.wrote = self.wrote, False
+            if not wrote and "__interrupt__" not in chunk:
+                return
+        if mode not in self.modes:
+            return
+        if mode == "updates":
+            chunk = {k: (None if v == {} else v) for k, v in chunk.items()}
+        yield self._shape(namespace, mode, chunk)
+
+    def _shape(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> Any:
+        if self.subgraphs:
+            return (namespace, chunk) if self.single else (namespace, mode, chunk)
+        return chunk if self.single else (mode, chunk)
+
+    def _debug(self, kind: str, payload: Any) -> dict[str, Any]:
+        step = payload.get("metadata", {}).get("step") if kind == "checkpoint" else None
+        return {
+            "step": step if step is not None else self.step(),
+            "timestamp": dt.datetime.now(dt.UTC).isoformat(),
+            "type": kind,
+            "payload": payload,
+        }
+
+
+def checkpoint_event(loop: Any, values: dict[str, Any]) -> dict[str, Any]:
+    """A committed step as LangGraph's ``checkpoints`` mode describes one."""
+    conf = {"thread_id": loop.run_id, "tenant": loop.tenant_id, "step": loop.step}
+    parent = {**conf, "step": loop.step - 1} if loop.step > 0 else None
+    return {
+        "config": {"configurable": conf},
+        "parent_config": {"configurable": parent} if parent else None,
+        "values": values,
+        "metadata": {"source": "input" if loop.step == 0 else "loop", "step": loop.step},
+        "next": [t.name for t in loop.next_tasks],
+        "tasks": [{"name": t.name, "interrupts": (), "state": None} for t in loop.next_tasks],
+    }
+
+
+def task_start(task: Any, node_input: Any) -> dict[str, Any]:
+    return {
+        "id": task.id,
+        "name": task.spec.name,
+        "input": node_input,
+        "triggers": (f"branch:to:{task.spec.name}",),
+    }
+
+
+def task_result(outcome: Any) -> dict[str, Any]:
+    result = None
+    if outcome.result is not None:
+        result = {k: v for k, v in outcome.result.writes if not k.startswith("__")}
+    return {
+        "id": outcome.task.id,
+        "name": outcome.task.spec.name,
+        "error": None if outcome.error is None else repr(outcome.error),
+        "result": result,
+        "interrupts": [i for _, i in outcome.interrupts],
+    }

@@ -1,0 +1,216 @@
+"""Subgraphs: a compiled graph run as a node of another graph, or invoked from inside one.
+
+A child run is a run of its own in the parent's store, with an id derived from the parent
+task (``<parent run>::<node>:<task id>``): its steps are checkpointed like any run's (flat
+deltas, snapshots, exact replay), and because the id is derived, a parent task that runs
+again (after a crash, or on resume after an interrupt) finds its child where it stopped:
+
+- no child run yet: start it with the parent's state (the keys the child declares);
+- interrupted: resume it with the answers the parent was given for the child's questions
+  (an unanswered question is asked again, from the parent);
+- stopped mid-run (a crash): continue it from its last committed step;
+- finished: read its result without running anything again.
+
+The child's questions are raised from the parent task, keeping their ids, so the parent
+is resumed as LangGraph's is: ``invoke(Command(resume=...), config)`` on the parent.
+``Command(graph=Command.PARENT, ...)`` returned by a child's node ends the child's step
+and is applied by the parent's node.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from wayline.errors import GraphInterrupt, ParentCommand
+from wayline.graph.context import current_scope, scoped_index
+from wayline.graph.types import Command, StateSnapshot
+
+if TYPE_CHECKING:
+    from wayline.graph.builder import StateGraph
+    from wayline.graph.compiled import CompiledGraph
+
+__all__ = ["SubgraphNode", "as_node_callable", "child_run_id", "run_child"]
+
+SEP = "::"
+"""Separates a parent run id from the namespace of a child run."""
+
+
+CHILD_RECORD = "subgraph:"
+"""The name under which a parent run records the id of each child run it starts."""
+
+
+def child_runs(store: Any, tenant_id: str, run_id: str) -> list[str]:
+    """The child runs a run started, and theirs, depth first (children before parents)."""
+    found: list[str] = []
+    for rec in store.list_effects(tenant_id, run_id):
+        if rec.kind == "record" and rec.name.startswith(CHILD_RECORD):
+            child = rec.name[len(CHILD_RECORD) :]
+            found.extend(child_runs(store, tenant_id, child))
+            found.append(child)
+    return found
+
+
+def child_run_id(parent_run: str, node: str, task_id: str, call: int = 0) -> str:
+    suffix = f"{node}:{task_id}" + (f":{call}" if call else "")
+    return f"{parent_run}{SEP}{suffix}"
+
+
+def namespace_of(run_id: str) -> tuple[str, ...]:
+    """A child run's namespace as LangGraph names it: ``("node:task_id", ...)``."""
+    return tuple(run_id.split(SEP)[1:])
+
+
+def as_node_callable(action: Any, builder: StateGraph) -> Any:
+    """``add_node(name, compiled_graph)``: wrap a compiled graph to run as a subgraph."""
+    from wayline.graph.compiled import CompiledGraph
+
+    if isinstance(action, CompiledGraph):
+        return SubgraphNode(action, tuple(builder.schema.channels))
+    return action
+
+
+class SubgraphNode:
+    """A node that runs a compiled graph on the keys it shares with its parent."""
+
+    def __init__(self, child: CompiledGraph, parent_keys: tuple[str, ...]) -> None:
+        self.child = child
+        self.parent_keys = parent_keys
+        self.__name__ = child.name
+
+    def __call__(self, state: Any) -> Any:
+        values = _as_dict(state)
+        child_keys = self.child.input_keys
+        started = {k: v for k, v in values.items() if k in child_keys}
+        try:
+            out = run_child(self.child, started, parent_keys=self.parent_keys)
+        except ParentCommand as signal:
+            command = signal.command
+            return Command(update=command.update, goto=command.goto, resume=command.resume)
+        return {k: v for k, v in out.items() if k in self.parent_keys}
+
+
+def run_child(
+    child: CompiledGraph,
+    input: Any,
+    *,
+    parent_keys: tuple[str, ...] | None = None,
+    node: str | None = None,
+    context: Any = None,
+) -> dict[str, Any]:
+    """Run ``child`` as a subgraph of the task that is running, in that task's store, and
+    return its output (raising its questions as the task's own)."""
+    scope = current_scope()
+    loop = scope.loop
+    if node is None:
+        node = str(getattr(scope.config, "node", "subgraph"))
+    call = 0 if parent_keys is not None else scope.calls
+    if parent_keys is None:
+        scope.calls += 1
+    run_id = child_run_id(loop.run_id, node, scope.task_id, call)
+    bound = as_child_of(child, loop.graph, loop.store)
+    config = {
+        "configurable": {"thread_id": run_id, "tenant": loop.tenant_id},
+        "recursion_limit": loop.step_limit,
+    }
+    run = loop.store.get_run(loop.tenant_id, run_id)
+    ledger = getattr(scope.config, "ledger", None)
+    if run is None and ledger is not None:  # the parent remembers its child (for purge)
+        ledger.record(f"{CHILD_RECORD}{run_id}", lambda: run_id)
+    start: Any = input
+    if run is not None:
+        start = None
+        if run.status == "interrupted":
+            start = _answers(bound, config, scope.answers)
+            if start is None:  # nothing new to tell the child: ask its questions again
+                raise _questions(bound.get_state(config).interrupts)
+        elif run.status == "done":
+            return bound.output_of(bound.get_state(config).values)
+    ctx = context if context is not None else loop.context
+    for _ in _drive(bound, loop, start, config, ctx, run_id):
+        pass
+    snapshot = bound.get_state(config)
+    if snapshot.interrupts:
+        raise _questions(snapshot.interrupts)
+    return bound.output_of(snapshot.values)
+
+
+def as_child_of(child: CompiledGraph, parent: CompiledGraph, store: Any) -> CompiledGraph:
+    """``child`` bound to the parent's store under a graph name no worker serves
+    (``parent::child``): a child run stopped by a crash is continued by its parent's task,
+    never claimed by a worker as a run of its own."""
+    bound = copy.copy(child.with_store(store))
+    bound.name = f"{parent.name}{SEP}{child.name}"
+    return bound
+
+
+def _drive(
+    child: CompiledGraph,
+    parent: Any,
+    start: Any,
+    config: Mapping[str, Any],
+    context: Any,
+    run_id: str,
+) -> Iterator[Any]:
+    """Run the child to its end or interrupt, forwarding its stream events to the parent's
+    stream under the child's namespace when the parent streams."""
+    loop = child.make_loop(config, parent.durability, context=context)
+    loop.namespace = namespace_of(run_id)
+    emit = parent.emit
+    if emit is not None:
+        loop.emit = emit
+        loop.chat_callbacks = parent.chat_callbacks
+    # A subgraph's own breakpoints are not honoured: its pauses surface as interrupts
+    # of the parent's task, and a breakpoint has no question to surface.
+    for mode, chunk in child.run_loop(loop, start, breakpoints=(frozenset(), frozenset())):
+        if emit is not None and mode in ("values", "updates", "tasks", "checkpoints"):
+            emit(loop.namespace, mode, chunk)
+        yield chunk
+
+
+def _answers(child: CompiledGraph, config: Mapping[str, Any], answers: Mapping[str, Any]) -> Any:
+    pending = [i.id for i in child.get_state(config).interrupts]
+    given = {iid: answers[iid] for iid in pending if iid in answers}
+    if not given:
+        return None
+    return Command(resume=given)
+
+
+def _questions(interrupts: Any) -> GraphInterrupt:
+    found = list(interrupts)
+    # Each question keeps a record of its own in the parent: an index from its id.
+    return GraphInterrupt(found, indexes=[scoped_index(i.id) for i in found])
+
+
+def _as_dict(state: Any) -> dict[str, Any]:
+    if isinstance(state, Mapping):
+        return dict(state)
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        return {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
+    fields = getattr(type(state), "model_fields", None)
+    if isinstance(fields, dict):
+        return {k: getattr(state, k) for k in fields}
+    return {}
+
+
+def with_child_states(graph: CompiledGraph, snapshot: StateSnapshot) -> StateSnapshot:
+    """``get_state(subgraphs=True)``: each task that runs a subgraph node gets the state
+    of its child run (recursively)."""
+    conf = snapshot.config["configurable"]
+    tasks = []
+    for task in snapshot.tasks:
+        fn = graph.nodes[task.name].fn if task.name in graph.nodes else None
+        if isinstance(fn, SubgraphNode):
+            child = fn.child.with_store(graph.store)
+            cfg = {
+                "configurable": {
+                    "thread_id": child_run_id(conf["thread_id"], task.name, task.id),
+                    "tenant": conf.get("tenant", "default"),
+                }
+            }
+            if graph.store.get_run(cfg["configurable"]["tenant"], cfg["configurable"]["thread_id"]):
+                task = dataclasses.replace(task, state=child.get_state(cfg, subgraphs=True))
+        tasks.append(task)
+    return dataclasses.replace(snapshot, tasks=tuple(tasks))

@@ -1,0 +1,156 @@
+"""``stream_mode="messages"``: chat-model output from inside nodes, as LangGraph streams
+it, through langchain-core's callbacks (imported only when this mode is asked for).
+
+Each node call runs with a langchain-core callback handler in the runnable config that
+chat models read from the context, so ``model.invoke(...)`` in a node streams its tokens
+(or, for a model that does not stream, its whole message) as ``(message, metadata)`` with
+``metadata["langgraph_node"]`` naming the node. Messages a node returns that were not
+streamed already are emitted when the node finishes, as LangGraph does.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, LLMResult
+from langchain_core.runnables.config import var_child_runnable_config
+
+try:  # makes chat models stream inside invoke(), as LangGraph's handler does
+    from langchain_core.tracers._streaming import _StreamingCallbackHandler as _Streaming
+except ImportError:  # pragma: no cover - older langchain-core
+    _Streaming = object  # type: ignore[assignment,misc]
+
+__all__ = ["ChatStream"]
+
+Emit = Callable[[tuple[str, ...], str, Any], None]
+
+
+class ChatStream:
+    """Wraps node calls so that chat models inside them stream to ``emit``."""
+
+    def __init__(self, emit: Emit) -> None:
+        self.emit = emit
+        self.seen: set[str] = set()
+        self.meta_by_task: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {}
+
+    def metadata(self, loop: Any, task: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+        ns = loop.namespace
+        meta = {
+            "thread_id": loop.run_id,
+            "langgraph_step": task.step,
+            "langgraph_node": task.spec.name,
+            "langgraph_triggers": (f"branch:to:{task.spec.name}",),
+            "langgraph_path": task.spec.path,
+            "langgraph_checkpoint_ns": "|".join((*ns, f"{task.spec.name}:{task.id}")),
+        }
+        return ns, meta
+
+    def wrap(self, fn: Callable[..., Any], task: Any, is_async: bool) -> Callable[..., Any]:
+        from wayline.graph.context import current_scope
+
+        loop = current_scope().loop
+        ns, meta = self.metadata(loop, task)
+        self.meta_by_task[task.id] = (ns, meta)
+        handler = _Handler(self, ns, meta)
+        config = {"callbacks": [handler], "metadata": dict(meta)}
+
+        self.saw(task)
+
+        if is_async:
+
+            @functools.wraps(fn)
+            async def acall(*args: Any) -> Any:
+                token = var_child_runnable_config.set(config)  # type: ignore[arg-type]
+                try:
+                    return await fn(*args)
+                finally:
+                    var_child_runnable_config.reset(token)
+
+            return acall
+
+        @functools.wraps(fn)
+        def call(*args: Any) -> Any:
+            token = var_child_runnable_config.set(config)  # type: ignore[arg-type]
+            try:
+                return fn(*args)
+            finally:
+                var_child_runnable_config.reset(token)
+
+        return call
+
+    def saw(self, task: Any) -> None:
+        """Messages a node is given are not news: only what it adds is streamed (as
+        LangGraph marks its node's input messages seen)."""
+        from wayline.graph.context import current_scope
+
+        loop = current_scope().loop
+        given = task.spec.arg if task.spec.path[0] != "pull" else loop.values()
+        values = given.values() if isinstance(given, dict) else [given]
+        for value in values:
+            items = value if isinstance(value, list | tuple) else [value]
+            for item in items:
+                if isinstance(item, BaseMessage) and item.id is not None:
+                    self.seen.add(item.id)
+
+    def send(self, ns: tuple[str, ...], meta: dict[str, Any], message: Any, dedupe: bool) -> None:
+        if ns and not getattr(self.emit, "subgraphs", True):
+            return  # a subgraph's tokens: its node's output reaches the parent instead
+        if dedupe and message.id is not None and message.id in self.seen:
+            return
+        if message.id is not None:
+            self.seen.add(message.id)
+        self.emit(ns, "messages", (message, meta))
+
+    def node_output(self, outcome: Any) -> None:
+        """Messages in a finished node's update that no model streamed."""
+        found = self.meta_by_task.pop(outcome.task.id, None)
+        if found is None or outcome.result is None:
+            return
+        ns, meta = found
+        for key, value in outcome.result.writes:
+            if key.startswith("__"):
+                continue
+            items = value if isinstance(value, list | tuple) else [value]
+            for item in items:
+                if isinstance(item, BaseMessage):
+                    self.send(ns, meta, item, dedupe=True)
+
+
+class _Handler(BaseCallbackHandler, _Streaming):
+    run_inline = True
+
+    def tap_output_iter(self, run_id: UUID, output: Any) -> Any:
+        return output
+
+    def tap_output_aiter(self, run_id: UUID, output: Any) -> Any:
+        return output
+
+    def __init__(self, stream: ChatStream, ns: tuple[str, ...], meta: dict[str, Any]) -> None:
+        self.stream = stream
+        self.ns = ns
+        self.meta = meta
+        self.streamed: set[UUID] = set()
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        pass
+
+    def on_llm_new_token(
+        self, token: Any, *, chunk: Any = None, run_id: UUID, **kwargs: Any
+    ) -> None:
+        if isinstance(chunk, ChatGenerationChunk):
+            self.streamed.add(run_id)
+            self.stream.send(self.ns, self.meta, chunk.message, dedupe=False)
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        if run_id in self.streamed:
+            self.streamed.discard(run_id)
+            return
+        if response.generations and response.generations[0]:
+            message = getattr(response.generations[0][0], "message", None)
+            if isinstance(message, BaseMessage):
+                self.stream.send(self.ns, self.meta, message, dedupe=True)

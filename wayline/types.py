@@ -1,0 +1,28 @@
+"""The value types of the graph API at LangGraph's path (``langgraph.types``), so that a
+ported program changes only its imports."""
+
+from wayline.effects.retry import RetryPolicy
+from wayline.graph.context import interrupt
+from wayline.graph.types import (
+    Command,
+    Durability,
+    Interrupt,
+    PregelTask,
+    Send,
+    StateSnapshot,
+    StreamMode,
+    StreamWriter,
+)
+
+__all__ = [
+    "Command",
+    "Durability",
+    "Interrupt",
+    "PregelTask",
+    "RetryPolicy",
+    "Send",
+    "StateSnapshot",
+    "StreamMode",
+    "StreamWriter",
+    "interrupt",
+]
