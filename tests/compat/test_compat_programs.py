@@ -19,6 +19,7 @@ SAME = [
     "tool_agent",
     "hitl",
     "map_reduce",
+    "model_states",
     "parallel_interrupts",
     "quickstart",
     "react_agent",
