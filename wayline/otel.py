@@ -174,12 +174,18 @@ class TracedGraph(CompiledGraph):
 
     _inst: _Instruments
 
-    def run_loop(self, loop: Any, input: Any) -> Iterator[tuple[str, Any]]:
+    def run_loop(
+        self,
+        loop: Any,
+        input: Any,
+        *,
+        breakpoints: tuple[frozenset[str], frozenset[str]] | None = None,
+    ) -> Iterator[tuple[str, Any]]:
         inst = self._inst
         base = {"wayline.run_id": loop.run_id, "wayline.tenant": loop.tenant_id}
         attrs = {**base, "wayline.graph": self.name}
         with inst.tracer.start_as_current_span("wayline.run", attributes=attrs) as run_span:
-            events = super().run_loop(loop, input)
+            events = super().run_loop(loop, input, breakpoints=breakpoints)
             while True:
                 span = inst.tracer.start_span("wayline.step", attributes=base)
                 token = otel_context.attach(trace.set_span_in_context(span))
