@@ -7,7 +7,7 @@ through an effect, notify.
 import sys
 
 import wayline
-from wayline.examples.refund_agent import build_refund_agent, claim_input
+from wayline.demo.refund_agent import build_refund_agent, claim_input
 
 refunds: dict[str, dict] = {}
 

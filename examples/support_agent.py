@@ -6,7 +6,7 @@ python examples/support_agent.py runs.db
 import sys
 
 import wayline
-from wayline.examples.support_agent import build_graph, demo_input
+from wayline.demo.support_agent import build_graph, demo_input
 
 if __name__ == "__main__":
     store = wayline.connect(f"sqlite:///{sys.argv[1] if len(sys.argv) > 1 else 'support.db'}")

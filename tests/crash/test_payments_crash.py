@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from wayline.cli.crashtest import TrialResult, problems, run_converge, run_trial
+from wayline.demo.crashtest import TrialResult, problems, run_converge, run_trial
 
 pytestmark = pytest.mark.crash
 

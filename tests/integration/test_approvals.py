@@ -10,8 +10,8 @@ import pytest
 
 from wayline.client import Wayline
 from wayline.control import Actor
+from wayline.demo.refund_agent import build_refund_agent, claim_input
 from wayline.errors import ApprovalRefused, ResumeError, RunNotFoundError
-from wayline.examples.refund_agent import build_refund_agent, claim_input
 from wayline.graph.types import Command
 
 FINANCE = Actor(id="fatima", roles=("finance",), tenant="acme")
@@ -90,7 +90,7 @@ def test_a_refused_decision_is_audited_and_changes_nothing(
 def test_an_expired_proposal_cannot_be_approved(url: str) -> None:
     refunds = Refunds()
     app = build_refund_agent(url, refunds)
-    import wayline.examples.refund_agent as agent
+    import wayline.demo.refund_agent as agent
 
     original = agent.EXPIRES_IN
     agent.EXPIRES_IN = -1  # expired the moment it is asked

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import wayline
-from wayline.examples.support_agent import build_graph, demo_input
+from wayline.demo.support_agent import build_graph, demo_input
 
 CLI = [sys.executable, "-m", "wayline.cli.main"]
 
@@ -56,14 +56,14 @@ def test_runs_bytes_and_verify(tmp_path: Path) -> None:
     shown = run_cli("runs", "bytes", "t-2", "--db", url)
     assert shown.returncode == 0, shown.stderr
     assert "deltas" in shown.stdout and "write amplification" in shown.stdout
-    spec = "wayline.examples.support_agent:build_graph"
+    spec = "wayline.demo.support_agent:build_graph"
     verified = run_cli("runs", "verify", "t-2", "--graph", spec, "--db", url)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "equal" in verified.stdout
 
 
 def test_approve_shows_the_proposal_then_records_a_decision(tmp_path: Path) -> None:
-    from wayline.examples.refund_agent import build_refund_agent, claim_input
+    from wayline.demo.refund_agent import build_refund_agent, claim_input
 
     url = f"sqlite:///{tmp_path / 'approve.db'}"
     app = build_refund_agent(url, lambda key, amount, customer: {"id": "re_1"})
@@ -142,7 +142,7 @@ def test_a_graph_that_cannot_load_is_one_line_not_a_traceback(tmp_path: Path) ->
 
 
 def test_approve_needs_an_explicit_decision(tmp_path: Path) -> None:
-    from wayline.examples.refund_agent import build_refund_agent, claim_input
+    from wayline.demo.refund_agent import build_refund_agent, claim_input
 
     url = f"sqlite:///{tmp_path / 'approve.db'}"
     app = build_refund_agent(url, lambda key, amount, customer: {"id": "re_1"})
@@ -162,7 +162,7 @@ def test_approve_needs_an_explicit_decision(tmp_path: Path) -> None:
 
 
 def test_a_bulk_purge_lists_first_and_needs_yes(tmp_path: Path) -> None:
-    from wayline.examples.refund_agent import build_refund_agent, claim_input
+    from wayline.demo.refund_agent import build_refund_agent, claim_input
 
     url = f"sqlite:///{tmp_path / 'purge.db'}"
     build_graph(url).invoke(demo_input(), {"configurable": {"thread_id": "old-done"}})
@@ -190,7 +190,7 @@ def test_the_worker_banner_does_not_print_the_password(pg_url: str) -> None:
     user = parts.username or "postgres"
     url = urlunsplit(parts._replace(netloc=f"{user}:{secret}@{parts.netloc.rsplit('@', 1)[-1]}"))
     env = {**os.environ, "COLUMNS": "300"}
-    spec = "wayline.examples.support_agent:build_graph"
+    spec = "wayline.demo.support_agent:build_graph"
     proc = subprocess.Popen(
         [*CLI, "worker", spec, "--db", url, "--poll", "0.2"],
         stdout=subprocess.PIPE,

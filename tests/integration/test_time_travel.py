@@ -18,11 +18,11 @@ import pytest
 from wayline import END, START, StateGraph
 from wayline.client import Wayline
 from wayline.control import Actor
+from wayline.demo.payment_flow import post_charge
+from wayline.demo.payments import PaymentsService
+from wayline.demo.refund_agent import build_refund_agent, claim_input
 from wayline.effects import EffectCall
 from wayline.errors import EffectReplayRefused, TimeTravelError
-from wayline.examples.payment_flow import post_charge
-from wayline.examples.payments import PaymentsService
-from wayline.examples.refund_agent import build_refund_agent, claim_input
 from wayline.graph.context import NodeContext
 from wayline.graph.travel import ForkOrigin, checkpoint_id
 from wayline.worker import Worker, WorkerConfig

@@ -16,8 +16,8 @@ from stored_rows import stored_rows
 import wayline
 from wayline.client import Wayline
 from wayline.control import Actor
+from wayline.demo.refund_agent import build_refund_agent, claim_input
 from wayline.errors import CodecError, KeysRequiredError
-from wayline.examples.refund_agent import build_refund_agent, claim_input
 from wayline.store.base import Store
 from wayline.store.encrypted import StaticKeys
 

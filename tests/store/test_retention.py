@@ -10,7 +10,7 @@ from stored_rows import stored_rows
 
 from wayline.client import Wayline
 from wayline.control import Actor
-from wayline.examples.refund_agent import build_refund_agent, claim_input
+from wayline.demo.refund_agent import build_refund_agent, claim_input
 from wayline.store.base import Store
 
 MARKER = "MARKER-7f3a9c-only-in-claim-9"

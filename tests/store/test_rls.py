@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 import wayline
-from wayline.examples.refund_agent import build_refund_agent, claim_input
+from wayline.demo.refund_agent import build_refund_agent, claim_input
 
 
 def refund(key: str, amount: int, customer: str) -> dict[str, Any]:

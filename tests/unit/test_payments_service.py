@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from wayline.examples.payment_flow import control, find_charge, post_charge
-from wayline.examples.payments import PaymentsService
+from wayline.demo.payment_flow import control, find_charge, post_charge
+from wayline.demo.payments import PaymentsService
 
 
 @pytest.fixture
@@ -104,7 +104,7 @@ def test_counts_survive_a_restart(tmp_path: Path) -> None:
 
 def test_standalone_process_writes_its_port_and_keeps_the_ledger(tmp_path: Path) -> None:
     ledger, port_file = tmp_path / "ledger.db", tmp_path / "port"
-    argv = [sys.executable, "-m", "wayline.examples.payments", "--ledger", str(ledger)]
+    argv = [sys.executable, "-m", "wayline.demo.payments", "--ledger", str(ledger)]
     proc = subprocess.Popen([*argv, "--port-file", str(port_file)], stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 20
@@ -123,7 +123,7 @@ def test_standalone_process_writes_its_port_and_keeps_the_ledger(tmp_path: Path)
 
 CLIENT = """
 import json, os, sys, urllib.request
-from wayline.examples.payment_flow import control, post_charge
+from wayline.demo.payment_flow import control, post_charge
 url = sys.argv[1]
 control(url, kill_pid=os.getpid())
 print("armed", flush=True)
@@ -147,3 +147,19 @@ def test_control_rejects_a_bad_pid(svc: PaymentsService) -> None:
     with pytest.raises(urllib.error.HTTPError) as err:
         control(svc.url, kill_pid=1)
     assert err.value.code == 400
+
+
+def test_control_refuses_a_process_its_harness_did_not_start(svc: PaymentsService) -> None:
+    stranger = subprocess.Popen(  # not our child: started by a shell that exits at once
+        ["sh", "-c", "sleep 30 & echo $!"], stdout=subprocess.PIPE, text=True
+    )
+    assert stranger.stdout is not None
+    pid = int(stranger.stdout.readline())
+    stranger.wait(timeout=10)
+    try:
+        with pytest.raises(urllib.error.HTTPError) as err:
+            control(svc.url, kill_pid=pid)
+        assert err.value.code == 403
+        assert get(f"{svc.url}/control")["kill_pid"] is None  # nothing armed
+    finally:
+        subprocess.run(["kill", str(pid)], check=False)

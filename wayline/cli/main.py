@@ -54,7 +54,7 @@ def demo(
     kill_at_round: Annotated[int, typer.Option(help="Draft round to kill the worker in.")] = 7,
 ) -> None:
     """Run an agent, SIGKILL its worker mid-run, resume in a fresh process, compare."""
-    from wayline.cli.demo import run_demo
+    from wayline.demo.scenes import run_demo
 
     raise typer.Exit(run_demo(db, kill_at_round, console))
 
@@ -83,8 +83,8 @@ def crashtest(
     keep: Annotated[bool, typer.Option(help="Keep the trials' files (stores, ledgers).")] = False,
 ) -> None:
     """The payments crash test: SIGKILL a worker around a charge, resume it, count charges."""
-    from wayline.cli import crashtest as ct
-    from wayline.examples.payment_flow import KILL_POINTS, STRATEGIES
+    from wayline.demo import crashtest as ct
+    from wayline.demo.payment_flow import KILL_POINTS, STRATEGIES
 
     try:
         chosen = {

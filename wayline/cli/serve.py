@@ -68,7 +68,7 @@ def serve(
 
     specs = list(graphs or [])
     if demo:
-        from wayline.examples.serve_demo import DEMO_GRAPHS
+        from wayline.demo.serve_demo import DEMO_GRAPHS
 
         specs += [f"{name}={spec}" for name, spec in DEMO_GRAPHS.items()]
     store = _store(db)

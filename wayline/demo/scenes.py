@@ -18,7 +18,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 import wayline
-from wayline.examples.support_agent import DRAFT_ROUNDS, build_graph, demo_input
+from wayline.demo.support_agent import DRAFT_ROUNDS, build_graph, demo_input
 
 __all__ = ["run_demo"]
 
@@ -46,7 +46,7 @@ def run_demo(db: Path | None, kill_at_round: int, console: Console) -> int:
     ref_digest = reference.state_digest(ref_cfg)
     console.print(f"1. Uninterrupted reference run: final state digest [bold]{ref_digest[:16]}[/]")
 
-    worker = [sys.executable, "-m", "wayline.cli.demo_worker", url, RUN_ID, str(log)]
+    worker = [sys.executable, "-m", "wayline.demo.scenes_worker", url, RUN_ID, str(log)]
     child = subprocess.Popen(
         [*worker, "--block-at-round", str(kill_at_round), "--marker", str(marker)],
         stdout=subprocess.DEVNULL,
@@ -100,8 +100,8 @@ def run_demo(db: Path | None, kill_at_round: int, console: Console) -> int:
 def _approval(url: str, console: Console) -> bool:
     """Part three: a refund agent that waits for an authorized, audited approval."""
     from wayline.control import Actor
+    from wayline.demo.refund_agent import build_refund_agent, claim_input
     from wayline.errors import ApprovalRefused
-    from wayline.examples.refund_agent import build_refund_agent, claim_input
 
     console.print(
         Panel.fit(
@@ -157,7 +157,7 @@ def _approval(url: str, console: Console) -> bool:
 def _payments(workdir: Path, console: Console) -> bool:
     """Part two: a charge through a local payments service that kills the worker after it
     committed the charge and before it answered: with and without ``ctx.effect``."""
-    from wayline.cli.crashtest import run_trial
+    from wayline.demo.crashtest import run_trial
 
     console.print(
         Panel.fit(

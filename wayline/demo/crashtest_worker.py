@@ -1,5 +1,5 @@
 """The crash test's worker process: runs (or resumes) the payment flow, optionally stopping
-dead at a kill point. Not a public interface; ``wayline.cli.crashtest`` drives it."""
+dead at a kill point. Not a public interface; ``wayline.demo.crashtest`` drives it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 import wayline
-from wayline.examples.payment_flow import (
+from wayline.demo.payment_flow import (
     KILL_POINTS,
     STRATEGIES,
     KillSwitch,
@@ -20,7 +20,7 @@ from wayline.examples.payment_flow import (
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m wayline.cli.crashtest_worker")
+    p = argparse.ArgumentParser(prog="python -m wayline.demo.crashtest_worker")
     p.add_argument("--db", required=True, help="SQLite file of the run store")
     p.add_argument("--service", required=True, help="payments service URL")
     p.add_argument("--strategy", required=True, choices=STRATEGIES)

@@ -15,9 +15,10 @@ any client. Endpoints:
   close the connection without a response. This is the deterministic "the provider
   committed, the response never reached the worker" point. ``{"clear": true}`` disarms.
 
-Run it as ``python -m wayline.examples.payments --ledger ledger.db --port-file port``, or in
-process: ``with PaymentsService(path) as svc: svc.url``. It binds 127.0.0.1 only: it will
-kill any pid it is told to, which is what a test fixture wants and nothing else should.
+Run it as ``python -m wayline.demo.payments --ledger ledger.db --port-file port``, or in
+process: ``with PaymentsService(path) as svc: svc.url``. It binds 127.0.0.1 only, and it
+kills only a process its own harness started: a descendant of the process that runs it in
+a thread, or of the one that started it as a process (403 for any other pid).
 """
 
 from __future__ import annotations
@@ -283,6 +284,12 @@ class _Handler(BaseHTTPRequestHandler):
         if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1):
             self._reply(HTTPStatus.BAD_REQUEST, {"error": "kill_pid must be a pid (int > 1)"})
             return
+        if pid is not None and not _started_by_harness(pid):
+            self._reply(
+                HTTPStatus.FORBIDDEN,
+                {"error": f"pid {pid} was not started by this service's harness: not killed"},
+            )
+            return
         armed = self.svc.arm(drop_response=bool(body.get("drop_response")), kill_pid=pid)
         self._reply(HTTPStatus.OK, armed)
 
@@ -328,6 +335,23 @@ def _sigkill_and_wait(pid: int, timeout: float = 10.0) -> None:
             os.close(fd)
 
 
+def _started_by_harness(pid: int) -> bool:
+    """Whether ``pid`` descends from this process (the service runs in the harness) or from
+    its parent (the harness started the service as a process of its own)."""
+    harness = {os.getpid()} | ({os.getppid()} if os.getppid() > 1 else set())
+    seen = 0
+    while pid > 1 and seen < 64:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+        if pid in harness:
+            return True
+        seen += 1
+    return False
+
+
 def _alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -337,7 +361,7 @@ def _alive(pid: int) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m wayline.examples.payments", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m wayline.demo.payments", description=__doc__)
     p.add_argument("--ledger", required=True, help="SQLite file of the charges")
     p.add_argument("--port", type=int, default=0, help="0 picks a free port (the default)")
     p.add_argument("--port-file", help="write the chosen port here (atomically)")

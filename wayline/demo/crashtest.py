@@ -28,8 +28,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from wayline.examples.payment_flow import KILL_POINTS
-from wayline.examples.payments import PaymentsService
+from wayline.demo.payment_flow import KILL_POINTS
+from wayline.demo.payments import PaymentsService
 
 __all__ = [
     "DEFAULT_STRATEGIES",
@@ -100,7 +100,7 @@ class Trial:
 
     def _argv(self, thread: str, *extra: str) -> list[str]:
         return [
-            sys.executable, "-m", "wayline.cli.crashtest_worker",
+            sys.executable, "-m", "wayline.demo.crashtest_worker",
             "--db", str(self.db),
             "--service", self.service.url,
             "--strategy", self.strategy,

@@ -10,11 +10,11 @@ import sys
 import threading
 
 import wayline
-from wayline.examples.support_agent import SupportState, build_graph, demo_input
+from wayline.demo.support_agent import SupportState, build_graph, demo_input
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m wayline.cli.demo_worker")
+    p = argparse.ArgumentParser(prog="python -m wayline.demo.scenes_worker")
     p.add_argument("url")
     p.add_argument("run_id")
     p.add_argument("log", help="file that gets one line per node execution (fsynced)")

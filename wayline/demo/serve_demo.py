@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from wayline.examples.refund_agent import build_refund_agent
-from wayline.examples.support_agent import build_graph
+from wayline.demo.refund_agent import build_refund_agent
+from wayline.demo.support_agent import build_graph
 from wayline.graph.compiled import CompiledGraph
 
 __all__ = ["DEMO_GRAPHS", "refund", "support"]
@@ -27,6 +27,6 @@ def refund() -> CompiledGraph:
 
 
 DEMO_GRAPHS = {
-    "support": "wayline.examples.serve_demo:support",
-    "refund": "wayline.examples.serve_demo:refund",
+    "support": "wayline.demo.serve_demo:support",
+    "refund": "wayline.demo.serve_demo:refund",
 }

@@ -1,1 +1,0 @@
-"""Example graphs that ship with the package (the demo runs them)."""
