@@ -16,6 +16,7 @@ import ormsgpack
 
 from wayline.errors import RunNotFoundError, WaylineError
 from wayline.graph.segments import LogIndex
+from wayline.ids import RunRef
 from wayline.store.base import Store
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def check_run(
         )
     folded, digest_ok = False, None
     if graph is not None and run is not None and not problems:
-        cfg = {"configurable": {"thread_id": run_id, "tenant": tenant_id}}
+        cfg = RunRef(tenant_id, run_id).config()
         try:
             if run.state_digest is not None:
                 result = graph.verify(cfg)

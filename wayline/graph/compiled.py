@@ -9,6 +9,7 @@ import copy
 import dataclasses
 import datetime as dt
 import inspect
+import threading
 import time
 import typing
 import uuid
@@ -58,7 +59,7 @@ from wayline.graph.streaming import (
 )
 from wayline.graph.subgraph import run_child, with_child_states
 from wayline.graph.types import Interrupt, PregelTask, Send, StateSnapshot
-from wayline.ids import derive_id
+from wayline.ids import RunRef, derive_id
 from wayline.store.base import Store
 from wayline.store.records import check_durability
 
@@ -381,15 +382,39 @@ class CompiledGraph:
         if fork is not None:  # a past checkpoint (or a fork_id): run a fork of it
             run_id, token = fork
             config["configurable"] = {**config["configurable"], "thread_id": run_id}
-        return RunLoop(
-            self,
-            tenant_id=tenant,
-            run_id=run_id,
+        return self.open_loop(
+            RunRef(tenant, run_id),
             durability=durability,
-            step_limit=int(config.get("recursion_limit", DEFAULT_STEP_LIMIT)),
             config=config,
+            step_limit=int(config.get("recursion_limit", DEFAULT_STEP_LIMIT)),
             owner=owner,
             token=token,
+        )
+
+    def open_loop(
+        self,
+        ref: RunRef,
+        *,
+        durability: str,
+        config: Mapping[str, Any] | None = None,
+        step_limit: int = DEFAULT_STEP_LIMIT,
+        owner: str | None = None,
+        lease_seconds: float = 300.0,
+        token: int | None = None,
+        stop: threading.Event | None = None,
+    ) -> RunLoop:
+        """The one way to open a run for execution, in process (``invoke``) or for a worker
+        that claimed it (``token``): its nodes see ``config`` (default: the run's own)."""
+        return RunLoop(
+            self,
+            ref,
+            durability=durability,
+            step_limit=step_limit,
+            config=config if config is not None else ref.config(),
+            owner=owner,
+            lease_seconds=lease_seconds,
+            token=token,
+            stop=stop,
         )
 
     def run_loop(
@@ -537,7 +562,7 @@ class CompiledGraph:
     def _state(self, config: Mapping[str, Any]) -> StateSnapshot:
         tenant, run_id = _ids(config, create=False)
         run = self.store.get_run(tenant, run_id)
-        cfg = {"configurable": {"thread_id": run_id, "tenant": tenant}}
+        cfg = RunRef(tenant, run_id).config()
         if run is None:
             return StateSnapshot({}, (), cfg, {}, None, None, ())
         at = travel.requested_step(config, tenant, run_id)
@@ -637,7 +662,7 @@ class CompiledGraph:
         finally:
             loop.close(error)
         at = _at(tenant, loop.run_id, loop.step)  # a past checkpoint's edit went to a fork
-        return {"configurable": {"thread_id": loop.run_id, "tenant": tenant, **at}}
+        return RunRef(tenant, loop.run_id).config(**at)
 
     def verify(self, config: Mapping[str, Any]) -> Verification:
         """Reconstruct a finished run from the store and compare it with the digest its
@@ -663,7 +688,7 @@ class CompiledGraph:
             return
         if int(derive_id(loop.tenant_id, loop.run_id)[:8], 16) >= self.verify_sample * 2**32:
             return
-        result = self.verify({"configurable": {"thread_id": loop.run_id, "tenant": loop.tenant_id}})
+        result = self.verify(loop.ref.config())
         if not result.ok:
             raise ReplayDivergenceError(
                 f"run {loop.run_id!r} reconstructs to state digest {result.actual[:16]} but "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import os
 import socket
 import threading
@@ -56,16 +55,16 @@ from wayline.graph.checkpoint import (
     state_digest,
 )
 from wayline.graph.context import NodeContext, TaskScope, is_scoped
+from wayline.graph.interrupts import Asked, UnfinishedStep, answer, ask
 from wayline.graph.node import route_writes, split_output
 from wayline.graph.segments import LogIndex, advance
 from wayline.graph.travel import ForkOrigin, load_origin
 from wayline.graph.types import START, Command, Interrupt, Send
+from wayline.ids import RunRef
 from wayline.store.records import (
-    AuditRecord,
     BlobRecord,
     CommitBatch,
     DeltaRecord,
-    InterruptRecord,
     PendingWriteRecord,
     RunStatus,
     RunUpdate,
@@ -112,9 +111,8 @@ class RunLoop:
     def __init__(
         self,
         graph: CompiledGraph,
+        ref: RunRef,
         *,
-        tenant_id: str,
-        run_id: str,
         durability: str,
         step_limit: int,
         config: Mapping[str, Any],
@@ -126,8 +124,8 @@ class RunLoop:
         self.graph = graph
         self.store = graph.store
         self.codec = graph.codec
-        self.tenant_id = tenant_id
-        self.run_id = run_id
+        self.ref = ref
+        self.tenant_id, self.run_id = ref.tenant_id, ref.run_id
         self.durability = check_durability(durability)
         self.step_limit = step_limit
         self.config = config
@@ -138,9 +136,8 @@ class RunLoop:
         self.next_tasks: list[TaskSpec] = []
         self.step = -1
         self.steps_run = 0
-        self.pending: dict[str, TaskResult] = {}
-        self.saved_pending: set[str] = set()
-        self.interrupts: list[InterruptRecord] = []
+        self.unfinished = UnfinishedStep()
+        """What the step after ``step`` left behind: finished peers' writes, questions."""
         self.raised: tuple[Interrupt, ...] = ()
         self.token = token or 0
         self.claimed = token is not None
@@ -148,9 +145,7 @@ class RunLoop:
         self.stop = stop
         self.cancelled = False
         self.take_inbox = False
-        self.leftovers = False
-        """Rows of an unfinished step (saved writes, interrupts) that the next commit clears."""
-        self.sink: CommitSink | None = None
+        self._sink: CommitSink | None = None
         self.multi_task_step = False
         self.incarnation = ""
         self.closed = False
@@ -166,6 +161,18 @@ class RunLoop:
         self.emit: Callable[[tuple[str, ...], str, Any], None] | None = None
         self.namespace: tuple[str, ...] = ()
         self.chat_callbacks: Any = None
+
+    @property
+    def sink(self) -> CommitSink:
+        """Where this invocation's commits go (exists from ``begin`` to ``close``)."""
+        if self._sink is None:
+            raise RuntimeError("the run loop has not begun, or has closed")
+        return self._sink
+
+    @property
+    def pending(self) -> dict[str, TaskResult]:
+        """Writes of tasks of the unfinished step that finished (drivers show them)."""
+        return self.unfinished.pending
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -204,7 +211,7 @@ class RunLoop:
                 steal=True,
             )
             self.claimed = True
-        self.sink = make_sink(
+        self._sink = make_sink(
             self.durability,
             self.store,
             self.tenant_id,
@@ -253,7 +260,7 @@ class RunLoop:
         if isinstance(error, LeaseLost) or not self.claimed:
             return
         try:
-            if self.sink is not None:
+            if self._sink is not None:
                 if error is not None and (not self.loaded or isinstance(error, CorruptionError)):
                     self._note_unreadable(error)
                 elif isinstance(error, ResumeError) and (self.take_inbox or self.step < 0):
@@ -270,7 +277,7 @@ class RunLoop:
                     self._submit_status("failed", error=_describe(error))
                 self.sink.close()
         finally:
-            self.sink = None
+            self._sink = None
             self.store.release(self.tenant_id, self.run_id, self.token)
 
     def _refuse_inbox(self, error: ResumeError) -> None:
@@ -281,7 +288,7 @@ class RunLoop:
             status: RunStatus = "failed"  # it cannot start: nothing was ever committed
         elif not self.next_tasks:
             status = "done"
-        elif any(i.resume is None for i in self.interrupts):
+        elif any(i.resume is None for i in self.unfinished.interrupts):
             status = "interrupted"
         else:
             status = "running"
@@ -320,12 +327,9 @@ class RunLoop:
         tasks = []
         for spec in self.next_tasks:
             task_id = derive_id(self.tenant_id, self.run_id, step, *spec.path)
-            if task_id in self.pending:
+            if task_id in self.unfinished.pending:
                 continue  # finished before a crash or an interrupt: its writes are kept
-            answers = sorted(
-                (i for i in self.interrupts if i.task_id == task_id and i.resume is not None),
-                key=lambda i: i.idx,
-            )
+            answers = self.unfinished.answers_for(task_id)
             values = [self.codec.loads(i.resume) for i in answers if i.resume is not None]
             by_id = {i.interrupt_id: v for i, v in zip(answers, values, strict=True)}
             # interrupt() in the node itself answers by position; a question its subgraph
@@ -413,7 +417,7 @@ class RunLoop:
             self._save_pending(done)
             if errors:
                 error = errors[0].error
-                assert self.sink is not None and error is not None
+                assert error is not None
                 if isinstance(error, CorruptionError):  # the store, not the node, failed
                     self.sink.flush()
                     raise error
@@ -426,7 +430,7 @@ class RunLoop:
                 raise error
             yield from self._suspend(asked)
             return
-        results = dict(self.pending)
+        results = dict(self.unfinished.pending)
         results.update((o.task.id, o.result) for o in done if o.result is not None)
         self._commit_step(list(results.values()))
         self.steps_run += 1
@@ -443,49 +447,25 @@ class RunLoop:
 
     def _load_unfinished_step(self) -> None:
         step = self.step + 1
-        self.pending = {}
+        pending = {}
         resolve = BlobCache(self.store, self.tenant_id)
         for rec in self.store.load_pending(self.tenant_id, self.run_id, step):
             row = ("pending_writes", self.tenant_id, self.run_id, step, rec.task_id)
             (result,) = decode_results(self.codec, rec.payload, resolve, row)
-            self.pending[rec.task_id] = result
-        self.saved_pending = set(self.pending)
-        self.interrupts = self.store.load_interrupts(self.tenant_id, self.run_id, step)
+            pending[rec.task_id] = result
+        questions = self.store.load_interrupts(self.tenant_id, self.run_id, step)
+        self.unfinished = UnfinishedStep(pending, set(pending), questions)
 
     def _resolve(self, resume: Any) -> None:
         """Record answers to pending interrupts durably before any node sees them."""
-        open_ = [i for i in self.interrupts if i.resume is None]
-        if not open_:
-            raise ResumeError(
-                f"run {self.run_id!r} has no pending interrupt to resume; "
-                "call invoke(None, config) to continue it or pass a new input"
-            )
-        governed = [i.interrupt_id for i in open_ if i.governed]
-        if governed:
-            raise ResumeError(
-                f"run {self.run_id!r} waits for an approval ({', '.join(governed)}): decide it "
-                "with Wayline(store).resume(run_id, decision, actor=Actor(...), digest=...), "
-                "which checks who may decide; then continue the run"
-            )
-        by_id = {i.interrupt_id: i for i in open_}
-        if isinstance(resume, Mapping) and resume and set(resume) <= set(by_id):
-            answers = {iid: resume[iid] for iid in resume}
-        elif len(open_) == 1:
-            answers = {open_[0].interrupt_id: resume}
-        else:
-            raise ResumeError(
-                f"run {self.run_id!r} has {len(open_)} pending interrupts; resume with "
-                "Command(resume={interrupt_id: value, ...}) naming the ones you answer "
-                f"(pending ids: {sorted(by_id)})"
-            )
-        resolved = [
-            dataclasses.replace(by_id[iid], resume=self.codec.dumps(value))
-            for iid, value in answers.items()
-        ]
+        questions = self.unfinished.interrupts
+        open_ = [i for i in questions if i.resume is None]
+        resolved = answer(self.run_id, open_, resume, self.codec)
         batch = CommitBatch(interrupts=resolved, take_inbox=self._taking_inbox())
         self.store.commit(self.tenant_id, self.run_id, self.token, batch)
         done = {r.interrupt_id for r in resolved}
-        self.interrupts = [i for i in self.interrupts if i.interrupt_id not in done] + resolved
+        self.unfinished.interrupts = [i for i in questions if i.interrupt_id not in done]
+        self.unfinished.interrupts.extend(resolved)
 
     def _input_step(self, update: Any, goto: list[Any]) -> Iterator[Event]:
         """New input (or a Command's update/goto) is a superstep of its own, run by START."""
@@ -493,11 +473,8 @@ class RunLoop:
         self.graph.schema.check_keys(as_dict, "the input")
         writes = list(as_dict.items())
         writes.extend(self._routing(START, writes, goto))
-        # New input discards an unfinished step; its saved writes and questions go with it.
-        self.leftovers = self.leftovers or bool(self.saved_pending or self.interrupts)
-        self.pending, self.saved_pending, self.interrupts = {}, set(), []
+        self.unfinished.discard()  # new input replaces an unfinished step, questions and all
         self._commit_step([TaskResult(START, (PULL, START), tuple(writes))])
-        assert self.sink is not None
         self.sink.flush()  # the input is durable in every mode, so any process can resume
         yield ("values", self.values())
 
@@ -517,10 +494,8 @@ class RunLoop:
         else:
             writes.extend(self._routing(as_node, writes, []))
         name = as_node or UPDATE
-        self.leftovers = self.leftovers or bool(self.saved_pending or self.interrupts)
-        self.pending, self.saved_pending, self.interrupts = {}, set(), []
+        self.unfinished.discard()
         self._commit_step([TaskResult(name, (PULL, name), tuple(writes))])
-        assert self.sink is not None
         self.sink.flush()
 
     def _routing(
@@ -553,9 +528,7 @@ class RunLoop:
             deltas=[DeltaRecord(step, enc.payload, enc.channels)],
             blobs=enc.blobs,
             take_inbox=self._taking_inbox(),
-            # Only a step that saved peers' writes or asked questions has rows to clear: a
-            # DELETE that finds nothing still costs a statement (a round trip on PostgreSQL).
-            clear_pending_through=step if self._has_leftovers() else None,
+            clear_pending_through=step if self.unfinished.rows_to_clear() else None,
             run=RunUpdate(
                 status="done" if finished else "running",
                 step=step,
@@ -580,65 +553,31 @@ class RunLoop:
             )
             batch.snapshots.append(snapshot)
             batch.blobs.extend(blobs)
-        assert self.sink is not None
         self.sink.submit(batch)
         self.channels, self.next_tasks, self.step, self.logs = staged, next_tasks, step, logs
-        self.pending, self.saved_pending, self.interrupts = {}, set(), []
+        self.unfinished.committed()
 
     def _save_pending(self, outcomes: list[TaskOutcome]) -> None:
         records = []
         blobs: list[BlobRecord] = []
         for o in outcomes:
-            if o.result is None or o.task.id in self.saved_pending:
+            if o.result is None or o.task.id in self.unfinished.saved:
                 continue
             enc = encode_results(
                 self.codec, [o.result], step=o.task.step, threshold=self.graph.blob_threshold
             )
             records.append(PendingWriteRecord(o.task.step, o.task.id, enc.payload, enc.channels))
             blobs.extend(enc.blobs)
-            self.saved_pending.add(o.task.id)
-            self.pending[o.task.id] = o.result
+            self.unfinished.saved.add(o.task.id)
+            self.unfinished.pending[o.task.id] = o.result
         if records:
-            assert self.sink is not None
             self.sink.submit(CommitBatch(pending=records, blobs=blobs))
 
-    def _suspend(self, asked: list[TaskOutcome]) -> Iterator[Event]:
-        records = []
-        audit = []
-        raised: list[Interrupt] = []
-        earlier = {i.interrupt_id: i for i in self.interrupts}
-        for o in asked:
-            for idx, intr in o.interrupts:
-                value = self.codec.dumps(intr.value)
-                digest = hashlib.sha256(value).hexdigest()
-                before = earlier.get(intr.id)  # asked again on a re-run: the first expiry holds
-                expires = before.expires_at if before and before.expires_at else intr.expires_at
-                records.append(
-                    InterruptRecord(
-                        o.task.step,
-                        o.task.id,
-                        idx,
-                        intr.id,
-                        value,
-                        None,
-                        digest,
-                        intr.approvers,
-                        expires,
-                    )
-                )
-                raised.append(dataclasses.replace(intr, expires_at=expires, digest=digest))
-                audit.append(
-                    AuditRecord(
-                        self.tenant_id,
-                        self.run_id,
-                        actor=f"node:{o.task.spec.name}",
-                        action="request",
-                        outcome="pending",
-                        digest=digest,
-                        detail=_approvers(intr.approvers),
-                    )
-                )
-        assert self.sink is not None
+    def _suspend(self, outcomes: list[TaskOutcome]) -> Iterator[Event]:
+        asked = [Asked(o.task.step, o.task.id, o.task.spec.name, o.interrupts) for o in outcomes]
+        records, audit, raised = ask(
+            self.tenant_id, self.run_id, asked, self.unfinished.interrupts, self.codec
+        )
         self.sink.submit(
             CommitBatch(
                 interrupts=records,
@@ -648,7 +587,7 @@ class RunLoop:
             )
         )
         self.sink.flush()
-        self.raised = tuple(raised)
+        self.raised = raised
         yield ("updates", {"__interrupt__": self.raised})
         yield ("values", {**self.values(), "__interrupt__": self.raised})  # as LangGraph
 
@@ -656,11 +595,9 @@ class RunLoop:
         """Stop at a breakpoint (``interrupt_before``/``interrupt_after``): the run waits,
         interrupted, with its next tasks unchanged; ``invoke(None, config)`` continues it."""
         self._submit_status("interrupted")
-        assert self.sink is not None
         self.sink.flush()
 
     def _submit_status(self, status: RunStatus, *, error: str | None = None) -> None:
-        assert self.sink is not None
         nodes = tuple(t.name for t in self.next_tasks)
         self.sink.submit(
             CommitBatch(
@@ -668,11 +605,6 @@ class RunLoop:
                 take_inbox=self._taking_inbox(),
             )
         )
-
-    def _has_leftovers(self) -> bool:
-        found = self.leftovers or bool(self.saved_pending or self.interrupts)
-        self.leftovers = False
-        return found
 
     def _taking_inbox(self) -> bool:
         """Whether this commit is the one that consumes the applied inbox (only the first)."""
@@ -699,10 +631,6 @@ def _starts_a_run(input: Any) -> bool:
     if isinstance(input, Command):
         return input.update is not None or bool(input.goto)
     return input is not None
-
-
-def _approvers(approvers: tuple[str, ...] | None) -> str:
-    return "approvers: " + (", ".join(approvers) if approvers is not None else "anyone")
 
 
 def _describe(exc: BaseException | None) -> str:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from wayline.errors import GraphInterrupt, ParentCommand
 from wayline.graph.context import current_scope, scoped_index
 from wayline.graph.types import Command, StateSnapshot
+from wayline.ids import RunRef
 
 if TYPE_CHECKING:
     from wayline.graph.builder import StateGraph
@@ -111,10 +112,7 @@ def run_child(
         scope.calls += 1
     run_id = child_run_id(loop.run_id, node, scope.task_id, call)
     bound = as_child_of(child, loop.graph, loop.store)
-    config = {
-        "configurable": {"thread_id": run_id, "tenant": loop.tenant_id},
-        "recursion_limit": loop.step_limit,
-    }
+    config = {**RunRef(loop.tenant_id, run_id).config(), "recursion_limit": loop.step_limit}
     run = loop.store.get_run(loop.tenant_id, run_id)
     ledger = getattr(scope.config, "ledger", None)
     if run is None and ledger is not None:  # the parent remembers its child (for purge)

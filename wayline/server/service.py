@@ -16,6 +16,7 @@ from wayline.control.approvals import decide
 from wayline.control.keys import Principal
 from wayline.graph.checkpoint import encode_inbox
 from wayline.graph.types import Command, StateSnapshot
+from wayline.ids import RunRef
 from wayline.server.http import ApiError
 from wayline.server.registry import Assistant, Registry, UnknownAssistant
 from wayline.server.views import (
@@ -187,7 +188,7 @@ class Service:
             if not settled(run):
                 raise ApiError(409, f"Thread {thread_id} is busy: wait for its run, then update")
             graph = self._assistant_for(run).graph
-            conf = {"configurable": {"thread_id": thread_id, "tenant": who.tenant}}
+            conf = RunRef(who.tenant, thread_id).config()
             out = graph.update_state(conf, body.get("values"), body.get("as_node"))
         step = int(out["configurable"]["step"])
         state = state_json(thread_id, self._snapshot(self._run(who, thread_id), step), None)

@@ -25,8 +25,9 @@ from wayline.errors import (
     VersionMismatchError,
     WaylineError,
 )
-from wayline.graph.compiled import DEFAULT_STEP_LIMIT, CompiledGraph
+from wayline.graph.compiled import CompiledGraph
 from wayline.graph.loop import RunLoop, default_owner
+from wayline.ids import RunRef
 from wayline.store import open_store
 from wayline.store.base import Store
 from wayline.store.records import RunRecord
@@ -154,13 +155,9 @@ class Worker:
         key = (run.tenant_id, run.run_id)
         try:
             graph = self.graphs[(run.graph_name, run.graph_version)]
-            loop = RunLoop(
-                graph,
-                tenant_id=run.tenant_id,
-                run_id=run.run_id,
+            loop = graph.open_loop(
+                RunRef(run.tenant_id, run.run_id),
                 durability=run.durability,
-                step_limit=DEFAULT_STEP_LIMIT,
-                config={"configurable": {"thread_id": run.run_id, "tenant": run.tenant_id}},
                 owner=self.owner,
                 lease_seconds=self.config.lease_seconds,
                 token=token,
