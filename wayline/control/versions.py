@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from wayline.errors import RunNotFoundError, VersionMismatchError
 from wayline.graph.algo import values_of
-from wayline.graph.channels import AppendLog, Barrier
-from wayline.graph.checkpoint import encode_snapshot, reconstruct, segment_records
+from wayline.graph.channels import Barrier
+from wayline.graph.checkpoint import reconstruct, write_snapshot
 from wayline.graph.compiled import CompiledGraph
-from wayline.graph.segments import LogIndex, advance
 from wayline.store.base import Store
 from wayline.store.records import AuditRecord, CommitBatch, RunRecord
 
@@ -85,22 +84,16 @@ def migrate_run(
                 )
             ],
         )
-        logs: dict[str, LogIndex] = {}
-        for key, channel in channels.items():
-            if isinstance(channel, AppendLog):
-                length = len(channel.get())
-                logs[key], segments = advance(None, key, run.step, length, salt=new.version)
-                batch.segments.extend(segment_records(new.codec, channel, segments, run.step))
-        snapshot, blobs = encode_snapshot(
+        write_snapshot(
+            batch,
             new.codec,
             channels,
             rec.next_tasks,
-            logs,
+            {},
             step=run.step,
             threshold=new.blob_threshold,
+            fresh=new.version,  # new segments: the old ones belong to the old version
         )
-        batch.snapshots.append(snapshot)
-        batch.blobs.extend(blobs)
         store.commit(tenant_id, run_id, token, batch)
     finally:
         store.release(tenant_id, run_id, token)

@@ -23,11 +23,11 @@ import ormsgpack
 from wayline.codec import EXT_REF, Codec
 from wayline.errors import CodecError, CorruptionError, VersionMismatchError
 from wayline.graph.algo import TaskResult, TaskSpec, apply_step
-from wayline.graph.channels import MISSING, AppendLog, Channel
-from wayline.graph.segments import LogIndex, Segment
+from wayline.graph.channels import MISSING, AppendLog, Channel, MessageLog
+from wayline.graph.segments import LogIndex, Segment, advance
 from wayline.graph.types import Command, Send
 from wayline.store.base import Store
-from wayline.store.records import BlobRecord, SegmentRecord, SnapshotRecord
+from wayline.store.records import BlobRecord, CommitBatch, SegmentRecord, SnapshotRecord
 
 __all__ = [
     "DEFAULT_BLOB_THRESHOLD",
@@ -41,6 +41,7 @@ __all__ = [
     "encode_snapshot",
     "reconstruct",
     "state_digest",
+    "write_snapshot",
 ]
 
 DEFAULT_BLOB_THRESHOLD = 64 * 1024
@@ -144,6 +145,39 @@ def encode_snapshot(
     }
     enc = out.done(ormsgpack.packb(wire))
     return SnapshotRecord(step, enc.payload, enc.channels), enc.blobs
+
+
+def write_snapshot(
+    batch: CommitBatch,
+    codec: Codec,
+    channels: Mapping[str, Channel],
+    next_tasks: Sequence[TaskSpec],
+    logs: Mapping[str, LogIndex],
+    *,
+    step: int,
+    threshold: int,
+    fresh: str | None = None,
+) -> dict[str, LogIndex]:
+    """Add to ``batch`` a snapshot of ``channels`` after ``step``: append logs as the
+    segments appended since their index (all of it, under a new salt, when ``fresh``
+    names one: a migration), the rest by value, large values as blobs. Returns the new
+    log indexes. The run loop and ``migrate_run`` both snapshot through here."""
+    new_logs = dict(logs)
+    for key, channel in channels.items():
+        if not isinstance(channel, AppendLog):
+            continue
+        index, salt = (None, fresh) if fresh is not None else (logs.get(key), "")
+        if isinstance(channel, MessageLog) and channel.rewritten:
+            index, salt = None, f"rewritten@{step}"  # an edited history is written anew
+            channel.rewritten = False
+        new_logs[key], segments = advance(index, key, step, len(channel.get()), salt=salt)
+        batch.segments.extend(segment_records(codec, channel, segments, step))
+    snapshot, blobs = encode_snapshot(
+        codec, channels, next_tasks, new_logs, step=step, threshold=threshold
+    )
+    batch.snapshots.append(snapshot)
+    batch.blobs.extend(blobs)
+    return new_logs
 
 
 def segment_records(

@@ -43,21 +43,20 @@ from wayline.graph.algo import (
     values_of,
 )
 from wayline.graph.calling import node_call
-from wayline.graph.channels import AppendLog, Channel, MessageLog
+from wayline.graph.channels import Channel
 from wayline.graph.checkpoint import (
     BlobCache,
     decode_inbox,
     decode_results,
     encode_results,
-    encode_snapshot,
     reconstruct,
-    segment_records,
     state_digest,
+    write_snapshot,
 )
 from wayline.graph.context import NodeContext, TaskScope, is_scoped
 from wayline.graph.interrupts import Asked, UnfinishedStep, answer, ask
 from wayline.graph.node import route_writes, split_output
-from wayline.graph.segments import LogIndex, advance
+from wayline.graph.segments import LogIndex
 from wayline.graph.travel import ForkOrigin, load_origin
 from wayline.graph.types import START, Command, Interrupt, Send
 from wayline.ids import RunRef
@@ -538,21 +537,9 @@ class RunLoop:
         )
         logs = self.logs
         if step > 0 and step % self.graph.snapshot_every == 0:
-            logs = dict(logs)
-            for key, channel in staged.items():
-                if isinstance(channel, AppendLog):
-                    index, salt = logs.get(key), ""
-                    if isinstance(channel, MessageLog) and channel.rewritten:
-                        index, salt = None, f"rewritten@{step}"  # an edited history anew
-                        channel.rewritten = False
-                    n = len(channel.get())
-                    logs[key], segments = advance(index, key, step, n, salt=salt)
-                    batch.segments.extend(segment_records(self.codec, channel, segments, step))
-            snapshot, blobs = encode_snapshot(
-                self.codec, staged, next_tasks, logs, step=step, threshold=threshold
+            logs = write_snapshot(
+                batch, self.codec, staged, next_tasks, logs, step=step, threshold=threshold
             )
-            batch.snapshots.append(snapshot)
-            batch.blobs.extend(blobs)
         self.sink.submit(batch)
         self.channels, self.next_tasks, self.step, self.logs = staged, next_tasks, step, logs
         self.unfinished.committed()
