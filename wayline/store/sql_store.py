@@ -51,19 +51,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_VERSION", "Executor", "SQLStore", "load_queries", "migrations"]
 
-Q_SCHEMA_VERSION = "SELECT value FROM wayline_meta WHERE key = 'schema_version'"
-Q_META = "SELECT value FROM wayline_meta WHERE key = ?"
-Q_SET_META = """
-INSERT INTO wayline_meta (key, value) VALUES (?, ?)
-ON CONFLICT (key) DO UPDATE SET value = excluded.value
-"""
 ENCRYPTION_MARK = "aes-256-gcm"
 """``wayline_meta.encryption`` of a store whose payloads are sealed: a keyless open of it
 is refused, so no handle writes plaintext beside sealed rows."""
-Q_SET_SCHEMA_VERSION = """
-INSERT INTO wayline_meta (key, value) VALUES ('schema_version', ?)
-ON CONFLICT (key) DO UPDATE SET value = excluded.value
-"""
 
 
 def migrations(dialect: str) -> list[tuple[int, str, str]]:
@@ -158,7 +148,7 @@ class SQLStore:
         return their names. Safe to run from several processes at once. Refuses (writing
         nothing) a database it must not touch: see ``_check_schema``."""
         applied = []
-        set_version = Q_SET_SCHEMA_VERSION.replace("?", self.placeholder)
+        set_version = self.q.Q_SET_SCHEMA_VERSION
         for version, name, sql in migrations(self.dialect):
             with self._tx() as db:
                 self._lock_schema(db)
@@ -173,13 +163,13 @@ class SQLStore:
     def schema_version_in(self, db: Executor) -> int:
         """The schema version, read inside a transaction (after the migration lock)."""
         tables = [name for (name,) in db.execute(self.q_tables).fetchall()]
-        row = db.execute(Q_SCHEMA_VERSION).fetchone() if "wayline_meta" in tables else None
+        row = db.execute(self.q.Q_SCHEMA_VERSION).fetchone() if "wayline_meta" in tables else None
         return self._check_schema(tables, None if row is None else row[0])
 
     def _inspect_schema(self) -> int:
         """The schema version, read without a transaction and without writing."""
         tables = self.table_names()
-        row = self._read(Q_SCHEMA_VERSION, ()) if "wayline_meta" in tables else []
+        row = self._read(self.q.Q_SCHEMA_VERSION, ()) if "wayline_meta" in tables else []
         return self._check_schema(tables, row[0][0] if row else None)
 
     def _check_schema(self, tables: Sequence[str], stored: Any) -> int:
@@ -254,7 +244,7 @@ class SQLStore:
     def _meta(self, key: str) -> str | None:
         if not self._read(self.q_meta_exists, ()):
             return None
-        rows = self._read(Q_META.replace("?", self.placeholder), (key,))
+        rows = self._read(self.q.Q_META, (key,))
         return str(rows[0][0]) if rows else None
 
     def _adopt_keys(self, keys: KeyProvider | None) -> None:
@@ -274,9 +264,7 @@ class SQLStore:
         sealer = AESGCMSealer(keys)
         if not marked:
             with self._tx() as db:
-                db.execute(
-                    Q_SET_META.replace("?", self.placeholder), ("encryption", ENCRYPTION_MARK)
-                )
+                db.execute(self.q.Q_SET_META, ("encryption", ENCRYPTION_MARK))
         self.payloads = Payloads(sealer)
 
     @property

@@ -7,6 +7,18 @@ table listing differs enough to live in the backends.
 
 from __future__ import annotations
 
+Q_SCHEMA_VERSION = "SELECT value FROM wayline_meta WHERE key = 'schema_version'"
+Q_SET_SCHEMA_VERSION = """
+INSERT INTO wayline_meta (key, value) VALUES ('schema_version', ?)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value
+"""
+Q_META = "SELECT value FROM wayline_meta WHERE key = ?"
+Q_SET_META = """
+INSERT INTO wayline_meta (key, value) VALUES (?, ?)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value
+"""
+"""The store's own facts: its schema version, and whether it is encrypted."""
+
 _RUN_COLUMNS = (
     "tenant_id, run_id, graph_name, graph_version, status, step, next_nodes, durability, "
     "fencing_token, lease_owner, lease_expires_at, error, state_digest, created_at, updated_at, "
