@@ -6,16 +6,16 @@ import contextvars
 import dataclasses
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
+from wayline.effects.ledger import EffectLedger
 from wayline.errors import GraphInterrupt, WaylineError
 from wayline.graph import probe
 from wayline.graph.types import Interrupt
 from wayline.ids import derive_id
 
 if TYPE_CHECKING:
-    from wayline.effects.ledger import EffectLedger
-    from wayline.effects.retry import RetryPolicy
+    pass
 
 __all__ = [
     "NodeContext",
@@ -124,6 +124,22 @@ def interrupt(
     )
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def signature_of(
+    target: Callable[Concatenate[Any, P], R],
+) -> Callable[[Callable[..., R]], Callable[Concatenate[Any, P], R]]:
+    """Give a forwarding method the signature of the method it forwards to, so the
+    parameters are declared once (type checkers and editors see the target's)."""
+
+    def same(method: Callable[..., R]) -> Callable[Concatenate[Any, P], R]:
+        return method
+
+    return same
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class NodeContext(Mapping[str, Any]):
     """The second argument of a node ``(state, ctx)``: where and how it is running.
@@ -140,17 +156,8 @@ class NodeContext(Mapping[str, Any]):
     config: Mapping[str, Any]
     ledger: EffectLedger | None = dataclasses.field(default=None, repr=False, compare=False)
 
-    def effect(
-        self,
-        name: str,
-        fn: Callable[[str], Any],
-        *,
-        request: Any = None,
-        key: str | None = None,
-        reconcile: Callable[[str], Any] | None = None,
-        idempotent: bool = False,
-        retry: RetryPolicy | None = None,
-    ) -> Any:
+    @signature_of(EffectLedger.effect)
+    def effect(self, name: str, fn: Callable[[str], Any], **options: Any) -> Any:
         """Perform a side effect once: ``fn(idempotency_key)`` with a durable record.
 
         The intent (key, ``request`` digest) is durable before ``fn`` runs and its result
@@ -159,6 +166,7 @@ class NodeContext(Mapping[str, Any]):
         resend after an unknown outcome (``idempotent=True``) is deduplicated there.
         ``key`` replaces the derived key with a business key; ``reconcile(key)`` asks the
         provider about an unknown outcome (return its result, or ``wayline.effects.NOT_FOUND``).
+        The options are the ledger's (``EffectLedger.effect``), declared once there.
         """
         if probe.installed():  # a harness counting dispatches (wayline killtest)
             fn = probe.wrap_effect(
@@ -168,17 +176,9 @@ class NodeContext(Mapping[str, Any]):
                 step=self.step,
                 node=self.node,
                 task_id=self.task_id,
-                idempotent=idempotent,
+                idempotent=bool(options.get("idempotent", False)),
             )
-        return self._ledger().effect(
-            name,
-            fn,
-            request=request,
-            key=key,
-            reconcile=reconcile,
-            idempotent=idempotent,
-            retry=retry,
-        )
+        return self._ledger().effect(name, fn, **options)
 
     def record(self, name: str, fn: Callable[[], Any]) -> Any:
         """Call ``fn`` once (a model call, the clock, a random draw) and record its result;
