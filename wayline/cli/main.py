@@ -192,7 +192,11 @@ def worker(
     where = redact_url(db)
     console.print(f"worker {w.owner} serving {names} on {where} (concurrency {concurrency})")
     w.run()
-    console.print(f"worker {w.owner} stopped after {w.completed} run executions")
+    g = w.group.stats
+    console.print(
+        f"worker {w.owner} stopped after {w.completed} run executions "
+        f"({g.commits} step commits in {g.transactions} transactions)"
+    )
 
 
 @app.command()

@@ -65,11 +65,12 @@ from wayline.store.records import (
     CommitBatch,
     DeltaRecord,
     PendingWriteRecord,
+    RunRecord,
     RunStatus,
     RunUpdate,
     check_durability,
 )
-from wayline.store.writer import CommitSink, make_sink
+from wayline.store.writer import CommitSink, Committer, make_sink
 
 if TYPE_CHECKING:
     from wayline.graph.compiled import CompiledGraph
@@ -119,6 +120,8 @@ class RunLoop:
         lease_seconds: float = 300.0,
         token: int | None = None,
         stop: threading.Event | None = None,
+        claimed_run: RunRecord | None = None,
+        committer: Committer | None = None,
     ) -> None:
         self.graph = graph
         self.store = graph.store
@@ -145,6 +148,10 @@ class RunLoop:
         self.cancelled = False
         self.take_inbox = False
         self._sink: CommitSink | None = None
+        self.claimed_run = claimed_run
+        """The run row as a worker's claim returned it: no need to read it again."""
+        self.committer = committer
+        """A worker's group committer (``GroupCommit.commit``); None: ``store.commit``."""
         self.multi_task_step = False
         self.incarnation = ""
         self.closed = False
@@ -177,7 +184,7 @@ class RunLoop:
 
     def begin(self, input: Any) -> Iterator[Event]:
         g = self.graph
-        run = self.store.get_run(self.tenant_id, self.run_id)
+        run = self.claimed_run or self.store.get_run(self.tenant_id, self.run_id)
         if run is None:
             if not _starts_a_run(input):  # else a row no worker could ever start
                 raise ResumeError(
@@ -218,6 +225,7 @@ class RunLoop:
             self.token,
             max_lag_steps=g.max_lag_steps,
             max_lag_ms=g.max_lag_ms,
+            committer=self.committer,
         )
         rec = reconstruct(
             self.store, self.codec, g.new_channels(), self.tenant_id, self.run_id, run.step
@@ -276,8 +284,10 @@ class RunLoop:
                     self._submit_status("failed", error=_describe(error))
                 self.sink.close()
         finally:
+            released = self._sink is not None and self._sink.released
             self._sink = None
-            self.store.release(self.tenant_id, self.run_id, self.token)
+            if not released:  # a settled run's last commit gave the lease up already
+                self.store.release(self.tenant_id, self.run_id, self.token)
 
     def _refuse_inbox(self, error: ResumeError) -> None:
         """A worker was handed input that does not fit the run (a resume with no question

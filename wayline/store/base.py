@@ -135,6 +135,14 @@ class Store(Protocol):
         """Apply ``batch`` in one transaction if ``token`` is current, else raise LeaseLost."""
         ...
 
+    def commit_many(
+        self, items: Sequence[tuple[str, str, int, CommitBatch]]
+    ) -> list[BaseException | None]:
+        """Group commit: apply several runs' ``(tenant_id, run_id, token, batch)`` in one
+        transaction, each fenced and isolated on its own (a savepoint); returns each run's
+        error (None: committed). Raises only when the transaction itself fails."""
+        ...
+
     def answer_interrupt(
         self, tenant_id: str, run_id: str, interrupt_id: str, resume: bytes, audit: AuditRecord
     ) -> bool:

@@ -58,9 +58,10 @@ class _Executor:
     def execute(self, query: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
         return self.conn.execute(query, params)
 
-    def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> None:
+    def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> psycopg.Cursor[Any]:
         with self.conn.cursor() as cur:
-            cur.executemany(query, rows)
+            cur.executemany(query, rows)  # rowcount: the rows all of them changed
+        return cur
 
 
 class PostgresStore(SQLStore):
@@ -157,6 +158,10 @@ class PostgresStore(SQLStore):
         tenant = self.pinned_tenant or tenant
         if self.rls and tenant is not None:
             conn.execute("SELECT set_config('wayline.tenant', %s, true)", (tenant,))
+
+    def _rescope(self, db: Executor, tenant: str) -> None:
+        if isinstance(db, _Executor):
+            self._scope(db.conn, tenant)
 
     def _read(self, query: str, params: Sequence[Any], tenant: str | None = None) -> list[Any]:
         try:

@@ -125,6 +125,11 @@ class SQLStore:
         ``tenant`` scopes it where the backend enforces tenancy itself (PostgreSQL RLS)."""
         raise NotImplementedError
 
+    def _lease_tx(self, tenant: str | None = None) -> AbstractContextManager[Any]:
+        """A transaction that moves only a lease (claim, heartbeat, release): the backend may
+        let it ride on the next durable commit instead of forcing it to disk itself."""
+        return self._tx(tenant)
+
     def _read(self, query: str, params: Sequence[Any], tenant: str | None = None) -> list[Any]:
         raise NotImplementedError
 
@@ -354,21 +359,21 @@ class SQLStore:
         clause = " OR ".join([f"(graph_name = {ph} AND graph_version = {ph})"] * len(graphs))
         query = self.q.Q_CLAIM_CANDIDATE.format(graphs=clause, lock=self.claim_lock)
         pairs = [part for pair in graphs for part in pair]
-        with self._tx(tenant_id) as db:
+        with self._lease_tx(tenant_id) as db:
             row = db.execute(query, (*pairs, now, now, tenant_id, tenant_id)).fetchone()
             if row is None:
                 return None
             tenant, run_id = row
             take = (owner, now + lease_seconds, now, tenant, run_id)
-            (token,) = db.execute(self.q.Q_CLAIM_TAKE, take).fetchone()
+            row = db.execute(self.q.Q_CLAIM_TAKE, take).fetchone()
         try:
-            run = self.get_run(tenant, run_id)
+            run = self._run(row)  # the whole row came back with the claim: no read after it
         except CorruptionError as exc:  # its queued input is damaged: visible, not retried
-            self.note_error(tenant, run_id, token=int(token), error=str(exc), status="failed")
-            self.release(tenant, run_id, int(token))
+            token = int(dict(zip(self.q.RUN_COLUMN_NAMES, row, strict=True))["fencing_token"])
+            self.note_error(tenant, run_id, token=token, error=str(exc), status="failed")
+            self.release(tenant, run_id, token)
             raise
-        assert run is not None
-        return run, int(token)
+        return run, run.fencing_token
 
     def next_expiry(
         self, *, graphs: Sequence[tuple[str, str]], tenant_id: str | None = None
@@ -392,7 +397,7 @@ class SQLStore:
     ) -> tuple[bool, bool]:
         """Extend a held lease. Returns (still held, cancellation requested)."""
         expires = time.time() + lease_seconds
-        with self._tx(tenant_id) as db:
+        with self._lease_tx(tenant_id) as db:
             row = db.execute(
                 self.q.Q_HEARTBEAT, (expires, tenant_id, run_id, token, owner)
             ).fetchone()
@@ -479,7 +484,7 @@ class SQLStore:
         self, tenant_id: str, run_id: str, *, owner: str, lease_seconds: float, steal: bool = False
     ) -> int:
         now = time.time()
-        with self._tx(tenant_id) as db:
+        with self._lease_tx(tenant_id) as db:
             row = db.execute(self.q.Q_LEASE_OF, (tenant_id, run_id)).fetchone()
             if row is None:
                 raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant_id!r}")
@@ -495,49 +500,66 @@ class SQLStore:
         return int(token)
 
     def release(self, tenant_id: str, run_id: str, token: int) -> None:
-        with self._tx(tenant_id) as db:
+        with self._lease_tx(tenant_id) as db:
             db.execute(self.q.Q_RELEASE, (tenant_id, run_id, token))
 
     # -- commits ----------------------------------------------------------------------
 
     def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
-        q = self.q
-        now = time.time()
-        key = (tenant_id, run_id)
         batch = self._sealed(tenant_id, run_id, batch)  # the meter counts what is stored
-        rows: list[tuple[Any, ...]]
         with self._tx(tenant_id) as db:
-            run = batch.run
-            take = 1 if batch.take_inbox else 0
-            if run is None:
-                cur = db.execute(q.Q_FENCE_TOUCH, (now, take, *key, token))
-            else:
-                nodes = json.dumps(list(run.next_nodes))
-                step = (run.step, nodes, run.error, run.state_digest, now, take)
-                cur = db.execute(q.Q_FENCE_STEP, (*step, *key, token, run.status))
-                if cur.rowcount != 1:  # the status changes (or the lease is gone)
-                    cur = db.execute(q.Q_FENCE_UPDATE, (run.status, *step, *key, token))
-            if cur.rowcount != 1:
-                raise LeaseLost(run_id, token)
-            if batch.deltas:
-                rows = [
-                    (
-                        *key,
-                        d.step,
-                        d.payload,
-                        token,
-                        d.sizes(),
-                        crc(("deltas", *key, d.step), d.payload),
-                    )
-                    for d in batch.deltas
-                ]
-                db.executemany(q.Q_INSERT_DELTA, rows)
-            if batch.snapshots:
-                rows = [
-                    (*key, s.step, s.payload, crc(("snapshots", *key, s.step), s.payload))
-                    for s in batch.snapshots
-                ]
-                db.executemany(q.Q_PUT_SNAPSHOT, rows)
+            now = time.time()
+            self._fence(db, tenant_id, run_id, token, batch, now)
+            self._write(db, [((tenant_id, run_id), token, batch)], now)
+
+    def commit_many(
+        self, items: Sequence[tuple[str, str, int, CommitBatch]]
+    ) -> list[BaseException | None]:
+        """Several runs' batches in one transaction: one fsync (``wayline.store.sql_group``)."""
+        from wayline.store.sql_group import commit_group
+
+        return commit_group(self, [(t, r, tok, self._sealed(t, r, b)) for t, r, tok, b in items])
+
+    def _rescope(self, db: Executor, tenant: str) -> None:
+        """Name the tenant of the next statements where the backend enforces tenancy itself
+        (PostgreSQL row-level security); a group transaction spans several tenants."""
+
+    def _fence(
+        self, db: Executor, tenant_id: str, run_id: str, token: int, batch: CommitBatch, now: float
+    ) -> None:
+        """Update the run row if ``token`` is still the run's fencing token, else LeaseLost."""
+        query, params = fence_params(self.q, (tenant_id, run_id), token, batch, now, None)
+        cur = db.execute(query, params)
+        if cur.rowcount != 1 and query is self.q.Q_FENCE_STEP:  # the status changes, or
+            query, params = fence_params(self.q, (tenant_id, run_id), token, batch, now, "")
+            cur = db.execute(query, params)  # the lease is gone
+        if cur.rowcount != 1:
+            raise LeaseLost(run_id, token)
+
+    def _write(
+        self, db: Executor, fenced: Sequence[tuple[tuple[str, str], int, CommitBatch]], now: float
+    ) -> None:
+        """The rows of fenced, sealed batches (one run's, or a group's: one statement per
+        kind of row for the whole group where the rows allow it)."""
+        q = self.q
+        rows: list[tuple[Any, ...]]
+        rows = [
+            (*key, d.step, d.payload, token, d.sizes(), crc(("deltas", *key, d.step), d.payload))
+            for key, token, batch in fenced
+            for d in batch.deltas
+        ]
+        if rows:
+            db.executemany(q.Q_INSERT_DELTA, rows)
+        rows = [
+            (*key, s.step, s.payload, crc(("snapshots", *key, s.step), s.payload))
+            for key, _, batch in fenced
+            for s in batch.snapshots
+        ]
+        if rows:
+            db.executemany(q.Q_PUT_SNAPSHOT, rows)
+        meter: list[tuple[Any, ...]] = []
+        for key, token, batch in fenced:
+            tenant_id = key[0]
             if batch.clear_pending_through is not None:
                 db.execute(q.Q_CLEAR_PENDING, (*key, batch.clear_pending_through))
                 db.execute(q.Q_CLEAR_INTERRUPTS, (*key, batch.clear_pending_through))
@@ -560,23 +582,21 @@ class SQLStore:
                 db.execute(q.Q_APPEND_AUDIT, _audit_row(entry, now))
             if batch.versions is not None:
                 db.execute(q.Q_SET_VERSIONS, (*batch.versions, *key, token))
-            meter = batch.meter()
+            metered = batch.meter()
             for seg in batch.segments:  # immutable and deterministic: written at most once
                 row = (*key, seg.seg_id, seg.channel, seg.level, seg.first_step, seg.last_step)
                 check = crc(("segments", *key, seg.seg_id), seg.payload)
                 if db.execute(q.Q_PUT_SEGMENT, (*row, seg.payload, check)).rowcount == 1:
-                    meter.extend(seg.meter())
+                    metered.extend(seg.meter())
             for blob in batch.blobs:
                 check = crc(("blobs", tenant_id, blob.digest), blob.payload)
-                if (
-                    db.execute(q.Q_PUT_BLOB, (tenant_id, blob.digest, blob.payload, check)).rowcount
-                    == 1
-                ):
-                    meter.extend(blob.meter())
+                params = (tenant_id, blob.digest, blob.payload, check)
+                if db.execute(q.Q_PUT_BLOB, params).rowcount == 1:
+                    metered.extend(blob.meter())
                 db.execute(q.Q_PUT_BLOB_REF, (*key, blob.digest))
-            if meter:
-                rows = [(*key, m.step, m.table, m.channel, m.bytes) for m in meter]
-                db.executemany(q.Q_PUT_METER, rows)
+            meter.extend((*key, m.step, m.table, m.channel, m.bytes) for m in metered)
+        if meter:
+            db.executemany(q.Q_PUT_METER, meter)
 
     def _sealed(self, t: str, r: str, batch: CommitBatch) -> CommitBatch:
         """The batch with every payload as it will be stored (sealed, when encrypted)."""
@@ -884,6 +904,28 @@ class SQLStore:
                 query = self.q.Q_PURGE_ORPHAN_BLOBS.format(marks=marks)
                 deleted += db.execute(query, (tenant_id, *chunk)).rowcount
         return deleted
+
+
+def fence_params(
+    q: SimpleNamespace,
+    key: tuple[str, str],
+    token: int,
+    batch: CommitBatch,
+    now: float,
+    status: str | None,
+) -> tuple[str, tuple[Any, ...]]:
+    """The fenced update of a run row a batch makes, and its parameters. ``status`` is the
+    row's current status when known ("" when known to differ, None when unknown: try the
+    cheaper query that keeps it first)."""
+    run = batch.run
+    take = 1 if batch.take_inbox else 0
+    if run is None:
+        return q.Q_FENCE_TOUCH, (now, take, *key, token)
+    nodes = json.dumps(list(run.next_nodes))
+    step = (run.step, nodes, run.error, run.state_digest, now, take)
+    if status is None or status == run.status:
+        return q.Q_FENCE_STEP, (*step, *key, token, run.status)
+    return q.Q_FENCE_UPDATE, (run.status, *step, run.status, run.status, *key, token)
 
 
 def _interrupt_row(key: tuple[str, str], i: InterruptRecord) -> tuple[Any, ...]:

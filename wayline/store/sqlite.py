@@ -1,5 +1,15 @@
 """SQLite backend: the embedded default. WAL mode; several processes on one machine.
 
+Writes go through one connection (one writer at a time is SQLite's rule anyway); reads go
+through a connection per thread, so a worker's reads (loading a run it claimed) do not
+queue behind another run's commit waiting on fsync: WAL readers never block the writer.
+
+Lease bookkeeping (claim, heartbeat, release) commits without its own fsync (``synchronous
+= NORMAL`` for that transaction): in WAL mode the log is appended in order, so the next
+durable commit (the run's first step) makes the claim durable too, and only an OS crash or
+power loss could undo a lease move before that, which also ends every process on the
+machine that could act on it (SQLite serves one machine). One fsync fewer per run claimed.
+
 ``synchronous`` is the database's own durability layer under wayline's modes. FULL (the
 default) survives a process kill and a power loss; NORMAL survives a process kill, not an
 OS crash. Measured on the 2-vCPU dev machine (2026-11-30): one-row WAL commits at
@@ -56,6 +66,9 @@ class SQLiteStore(SQLStore):
         self.synchronous = level
         self.url = f"sqlite:///{path}" + ("" if level == "FULL" else f"?synchronous={level}")
         self._lock = threading.RLock()
+        self._busy_timeout_ms = busy_timeout_ms
+        self._idle_readers: list[sqlite3.Connection] = []
+        self._closed = False
         try:
             # Only reading (create False): a path with a typo must not leave a database behind.
             no_create = not create and path != ":memory:"
@@ -114,10 +127,59 @@ class SQLiteStore(SQLStore):
                     _rollback(db)
                     raise _write_error(exc, self.path, "commit failed") from exc
 
-    def _read(self, query: str, params: Sequence[Any], tenant: str | None = None) -> list[Any]:
+    @contextmanager
+    def _lease_tx(self, tenant: str | None = None) -> Iterator[sqlite3.Connection]:
+        if self.synchronous not in ("FULL", "EXTRA"):
+            with self._tx(tenant) as db:
+                yield db
+            return
         with self._lock:
+            self._db.execute("PRAGMA synchronous = NORMAL")
             try:
-                return self._db.execute(query, params).fetchall()
+                with self._tx(tenant) as db:
+                    yield db
+            finally:
+                self._db.execute(f"PRAGMA synchronous = {self.synchronous}")
+
+    @contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection | None]:
+        """A read connection from a small pool (None for ``:memory:``, which lives in one
+        connection): as many as threads read at once, kept open for the next reader."""
+        if self.path == ":memory:":
+            yield None
+            return
+        with self._lock:
+            conn = self._idle_readers.pop() if self._idle_readers else None
+        if conn is None:
+            try:
+                conn = sqlite3.connect(
+                    self.path,
+                    isolation_level=None,
+                    check_same_thread=False,
+                    timeout=self._busy_timeout_ms / 1000,
+                )
+                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite could not open a read connection: {exc}") from exc
+        try:
+            yield conn
+        finally:
+            with self._lock:
+                if self._closed:
+                    conn.close()
+                else:
+                    self._idle_readers.append(conn)
+
+    def _read(self, query: str, params: Sequence[Any], tenant: str | None = None) -> list[Any]:
+        with self._reader() as reader:
+            if reader is None:
+                with self._lock:
+                    try:
+                        return self._db.execute(query, params).fetchall()
+                    except sqlite3.Error as exc:
+                        raise StoreError(f"SQLite read failed: {exc}") from exc
+            try:
+                return reader.execute(query, params).fetchall()
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite read failed: {exc}") from exc
 
@@ -140,6 +202,10 @@ class SQLiteStore(SQLStore):
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
+            for conn in self._idle_readers:
+                conn.close()
+            self._idle_readers.clear()
             self._db.close()
 
 

