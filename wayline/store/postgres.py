@@ -11,6 +11,7 @@ every transaction to its tenant for row-level security (``wayline db upgrade --r
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 import time
@@ -49,6 +50,11 @@ _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _WAYLINE_OPTIONS = ("schema", "synchronous_commit", "pool_size", "rls", "tenant")
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Changed:
+    rowcount: int
+
+
 class _Executor:
     """A psycopg connection inside a transaction, with sqlite3's execute/executemany."""
 
@@ -58,10 +64,10 @@ class _Executor:
     def execute(self, query: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
         return self.conn.execute(query, params)
 
-    def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> psycopg.Cursor[Any]:
+    def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> _Changed:
         with self.conn.cursor() as cur:
-            cur.executemany(query, rows)  # rowcount: the rows all of them changed
-        return cur
+            cur.executemany(query, rows)  # pipelined: one round trip for all the rows
+            return _Changed(cur.rowcount)  # the rows all of them changed (read before close)
 
 
 class PostgresStore(SQLStore):

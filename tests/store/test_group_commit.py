@@ -1,0 +1,213 @@
+"""Group commit across runs, by counts: transactions (each one fsync), statements per group,
+and what a failing run leaves to the others. On every backend (``store`` fixture)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from wayline.errors import LeaseLost, StoreError
+from wayline.store.base import Store
+from wayline.store.group import GroupCommit
+from wayline.store.records import CommitBatch, DeltaRecord, RunUpdate
+
+T = "tenant-g"
+DEADLINE_S = 10.0
+
+
+class _Counting:
+    """Counts the transactions a real store opens and the statements sent inside them, by
+    wrapping its ``_tx`` (the store itself, its connection and its SQL are untouched)."""
+
+    def __init__(self, store: Any) -> None:
+        self.transactions = 0
+        self.statements = 0
+        inner = store._tx
+
+        @contextmanager
+        def counted(tenant: str | None = None) -> Iterator[Any]:
+            self.transactions += 1
+            with inner(tenant) as db:
+                yield _CountingExecutor(db, self)
+
+        store._tx = counted
+
+
+class _CountingExecutor:
+    def __init__(self, db: Any, counter: _Counting) -> None:
+        self.db = db
+        self.counter = counter
+
+    def execute(self, query: str, params: Any = ()) -> Any:
+        self.counter.statements += 1
+        return self.db.execute(query, params)
+
+    def executemany(self, query: str, rows: Any) -> Any:
+        self.counter.statements += 1
+        return self.db.executemany(query, rows)
+
+
+def _runs(store: Store, n: int, prefix: str = "r") -> list[tuple[str, int]]:
+    out = []
+    for i in range(n):
+        run_id = f"{prefix}{i}"
+        store.create_run(T, run_id, graph_name="g", graph_version="1", durability="sync")
+        out.append((run_id, store.claim(T, run_id, owner="w", lease_seconds=30)))
+    return out
+
+
+def _step(step: int) -> CommitBatch:
+    return CommitBatch(
+        deltas=[DeltaRecord(step, f"delta {step}".encode())],
+        run=RunUpdate("running", step, ("node",)),
+    )
+
+
+def test_many_runs_one_transaction_and_a_fixed_number_of_statements(store: Store) -> None:
+    counter = _Counting(store)
+    statements = {}
+    for n in (2, 8):
+        runs = _runs(store, n, prefix=f"n{n}-")
+        before_tx, before_st = counter.transactions, counter.statements
+        errors = store.commit_many([(T, r, tok, _step(0)) for r, tok in runs])
+        assert errors == [None] * n
+        assert counter.transactions - before_tx == 1  # one transaction: one fsync
+        statements[n] = counter.statements - before_st
+        for r, _ in runs:
+            run = store.get_run(T, r)
+            assert run is not None and run.step == 0
+            assert [d.payload for d in store.load_deltas(T, r, -1, 0)] == [b"delta 0"]
+    # The statements do not grow with the group: token read, one update, one insert.
+    assert statements[8] == statements[2] <= 3
+
+
+def test_a_stale_token_fails_its_run_alone(store: Store) -> None:
+    runs = _runs(store, 4)
+    stale_run, stale_token = runs[1]
+    store.claim(T, stale_run, owner="other", lease_seconds=30, steal=True)
+    errors = store.commit_many([(T, r, tok, _step(0)) for r, tok in runs])
+    assert isinstance(errors[1], LeaseLost)
+    assert [e is None for i, e in enumerate(errors) if i != 1] == [True] * 3
+    assert store.load_deltas(T, stale_run, -1, 10) == []
+    stale = store.get_run(T, stale_run)
+    assert stale is not None and stale.step == -1
+    for i in (0, 2, 3):
+        run = store.get_run(T, runs[i][0])
+        assert run is not None and run.step == 0
+
+
+def test_a_bad_row_rolls_back_its_run_alone(store: Store) -> None:
+    runs = _runs(store, 3)
+    for r, tok in runs:
+        store.commit(T, r, tok, _step(0))
+    bad_run, bad_token = runs[2]
+    items = [(T, r, tok, _step(1)) for r, tok in runs[:2]]
+    duplicate = CommitBatch(  # step 0's delta again: a primary-key violation
+        deltas=[DeltaRecord(0, b"again")], run=RunUpdate("running", 1, ("node",))
+    )
+    items.append((T, bad_run, bad_token, duplicate))
+    errors = store.commit_many(items)
+    assert errors[:2] == [None, None]
+    assert isinstance(errors[2], StoreError) and "rolled back alone" in str(errors[2])
+    bad = store.get_run(T, bad_run)
+    assert bad is not None and bad.step == 0  # its run-row update went with its rows
+    assert [d.payload for d in store.load_deltas(T, bad_run, -1, 5)] == [b"delta 0"]
+    for r, _ in runs[:2]:
+        run = store.get_run(T, r)
+        assert run is not None and run.step == 1
+
+
+def test_a_settled_run_gives_its_lease_up_in_its_last_commit(store: Store) -> None:
+    ((run_id, token),) = _runs(store, 1)
+    counter = _Counting(store)
+    store.commit(T, run_id, token, CommitBatch(run=RunUpdate("done", 0, ())))
+    run = store.get_run(T, run_id)
+    assert run is not None and run.status == "done"
+    assert run.lease_owner is None and run.lease_expires_at is None
+    assert counter.transactions == 1
+
+
+class _Gate:
+    """Holds the first commit inside its transaction until the other runs have queued."""
+
+    def __init__(self, store: Store, group: GroupCommit, others: int) -> None:
+        self.first = True
+        inner = store.commit
+
+        def commit(tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
+            if self.first:
+                self.first = False
+                deadline = time.monotonic() + DEADLINE_S
+                while group.queued() < others:
+                    assert time.monotonic() < deadline, "the other runs never queued"
+                    time.sleep(0.001)
+            inner(tenant_id, run_id, token, batch)
+
+        store.commit = commit  # type: ignore[method-assign]
+
+
+def test_runs_ready_together_share_one_transaction(store: Store) -> None:
+    runs = _runs(store, 8)
+    group = GroupCommit(store)
+    counter = _Counting(store)
+    _Gate(store, group, others=7)
+    started = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def one(run_id: str, token: int) -> None:
+        started.wait(DEADLINE_S)
+        try:
+            group.commit(T, run_id, token, _step(0))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=r) for r in runs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(DEADLINE_S)
+    assert errors == []
+    # The first commits alone (held until the rest queued); the other seven share one.
+    assert (group.stats.commits, group.stats.transactions, group.stats.largest) == (8, 2, 7)
+    assert counter.transactions == 2
+    for r, _ in runs:
+        run = store.get_run(T, r)
+        assert run is not None and run.step == 0
+
+
+def test_a_failed_run_in_a_group_raises_only_in_its_own_thread(store: Store) -> None:
+    runs = _runs(store, 4)
+    group = GroupCommit(store)
+    stale_run, _ = runs[3]
+    store.claim(T, stale_run, owner="other", lease_seconds=30, steal=True)
+    _Gate(store, group, others=3)
+    outcomes: dict[str, BaseException | None] = {}
+
+    def one(run_id: str, token: int) -> None:
+        try:
+            group.commit(T, run_id, token, _step(0))
+            outcomes[run_id] = None
+        except BaseException as exc:
+            outcomes[run_id] = exc
+
+    # The first thread commits alone; start it first so the stale run lands in the group.
+    threads = [threading.Thread(target=one, args=r) for r in runs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(DEADLINE_S)
+    assert isinstance(outcomes[stale_run], LeaseLost)
+    assert [outcomes[r] for r, _ in runs[:3]] == [None] * 3
+    assert group.stats.transactions == 2
+
+
+@pytest.mark.parametrize("n", [1])
+def test_an_empty_group_commits_nothing(store: Store, n: int) -> None:
+    counter = _Counting(store)
+    assert store.commit_many([]) == []
+    assert counter.transactions == 0
