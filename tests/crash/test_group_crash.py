@@ -27,9 +27,9 @@ RUNS = 8
 DEADLINE_S = 60.0
 
 
-def _child(tmp: Path, *extra: str) -> subprocess.Popen[bytes]:
+def _child(tmp: Path, runs: int, *extra: str) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, str(HERE / "group_child.py"), str(tmp / "runs.db")]
-    cmd += [str(tmp / "exec.log"), "--runs", str(RUNS), *extra]
+    cmd += [str(tmp / "exec.log"), "--runs", str(runs), *extra]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
@@ -44,7 +44,7 @@ def test_sigkill_inside_a_group_commit_loses_no_committed_step(tmp_path: Path) -
     client = Wayline(store)
     ids = [client.start(app, {"n": 0}, run_id=f"run-{i}") for i in range(RUNS)]
 
-    killed = _child(tmp_path, "--kill-group", "3", "--marker", str(tmp_path / "marker"))
+    killed = _child(tmp_path, RUNS, "--kill-group", "3", "--marker", str(tmp_path / "marker"))
     try:
         killed.wait(DEADLINE_S)
     finally:
@@ -55,10 +55,12 @@ def test_sigkill_inside_a_group_commit_loses_no_committed_step(tmp_path: Path) -
     assert len(in_flight) >= 2  # the kill hit a transaction shared by several runs
 
     committed = {}
+    unfinished = 0
     for run_id in ids:
         run = store.get_run("default", run_id)
         assert run is not None
         committed[run_id] = run.step
+        unfinished += run.status != "done"
     before = _executions(tmp_path)
     for run_id, n, _ in before:
         # Node n ran, so step n had committed before it: still there after the kill.
@@ -68,7 +70,7 @@ def test_sigkill_inside_a_group_commit_loses_no_committed_step(tmp_path: Path) -
         deltas = store.load_deltas("default", run_id, -1, 100)
         assert [d.step for d in deltas] == list(range(step))
 
-    resumed = _child(tmp_path)  # claims each run once the killed worker's lease expires
+    resumed = _child(tmp_path, unfinished)  # claims each run once the killed worker's lease expires
     try:
         assert resumed.wait(DEADLINE_S) == 0, resumed.stdout.read() if resumed.stdout else ""
     finally:
