@@ -444,6 +444,7 @@ def scale_section(tmp: Path, base: str | None, queued: int, waiting: int) -> dic
                 c.fmt_num(res["claim_ms_p99"], 2),
                 c.fmt_num(res["queries_per_claim"], 0),
                 res["plan"],
+                c.fmt_bytes(res["worker_rss_idle_start"]),
                 c.fmt_bytes(res["worker_rss"]),
             ]
         )
@@ -457,7 +458,8 @@ def scale_section(tmp: Path, base: str | None, queued: int, waiting: int) -> dic
             "claim p99 ms",
             "queries/claim",
             "claim plan",
-            "worker RSS",
+            "worker RSS at start",
+            "after 8 s of runs",
         ],
         rows,
     )

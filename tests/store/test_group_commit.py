@@ -88,7 +88,7 @@ def test_many_runs_one_transaction_and_a_fixed_number_of_statements(store: Store
 
 def test_a_stale_token_fails_its_run_alone(store: Store) -> None:
     runs = _runs(store, 4)
-    stale_run, stale_token = runs[1]
+    stale_run, _ = runs[1]
     store.claim(T, stale_run, owner="other", lease_seconds=30, steal=True)
     errors = store.commit_many([(T, r, tok, _step(0)) for r, tok in runs])
     assert isinstance(errors[1], LeaseLost)

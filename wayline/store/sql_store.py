@@ -355,12 +355,18 @@ class SQLStore:
         if not graphs:
             return None
         now = time.time()
-        ph = self.placeholder
-        clause = " OR ".join([f"(graph_name = {ph} AND graph_version = {ph})"] * len(graphs))
-        query = self.q.Q_CLAIM_CANDIDATE.format(graphs=clause, lock=self.claim_lock)
-        pairs = [part for pair in graphs for part in pair]
+        branches: list[str] = []
+        params: list[Any] = []
+        for name, version in graphs:
+            for branch in self.q.Q_CLAIM_BRANCHES:
+                branches.append(
+                    f"SELECT * FROM ({branch.format(lock=self.claim_lock)}) AS b{len(branches)}"
+                )
+                times = [now] * (branch.count(self.placeholder) - 4)
+                params += [name, version, *times, tenant_id, tenant_id]
+        query = self.q.Q_CLAIM_CANDIDATE.format(branches=" UNION ALL ".join(branches))
         with self._lease_tx(tenant_id) as db:
-            row = db.execute(query, (*pairs, now, now, tenant_id, tenant_id)).fetchone()
+            row = db.execute(query, params).fetchone()
             if row is None:
                 return None
             tenant, run_id = row

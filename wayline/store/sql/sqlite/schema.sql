@@ -34,6 +34,8 @@ CREATE TABLE IF NOT EXISTS runs (
 
 CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status);
 CREATE INDEX IF NOT EXISTS runs_claimable ON runs (graph_name, status, lease_expires_at);
+CREATE INDEX IF NOT EXISTS runs_queued ON runs (graph_name, graph_version, updated_at)
+    WHERE status = 'pending';
 
 CREATE TABLE IF NOT EXISTS deltas (
     tenant_id     TEXT    NOT NULL,
