@@ -21,8 +21,22 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from wayline.errors import StoreError, StoreFullError, StoreNotFoundError, StoreURLError
-from wayline.store.sql_store import Executor, SQLStore, load_queries, split_statements
+from wayline.errors import (
+    LeaseLost,
+    StoreError,
+    StoreFullError,
+    StoreNotFoundError,
+    StoreURLError,
+)
+from wayline.store.payloads import checksum as crc
+from wayline.store.records import CommitBatch
+from wayline.store.sql_store import (
+    Executor,
+    SQLStore,
+    fence_params,
+    load_queries,
+    split_statements,
+)
 from wayline.store.urls import redact_url
 
 try:
@@ -68,6 +82,37 @@ class _Executor:
         with self.conn.cursor() as cur:
             cur.executemany(query, rows)  # pipelined: one round trip for all the rows
             return _Changed(cur.rowcount)  # the rows all of them changed (read before close)
+
+
+Q_STEP_ONE_TRIP = f"""
+WITH fenced AS ({_QUERIES.Q_FENCE_UPDATE.strip()} RETURNING 1)
+INSERT INTO deltas (tenant_id, run_id, step, payload, fencing_token, sizes, crc)
+SELECT %s, %s, %s, %s, %s, %s, %s FROM fenced
+"""
+"""A plain step commit (the run row and one delta) as one statement: the delta is inserted
+only if the fenced update found the run's token, and outside a BEGIN/COMMIT the statement
+is its own transaction, so the commit is one round trip instead of four (measured on the
+2-vCPU dev machine with the embedded server: 4.5 ms a sync step before, see bench/fleet.py)."""
+
+
+def _write_error(exc: psycopg.Error) -> StoreError:
+    if isinstance(exc, psycopg.errors.DiskFull):
+        return StoreFullError(
+            f"the PostgreSQL server's disk is full: {exc}. The write in flight was rolled "
+            "back and every step committed before it is intact; free space on the "
+            "server, then resume the run (a worker continues from its last committed step)"
+        )
+    return StoreError(f"PostgreSQL write failed and was rolled back: {exc}")
+
+
+def _one_trip(batch: CommitBatch) -> bool:
+    return (
+        batch.run is not None
+        and len(batch.deltas) == 1
+        and batch.clear_pending_through is None
+        and not (batch.snapshots or batch.segments or batch.blobs or batch.pending)
+        and not (batch.interrupts or batch.audit or batch.versions)
+    )
 
 
 class PostgresStore(SQLStore):
@@ -150,20 +195,31 @@ class PostgresStore(SQLStore):
             with self._pool.connection() as conn, conn.transaction():
                 self._scope(conn, tenant)
                 yield _Executor(conn)
-        except psycopg.errors.DiskFull as exc:
-            raise StoreFullError(
-                f"the PostgreSQL server's disk is full: {exc}. The write in flight was rolled "
-                "back and every step committed before it is intact; free space on the "
-                "server, then resume the run (a worker continues from its last committed step)"
-            ) from exc
         except psycopg.Error as exc:
-            raise StoreError(f"PostgreSQL write failed and was rolled back: {exc}") from exc
+            raise _write_error(exc) from exc
 
     def _scope(self, conn: psycopg.Connection[Any], tenant: str | None) -> None:
         """Under row-level security, name the tenant this transaction may see."""
         tenant = self.pinned_tenant or tenant
         if self.rls and tenant is not None:
             conn.execute("SELECT set_config('wayline.tenant', %s, true)", (tenant,))
+
+    def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
+        if self.rls or not _one_trip(batch):  # RLS scopes a transaction: the general path
+            return super().commit(tenant_id, run_id, token, batch)
+        key = (tenant_id, run_id)
+        sealed = self._sealed(tenant_id, run_id, batch)
+        (d,) = sealed.deltas
+        _, fence = fence_params(self.q, key, token, sealed, time.time(), "")
+        check = crc(("deltas", *key, d.step), d.payload)
+        row = (*key, d.step, d.payload, token, d.sizes(), check)
+        try:
+            with self._pool.connection() as conn:  # autocommit: one statement, one transaction
+                changed = conn.execute(Q_STEP_ONE_TRIP, (*fence, *row)).rowcount
+        except psycopg.Error as exc:
+            raise _write_error(exc) from exc
+        if changed != 1:
+            raise LeaseLost(run_id, token)
 
     def _rescope(self, db: Executor, tenant: str) -> None:
         if isinstance(db, _Executor):

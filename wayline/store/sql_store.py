@@ -49,7 +49,14 @@ from wayline.store.urls import redact_url
 if TYPE_CHECKING:
     from wayline.store.encrypted import KeyProvider
 
-__all__ = ["SCHEMA_VERSION", "Executor", "SQLStore", "load_queries", "migrations"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Executor",
+    "SQLStore",
+    "fence_params",
+    "load_queries",
+    "migrations",
+]
 
 ENCRYPTION_MARK = "aes-256-gcm"
 """``wayline_meta.encryption`` of a store whose payloads are sealed: a keyless open of it
