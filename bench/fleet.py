@@ -338,7 +338,9 @@ def pg_section(tmp: Path, base: str, runs: int, rounds: int) -> dict[str, Any]:
             samples[f"p{p}"].append(pg_cell(tmp, base, p, runs))
             print(f"  round {r + 1} pg p{p}: {_brief(samples[f'p{p}'][-1])}", flush=True)
     raw = c.median(samples["raw"])
-    rows = [["raw one-row commits (autocommit, logged)", c.fmt_num(raw), "1.0x", "-", "-", "-", "-"]]
+    rows = [
+        ["raw one-row commits (autocommit, logged)", c.fmt_num(raw), "1.0x", "-", "-", "-", "-"]
+    ]
     summary: dict[str, Any] = {"raw": raw}
     for p in PG_PROCESSES:
         cells = samples[f"p{p}"]

@@ -222,6 +222,8 @@ class Reconstructed:
     """Deltas re-folded after the snapshot: at most ``snapshot_every``."""
     rows_read: int
     """Snapshot, segment, blob and delta rows read."""
+    bytes_read: int = 0
+    """Segment and delta bytes read: what the snapshot policy counts as the state's size."""
 
 
 class BlobCache:
@@ -270,7 +272,7 @@ def _reconstruct(
     snapshot = store.load_snapshot(tenant_id, run_id, through)
     next_tasks: list[TaskSpec] = []
     logs: dict[str, LogIndex] = {}
-    base, rows = -1, 0
+    base, rows, nbytes = -1, 0, 0
     if snapshot is not None:
         rows += 1
         try:
@@ -282,7 +284,8 @@ def _reconstruct(
         for key, value in parts[0].items():
             channels[key].restore(decode_value(codec, value, resolve))
         logs = {k: LogIndex.from_wire(w) for k, w in data["logs"].items()}
-        rows += _restore_logs(store, codec, channels, logs, tenant_id, run_id)
+        seg_rows, nbytes = _restore_logs(store, codec, channels, logs, tenant_id, run_id)
+        rows += seg_rows
         next_tasks = [TaskSpec.from_wire(t) for t in decode_value(codec, data["next"], resolve)]
         base = snapshot.step
     folds = 0
@@ -297,6 +300,7 @@ def _reconstruct(
                 raise CorruptionError.of(ident, "the row is missing (the steps after it exist)")
             row = ("deltas", tenant_id, run_id, delta.step)
             next_tasks = apply_step(channels, decode_results(codec, delta.payload, resolve, row))
+            nbytes += len(delta.payload)
             base = delta.step
             folds += 1
         if base < through:
@@ -307,7 +311,7 @@ def _reconstruct(
             log.private = False  # ...until it is handed to the caller
     rows += folds + len(resolve.cache)
     snap_step = None if snapshot is None else snapshot.step
-    return Reconstructed(channels, next_tasks, base, snap_step, logs, folds, rows)
+    return Reconstructed(channels, next_tasks, base, snap_step, logs, folds, rows, nbytes)
 
 
 def _restore_logs(
@@ -317,14 +321,14 @@ def _restore_logs(
     logs: Mapping[str, LogIndex],
     tenant_id: str,
     run_id: str,
-) -> int:
-    """Rebuild append logs from their segments; return the rows read."""
-    rows = 0
+) -> tuple[int, int]:
+    """Rebuild append logs from their segments; return the rows and bytes read."""
+    rows = nbytes = 0
     for key, index in logs.items():
         ids = [s.seg_id for s in index.segments]
-        items = [
-            x for data in store.load_segments(tenant_id, run_id, ids) for x in codec.loads(data)
-        ]
+        payloads = store.load_segments(tenant_id, run_id, ids)
+        nbytes += sum(len(data) for data in payloads)
+        items = [x for data in payloads for x in codec.loads(data)]
         rows += len(ids)
         if len(items) != index.length:
             raise CodecError(
@@ -332,7 +336,7 @@ def _restore_logs(
                 f"recorded {index.length}: the store is missing segments"
             )
         channels[key].restore(items)
-    return rows
+    return rows, nbytes
 
 
 def encode_inbox(codec: Codec, value: Any) -> bytes:

@@ -61,7 +61,8 @@ from wayline.graph.subgraph import run_child, with_child_states
 from wayline.graph.types import Interrupt, PregelTask, Send, StateSnapshot
 from wayline.ids import RunRef, derive_id
 from wayline.store.base import Store
-from wayline.store.records import check_durability
+from wayline.store.records import RunRecord, check_durability
+from wayline.store.writer import Committer
 
 if TYPE_CHECKING:
     from wayline.graph.builder import StateGraph
@@ -402,9 +403,12 @@ class CompiledGraph:
         lease_seconds: float = 300.0,
         token: int | None = None,
         stop: threading.Event | None = None,
+        claimed_run: RunRecord | None = None,
+        committer: Committer | None = None,
     ) -> RunLoop:
         """The one way to open a run for execution, in process (``invoke``) or for a worker
-        that claimed it (``token``): its nodes see ``config`` (default: the run's own)."""
+        that claimed it (``token``, the row its claim returned, and the worker's group
+        committer): its nodes see ``config`` (default: the run's own)."""
         return RunLoop(
             self,
             ref,
@@ -415,6 +419,8 @@ class CompiledGraph:
             lease_seconds=lease_seconds,
             token=token,
             stop=stop,
+            claimed_run=claimed_run,
+            committer=committer,
         )
 
     def run_loop(

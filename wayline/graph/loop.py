@@ -43,7 +43,7 @@ from wayline.graph.algo import (
     values_of,
 )
 from wayline.graph.calling import node_call
-from wayline.graph.channels import Channel
+from wayline.graph.channels import AppendLog, Channel
 from wayline.graph.checkpoint import (
     BlobCache,
     decode_inbox,
@@ -57,6 +57,7 @@ from wayline.graph.context import NodeContext, TaskScope, is_scoped
 from wayline.graph.interrupts import Asked, UnfinishedStep, answer, ask
 from wayline.graph.node import route_writes, split_output
 from wayline.graph.segments import LogIndex
+from wayline.graph.snapshot_policy import SnapshotPolicy
 from wayline.graph.travel import ForkOrigin, load_origin
 from wayline.graph.types import START, Command, Interrupt, Send
 from wayline.ids import RunRef
@@ -148,6 +149,8 @@ class RunLoop:
         self.cancelled = False
         self.take_inbox = False
         self._sink: CommitSink | None = None
+        self.snapshots = SnapshotPolicy(graph.snapshot_every)
+        """When to snapshot: by the fold work a read would redo (``snapshot_policy``)."""
         self.claimed_run = claimed_run
         """The run row as a worker's claim returned it: no need to read it again."""
         self.committer = committer
@@ -232,6 +235,7 @@ class RunLoop:
         )
         self.channels, self.next_tasks, self.step = rec.channels, rec.next_tasks, rec.step
         self.logs = rec.logs
+        self.snapshots.resume(rec.snapshot_step, rec.folds, rec.bytes_read)
         missing = sorted({t.name for t in self.next_tasks} - set(g.nodes))
         if missing:
             raise VersionMismatchError(
@@ -546,10 +550,12 @@ class RunLoop:
             ),
         )
         logs = self.logs
-        if step > 0 and step % self.graph.snapshot_every == 0:
+        log_keys = {k for k, c in staged.items() if isinstance(c, AppendLog)}
+        if self.snapshots.due(step, len(enc.payload), enc.channels, log_keys):
             logs = write_snapshot(
                 batch, self.codec, staged, next_tasks, logs, step=step, threshold=threshold
             )
+            self.snapshots.taken(step, len(batch.snapshots[-1].payload))
         self.sink.submit(batch)
         self.channels, self.next_tasks, self.step, self.logs = staged, next_tasks, step, logs
         self.unfinished.committed()

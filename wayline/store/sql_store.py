@@ -782,13 +782,18 @@ class SQLStore:
         ]
 
     def load_segments(self, tenant_id: str, run_id: str, seg_ids: list[str]) -> list[bytes]:
+        found: dict[str, tuple[Any, Any]] = {}
+        for i in range(0, len(seg_ids), 500):  # one round trip per 500 segments
+            chunk = seg_ids[i : i + 500]
+            query = self.q.Q_LOAD_SEGMENTS.format(marks=", ".join([self.placeholder] * len(chunk)))
+            for seg_id, stored, check in self._read(query, (tenant_id, run_id, *chunk), tenant_id):
+                found[seg_id] = (stored, check)
         out = []
         for seg_id in seg_ids:
-            rows = self._read(self.q.Q_LOAD_SEGMENT, (tenant_id, run_id, seg_id), tenant=tenant_id)
             ident = ("segments", tenant_id, run_id, seg_id)
-            if not rows:
+            if seg_id not in found:
                 raise CorruptionError.of(ident, "the segment a snapshot refers to is missing")
-            stored, crc = rows[0]
+            stored, crc = found[seg_id]
             out.append(self.payloads.get(ident, tenant_id, f"{run_id}|g", stored, crc))
         return out
 

@@ -211,9 +211,10 @@ INSERT INTO blob_refs (tenant_id, run_id, digest) VALUES (?, ?, ?) ON CONFLICT D
 Q_PUT_METER = """
 INSERT INTO meter (tenant_id, run_id, step, tbl, channel, bytes) VALUES (?, ?, ?, ?, ?, ?)
 """
-Q_LOAD_SEGMENT = """
-SELECT payload, crc FROM segments WHERE tenant_id = ? AND run_id = ? AND seg_id = ?
+Q_LOAD_SEGMENTS = """
+SELECT seg_id, payload, crc FROM segments WHERE tenant_id = ? AND run_id = ? AND seg_id IN ({marks})
 """
+"""A snapshot's segments in one round trip (``{marks}``: one placeholder per segment id)."""
 Q_LOAD_BLOB = "SELECT payload, crc FROM blobs WHERE tenant_id = ? AND digest = ?"
 Q_LOAD_METER = """
 SELECT step, tbl, channel, bytes FROM meter WHERE tenant_id = ? AND run_id = ?

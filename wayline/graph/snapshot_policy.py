@@ -1,0 +1,93 @@
+"""When to snapshot: when replaying the deltas since the last snapshot would cost more than a
+fraction of reading a snapshot, so that reading a run at any step costs about what reading
+it at a snapshot step costs; ``snapshot_every`` stays the upper bound on the steps between
+two snapshots.
+
+A fixed step count bounds the wrong thing. Reading at a snapshot step costs the snapshot's
+row and its append logs' segments (the whole state, in bytes); reading just before the next
+one adds every delta since, each a row fetched, checked, decoded and folded. With the
+default of 100, a 1,000-step run of the accumulating workload read in 3.3 ms at its worst
+position against 1.3 ms at a snapshot step (issue 14), while a 10,000-step run, whose
+snapshot read is ten times larger, barely noticed the same 99 deltas. So the policy keeps
+the fold work since the last snapshot under ``FOLD_SHARE`` of the snapshot read, both
+counted in byte-equivalents: a delta costs ``FOLD_ROW`` plus its bytes, a snapshot read
+``READ_ROW`` plus the bytes of the state it restores.
+
+It never gives the flat bytes back: a snapshot is taken only once the deltas since the last
+one hold ``WRITE_FACTOR`` times the last snapshot's own payload (the segments of append logs
+are written once whatever the cadence, ``wayline.graph.segments``), so snapshots add at most
+1 / WRITE_FACTOR to what a run writes. A small state (a counter) is cheap to read anyway;
+there the write bound decides, and the worst read can reach a few times the snapshot read.
+
+Pure bookkeeping over sizes; the loop asks ``due`` each step and reports ``taken``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+__all__ = ["FOLD_ROW", "FOLD_SHARE", "READ_ROW", "WRITE_FACTOR", "SnapshotPolicy"]
+
+FOLD_ROW = 5_000
+"""Replaying one delta (fetch, checksum, decode, fold), in bytes of snapshot read it costs
+as much as: ~13 us a delta against ~2.5 ns a snapshot byte on the 2-vCPU dev machine
+(bench/resume.py: 40 deltas added 0.5 ms to a 1.3 ms read of 520 KB)."""
+READ_ROW = 50_000
+"""The fixed part of reading a snapshot (its row, its index, the queries)."""
+FOLD_SHARE = 0.2
+"""The fold work allowed since the last snapshot, as a share of reading one: the worst read
+is then about 1 + FOLD_SHARE times the read at a snapshot step."""
+WRITE_FACTOR = 16
+"""Delta bytes since the last snapshot before the next may be taken, in multiples of its
+payload: snapshots add at most 1/16 to a run's bytes (measured, bench/checkpoint_bytes.py:
+a 500-byte value replaced each step wrote 562 B/step with a snapshot every 100 steps, 620
+with this bound at 8)."""
+
+
+@dataclasses.dataclass(slots=True)
+class SnapshotPolicy:
+    every: int
+    """The most steps between two snapshots (``compile(snapshot_every=...)``)."""
+    last: int = -1
+    """Step of the last snapshot (-1: none yet)."""
+    fold: int = 0
+    """Fold work since the last snapshot, in byte-equivalents."""
+    delta_bytes: int = 0
+    """Delta bytes written since the last snapshot."""
+    snapshot_bytes: int = 0
+    """Payload bytes of the last snapshot."""
+    log_bytes: int = 0
+    """Bytes of every append log's items (their deltas' bytes, which the segments hold): with
+    the snapshot's payload, what a read at a snapshot step restores."""
+
+    def resume(self, snapshot_step: int | None, folds: int, bytes_read: int) -> None:
+        """Start from a reconstruction: its snapshot and the deltas it re-folded."""
+        self.last = -1 if snapshot_step is None else snapshot_step
+        self.fold = folds * FOLD_ROW
+        self.delta_bytes = 0
+        self.log_bytes = bytes_read
+        self.snapshot_bytes = 0
+
+    def due(
+        self, step: int, delta: int, channels: Iterable[tuple[str, int]], logs: set[str]
+    ) -> bool:
+        """Note this step's delta (``delta`` bytes; per-channel ``channels``); True when a
+        snapshot should be written with it."""
+        self.fold += FOLD_ROW + delta
+        self.delta_bytes += delta
+        self.log_bytes += sum(n for key, n in channels if key in logs)
+        if step <= 0:
+            return False
+        if step - max(self.last, 0) >= self.every:
+            return True
+        if self.delta_bytes < WRITE_FACTOR * self.snapshot_bytes:
+            return False
+        read = READ_ROW + self.snapshot_bytes + self.log_bytes
+        return self.fold > FOLD_SHARE * read
+
+    def taken(self, step: int, payload: int) -> None:
+        self.last = step
+        self.fold = 0
+        self.delta_bytes = 0
+        self.snapshot_bytes = payload
