@@ -7,7 +7,7 @@ A fixed step count bounds the wrong thing. Reading at a snapshot step costs the 
 row and its append logs' segments (the whole state, in bytes); reading just before the next
 one adds every delta since, each a row fetched, checked, decoded and folded. With the
 default of 100, a 1,000-step run of the accumulating workload read in 3.3 ms at its worst
-position against 1.3 ms at a snapshot step (issue 14), while a 10,000-step run, whose
+position against 1.3 ms at a snapshot step, while a 10,000-step run, whose
 snapshot read is ten times larger, barely noticed the same 99 deltas. So the policy keeps
 the fold work since the last snapshot under ``FOLD_SHARE`` of the snapshot read, both
 counted in byte-equivalents: a delta costs ``FOLD_ROW`` plus its bytes, a snapshot read
@@ -16,8 +16,9 @@ counted in byte-equivalents: a delta costs ``FOLD_ROW`` plus its bytes, a snapsh
 It never gives the flat bytes back: a snapshot is taken only once the deltas since the last
 one hold ``WRITE_FACTOR`` times the last snapshot's own payload (the segments of append logs
 are written once whatever the cadence, ``wayline.graph.segments``), so snapshots add at most
-1 / WRITE_FACTOR to what a run writes. A small state (a counter) is cheap to read anyway;
-there the write bound decides, and the worst read can reach a few times the snapshot read.
+1 / WRITE_FACTOR to what a run writes. A state smaller than a snapshot read's fixed part (a
+counter, a few replaced values) is read in about that fixed time at any position; there
+``snapshot_every`` alone decides, as before.
 
 Pure bookkeeping over sizes; the loop asks ``due`` each step and reports ``taken``.
 """
@@ -81,10 +82,10 @@ class SnapshotPolicy:
             return False
         if step - max(self.last, 0) >= self.every:
             return True
-        if self.delta_bytes < WRITE_FACTOR * self.snapshot_bytes:
-            return False
-        read = READ_ROW + self.snapshot_bytes + self.log_bytes
-        return self.fold > FOLD_SHARE * read
+        state = self.snapshot_bytes + self.log_bytes
+        if state < READ_ROW or self.delta_bytes < WRITE_FACTOR * self.snapshot_bytes:
+            return False  # a small state: its fixed costs decide, ``every`` bounds the folds
+        return self.fold > FOLD_SHARE * (READ_ROW + state)
 
     def taken(self, step: int, payload: int) -> None:
         self.last = step
