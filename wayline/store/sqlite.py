@@ -93,7 +93,7 @@ class SQLiteStore(SQLStore):
             self._open_schema(upgrade=upgrade, create=create)
             self._adopt_keys(keys)
         except BaseException:
-            self._db.close()  # a refused store holds nothing open
+            self.close()  # a refused store holds nothing open (its read connections too)
             raise
 
     def _prepare_writes(self) -> None:
