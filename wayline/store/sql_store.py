@@ -295,13 +295,11 @@ class SQLStore:
         durability: str,
         schema_version: str = "",
     ) -> RunRecord:
-        now = time.time()
-        row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, None)
         with self._tx(tenant_id) as db:
-            db.execute(self.q.Q_INSERT_RUN, (*row, schema_version, None, uuid.uuid4().hex))
-        run = self.get_run(tenant_id, run_id)
-        assert run is not None
-        return run
+            self._insert_run(
+                db, tenant_id, run_id, graph_name, graph_version, durability, schema_version
+            )
+        return self._existing(tenant_id, run_id)
 
     def enqueue(
         self,
@@ -315,18 +313,46 @@ class SQLStore:
         schema_version: str = "",
     ) -> RunRecord:
         """Hand a run input (a start or a resume decision) to whichever worker claims it."""
-        now = time.time()
-        stored, crc = self.payloads.put(
+        stored, crc_ = self.payloads.put(
             _inbox_ident(tenant_id, run_id), tenant_id, f"{run_id}|n", inbox
         )
-        row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, stored)
-        row_v = (*row, schema_version, crc, uuid.uuid4().hex)
         with self._tx(tenant_id) as db:
-            created = db.execute(self.q.Q_INSERT_RUN, row_v).rowcount == 1
+            created = self._insert_run(
+                db,
+                tenant_id,
+                run_id,
+                graph_name,
+                graph_version,
+                durability,
+                schema_version,
+                inbox=(stored, crc_),
+            )
             if not created:
-                db.execute(self.q.Q_SET_INBOX, (stored, crc, now, tenant_id, run_id))
+                db.execute(self.q.Q_SET_INBOX, (stored, crc_, time.time(), tenant_id, run_id))
             db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "runs", "inbox", len(stored)))
             self._notify(db)
+        return self._existing(tenant_id, run_id)
+
+    def _insert_run(
+        self,
+        db: Executor,
+        tenant_id: str,
+        run_id: str,
+        graph_name: str,
+        graph_version: str,
+        durability: str,
+        schema_version: str,
+        *,
+        inbox: tuple[bytes, int] | None = None,
+    ) -> bool:
+        """Insert the run row (a new incarnation) unless it exists; True if it was new."""
+        now = time.time()
+        stored, crc_ = inbox if inbox is not None else (None, None)
+        row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, stored)
+        params = (*row, schema_version, crc_, uuid.uuid4().hex)
+        return bool(db.execute(self.q.Q_INSERT_RUN, params).rowcount == 1)
+
+    def _existing(self, tenant_id: str, run_id: str) -> RunRecord:
         run = self.get_run(tenant_id, run_id)
         assert run is not None
         return run
