@@ -15,7 +15,7 @@ from typing import Any
 
 from wayline.codec import Codec, default_codec
 from wayline.control.approvals import Actor, ApprovalPolicy, audit_refusal, decide, role_policy
-from wayline.control.retention import TERMINAL_STATUSES, export_run, purge_older_than
+from wayline.control.retention import export_run, purge_older_than
 from wayline.control.versions import migrate_run
 from wayline.effects.replay import Substitute
 from wayline.errors import ConfigError, RunNotFoundError, TenantMismatchError
@@ -26,11 +26,18 @@ from wayline.graph.travel import ForkOrigin, check_mode, create_fork, fork_id_fo
 from wayline.graph.types import Interrupt
 from wayline.store import open_store
 from wayline.store.base import Store
-from wayline.store.records import AuditRecord, RunRecord, RunStatus, check_durability
+from wayline.store.records import (
+    SETTLED_STATUSES,
+    TERMINAL_STATUSES,
+    AuditRecord,
+    RunRecord,
+    RunStatus,
+    check_durability,
+)
 
 __all__ = ["SETTLED", "Wayline"]
 
-SETTLED: frozenset[str] = frozenset({"done", "failed", "cancelled", "interrupted", "parked"})
+SETTLED = SETTLED_STATUSES
 """Statuses in which a run waits for nobody but a person (or is over)."""
 
 

@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn, get_args
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -18,7 +18,7 @@ from rich.table import Table
 import wayline
 from wayline.cli.serve import register as register_server
 from wayline.errors import WaylineError
-from wayline.store.records import RunStatus
+from wayline.store.records import RUN_STATUSES
 from wayline.store.urls import redact_url
 
 app = typer.Typer(
@@ -37,7 +37,6 @@ console = Console()
 
 DEFAULT_DB = "sqlite:///wayline.db"
 """The store every command uses without ``--db`` or ``WAYLINE_DB``."""
-RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 
 DbOption = Annotated[
     str,

@@ -24,10 +24,10 @@ from wayline.codec import Codec
 from wayline.errors import RunNotFoundError, WaylineError
 from wayline.graph.checkpoint import BlobCache, decode_inbox, decode_results, decode_value
 from wayline.store.base import Store
+from wayline.store.records import TERMINAL_STATUSES
 
 __all__ = ["TERMINAL_STATUSES", "export_run", "parse_age", "purge_older_than"]
 
-TERMINAL_STATUSES = ("done", "failed", "cancelled")
 _AGE = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 

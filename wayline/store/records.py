@@ -12,6 +12,9 @@ from wayline.errors import ConfigError
 __all__ = [
     "DURABILITY_MODES",
     "METERED_TABLES",
+    "RUN_STATUSES",
+    "SETTLED_STATUSES",
+    "TERMINAL_STATUSES",
     "AuditRecord",
     "BlobRecord",
     "CommitBatch",
@@ -54,8 +57,12 @@ def _attribute(payload: bytes, channels: ChannelBytes) -> ChannelBytes:
 
 RunStatus = Literal["pending", "running", "interrupted", "parked", "done", "failed", "cancelled"]
 EffectStatus = Literal["PENDING", "EXECUTING", "SUCCEEDED", "FAILED", "UNKNOWN"]
-TERMINAL: frozenset[str] = frozenset({"done", "failed", "cancelled"})
 RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
+"""The one definition of the run statuses (CLI filters, the dashboard, checks)."""
+TERMINAL_STATUSES: tuple[str, ...] = ("done", "failed", "cancelled")
+"""A run in one of these will not run again unless asked (retention ages these out)."""
+SETTLED_STATUSES: frozenset[str] = frozenset({*TERMINAL_STATUSES, "interrupted", "parked"})
+"""No worker holds a run in one of these: it waits for an answer, an operator or nothing."""
 
 Durability = Literal["sync", "async", "exit"]
 """When a step is durable (README, "What survives what"); the one definition of the modes."""

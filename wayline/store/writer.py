@@ -24,14 +24,14 @@ from collections.abc import Callable
 
 from wayline.errors import WaylineError
 from wayline.store.base import Store
-from wayline.store.records import CommitBatch, check_durability
+from wayline.store.records import SETTLED_STATUSES, CommitBatch, check_durability
 
 __all__ = ["AsyncSink", "CommitSink", "Committer", "ExitSink", "SyncSink", "make_sink"]
 
 Committer = Callable[[str, str, int, CommitBatch], None]
 """``Store.commit``'s signature: (tenant_id, run_id, token, batch), durable on return."""
 
-SETTLED = frozenset({"done", "failed", "cancelled", "interrupted", "parked"})
+SETTLED = SETTLED_STATUSES
 """A run in one of these statuses is claimable by nobody: its commit gives the lease up."""
 
 

@@ -22,11 +22,11 @@ from wayline.server.operator import approvals_inbox, effect_json
 from wayline.server.service import Service
 from wayline.server.ui.html import bytes_chart, diff_rows, esc, form, page, pre_json, table
 from wayline.server.ui.session import COOKIE, Session, Sessions
-from wayline.store.records import RunRecord
+from wayline.store.records import RUN_STATUSES, RunRecord
 
 __all__ = ["Dashboard"]
 
-STATUSES = ("pending", "running", "interrupted", "parked", "done", "failed", "cancelled")
+STATUSES = RUN_STATUSES
 TIMELINE_STEPS = 200
 
 
