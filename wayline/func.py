@@ -121,8 +121,8 @@ class _Task:
                 raise GraphInterrupt(signal.interrupts, indexes=indexes) from None
             finally:
                 reset_scope(token)
-            if ran and loop is not None and loop.emit is not None:
-                loop.emit(loop.namespace, "updates", {self.name: value})
+            if ran and loop is not None and loop.invocation.emit is not None:
+                loop.invocation.emit(loop.invocation.namespace, "updates", {self.name: value})
             return value
 
         future: TaskFuture = TaskFuture()

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -14,7 +15,22 @@ from wayline.runtime import Runtime
 if TYPE_CHECKING:
     from wayline.graph.loop import ExecTask, RunLoop
 
-__all__ = ["node_call"]
+__all__ = ["Invocation", "node_call"]
+
+
+@dataclasses.dataclass(slots=True)
+class Invocation:
+    """What one invocation hands the nodes it runs, beside their state: LangGraph's runtime
+    context, the functional API's ``previous``, and where streamed events go."""
+
+    context: Any = None
+    previous: Any = None
+    emit: Callable[[tuple[str, ...], str, Any], None] | None = None
+    """The stream event sink (None: nothing streams)."""
+    namespace: tuple[str, ...] = ()
+    """A subgraph's place under its parent, as LangGraph's stream namespaces name it."""
+    chat_callbacks: Any = None
+    """Chat-model token streaming (stream mode ``messages``), when asked for."""
 
 
 def node_call(loop: RunLoop, task: ExecTask) -> tuple[Callable[..., Any], tuple[Any, ...]]:
@@ -43,7 +59,7 @@ def node_call(loop: RunLoop, task: ExecTask) -> tuple[Callable[..., Any], tuple[
     args = (arg, task.ctx) if spec.takes_ctx else (arg,)
     kwargs = {param: _injected(what, task, scope) for param, what in spec.inject}
     fn = functools.partial(spec.fn, **kwargs) if kwargs else spec.fn
-    chat = loop.chat_callbacks
+    chat = loop.invocation.chat_callbacks
     if chat is not None:
         fn = chat.wrap(fn, task, spec.is_async)
     return fn, args
@@ -54,7 +70,9 @@ def runtime_of(scope: Any) -> Runtime[Any]:
     if scope.runtime is None:
         loop = scope.loop
         scope.runtime = Runtime(
-            context=loop.context, stream_writer=scope.writer or _drop, previous=loop.previous
+            context=loop.invocation.context,
+            stream_writer=scope.writer or _drop,
+            previous=loop.invocation.previous,
         )
     return scope.runtime
 
@@ -70,10 +88,10 @@ def _injected(what: str, task: ExecTask, scope: Any) -> Any:
 
 
 def _writer(loop: RunLoop, task: ExecTask) -> Callable[[Any], None]:
-    emit = loop.emit
+    emit = loop.invocation.emit
     if emit is None:
         return _drop
-    namespace = loop.namespace
+    namespace = loop.invocation.namespace
 
     def write(chunk: Any) -> None:
         emit(namespace, "custom", chunk)

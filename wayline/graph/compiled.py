@@ -334,7 +334,7 @@ class CompiledGraph:
     ) -> Formatter:
         fmt = Formatter(modes, single, subgraphs, self.output_of, lambda: loop.step + 1)
         if modes - {"values", "updates"} or subgraphs:
-            loop.emit = EventBus(modes, subgraphs)
+            loop.invocation.emit = EventBus(modes, subgraphs)
             if "messages" in modes:
                 try:
                     from wayline.interop.lc_stream import ChatStream
@@ -344,7 +344,7 @@ class CompiledGraph:
                         "pip install 'wayline[langchain]'"
                     ) from None
 
-                loop.chat_callbacks = ChatStream(loop.emit)
+                loop.invocation.chat_callbacks = ChatStream(loop.invocation.emit)
         return fmt
 
     def _breakpoints(
@@ -369,7 +369,7 @@ class CompiledGraph:
         if "configurable" in self.config and config and "configurable" in config:
             merged["configurable"] = {**self.config["configurable"], **config["configurable"]}
         loop = self._loop(merged, durability or merged.get("durability") or "sync")
-        loop.context = context
+        loop.invocation.context = context
         return loop
 
     def _loop(self, config: Mapping[str, Any] | None, durability: str) -> RunLoop:
@@ -438,7 +438,11 @@ class CompiledGraph:
             frozenset(self.interrupt_after),
         )
         resuming = True  # no new input (a worker's queued input counts as input)
-        bus = loop.emit if isinstance(loop.emit, EventBus) and not loop.namespace else None
+        bus = (
+            loop.invocation.emit
+            if isinstance(loop.invocation.emit, EventBus) and not loop.invocation.namespace
+            else None
+        )
         try:
             for event in loop.begin(input):
                 resuming = resuming and event[0] != "values"
@@ -450,7 +454,7 @@ class CompiledGraph:
                     loop.pause()
                     yield PAUSED
                     break
-                if isinstance(loop.emit, EventBus) and loop.emit.wants_tasks:
+                if isinstance(loop.invocation.emit, EventBus) and loop.invocation.emit.wants_tasks:
                     for t in tasks:
                         yield ("tasks", task_start(t, task_input(loop, t)))
                 if bus is not None:
@@ -460,7 +464,7 @@ class CompiledGraph:
                     if len(tasks) > 1 and pool is None:
                         pool = ThreadPoolExecutor(8, thread_name_prefix="wayline-node")
                     outcomes = self._execute(loop, tasks, pool)
-                if isinstance(loop.emit, EventBus) and loop.emit.wants_tasks:
+                if isinstance(loop.invocation.emit, EventBus) and loop.invocation.emit.wants_tasks:
                     for o in outcomes:
                         yield ("tasks", task_result(o))
                 yield from loop.after_step(outcomes)
@@ -489,7 +493,7 @@ class CompiledGraph:
         error: BaseException | None = None
         before, after = breakpoints or (frozenset(), frozenset())
         resuming = True
-        bus = loop.emit if isinstance(loop.emit, EventBus) else None
+        bus = loop.invocation.emit if isinstance(loop.invocation.emit, EventBus) else None
         try:
             for event in loop.begin(input):
                 resuming = resuming and event[0] != "values"

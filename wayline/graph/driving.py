@@ -77,8 +77,8 @@ def execute_live(
                 continue
             loop.task_done(item.outcome)
             outcomes.append(item.outcome)
-            if loop.chat_callbacks is not None:
-                loop.chat_callbacks.node_output(item.outcome)
+            if loop.invocation.chat_callbacks is not None:
+                loop.invocation.chat_callbacks.node_output(item.outcome)
             continue
         yield (NAMESPACED, item)
     yield from bus.drain()  # emitted by the last task just before it finished

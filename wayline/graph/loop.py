@@ -13,7 +13,7 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from wayline.effects.ledger import EffectLedger
@@ -42,7 +42,7 @@ from wayline.graph.algo import (
     sorted_results,
     values_of,
 )
-from wayline.graph.calling import node_call
+from wayline.graph.calling import Invocation, node_call
 from wayline.graph.channels import AppendLog, Channel
 from wayline.graph.checkpoint import (
     BlobCache,
@@ -163,13 +163,8 @@ class RunLoop:
         run's recorded step or status (it would rewind a run that could not be read)."""
         self.origin: ForkOrigin | None = None
         """Set for a fork: its effects run under the fork's effect mode (travel.py)."""
-        # What an invocation hands its nodes (wayline.graph.calling): LangGraph's runtime
-        # context, the functional API's ``previous``, the stream event sink and namespace.
-        self.context: Any = None
-        self.previous: Any = None
-        self.emit: Callable[[tuple[str, ...], str, Any], None] | None = None
-        self.namespace: tuple[str, ...] = ()
-        self.chat_callbacks: Any = None
+        self.invocation = Invocation()
+        """What this invocation hands its nodes: runtime context, ``previous``, streams."""
 
     @property
     def sink(self) -> CommitSink:

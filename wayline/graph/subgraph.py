@@ -126,7 +126,7 @@ def run_child(
                 raise _questions(bound.get_state(config).interrupts)
         elif run.status == "done":
             return bound.output_of(bound.get_state(config).values)
-    ctx = context if context is not None else loop.context
+    ctx = context if context is not None else loop.invocation.context
     for _ in _drive(bound, loop, start, config, ctx, run_id):
         pass
     snapshot = bound.get_state(config)
@@ -155,16 +155,16 @@ def _drive(
     """Run the child to its end or interrupt, forwarding its stream events to the parent's
     stream under the child's namespace when the parent streams."""
     loop = child.make_loop(config, parent.durability, context=context)
-    loop.namespace = namespace_of(run_id)
-    emit = parent.emit
+    loop.invocation.namespace = namespace_of(run_id)
+    emit = parent.invocation.emit
     if emit is not None:
-        loop.emit = emit
-        loop.chat_callbacks = parent.chat_callbacks
+        loop.invocation.emit = emit
+        loop.invocation.chat_callbacks = parent.invocation.chat_callbacks
     # A subgraph's own breakpoints are not honoured: its pauses surface as interrupts
     # of the parent's task, and a breakpoint has no question to surface.
     for mode, chunk in child.run_loop(loop, start, breakpoints=(frozenset(), frozenset())):
         if emit is not None and mode in ("values", "updates", "tasks", "checkpoints"):
-            emit(loop.namespace, mode, chunk)
+            emit(loop.invocation.namespace, mode, chunk)
         yield chunk
 
 

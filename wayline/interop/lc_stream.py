@@ -39,7 +39,7 @@ class ChatStream:
         self.meta_by_task: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {}
 
     def metadata(self, loop: Any, task: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
-        ns = loop.namespace
+        ns = loop.invocation.namespace
         meta = {
             "thread_id": loop.run_id,
             "langgraph_step": task.step,
