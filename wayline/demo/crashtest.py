@@ -229,7 +229,9 @@ def run_trial(workdir: Path, strategy: str, point: str, mode: str, trial: int = 
     return res
 
 
-def run_converge(workdir: Path, mode: str, point: str) -> tuple[dict[str, int], list[dict]]:
+def run_converge(
+    workdir: Path, mode: str, point: str
+) -> tuple[dict[str, int], list[dict[str, Any]]]:
     """The business key across runs: run ``run-a`` is killed at ``point``; ``run-b``, a
     different run for the same order, runs to its end; then ``run-a`` is resumed. Returns
     the provider's stats and both runs' reports (b's, then a's resume)."""

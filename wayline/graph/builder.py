@@ -241,7 +241,7 @@ class StateGraph:
 
     def compile(
         self,
-        checkpointer: Store | str | None = None,
+        checkpointer: Store | str | bool | None = None,
         *,
         interrupt_before: Sequence[str] | str | None = None,
         interrupt_after: Sequence[str] | str | None = None,
@@ -257,7 +257,7 @@ class StateGraph:
         version: str | None = None,
     ) -> CompiledGraph:
         """Validate and freeze the graph. ``checkpointer`` is a store or a store URL; without
-        one, runs live in a private in-memory SQLite store.
+        one (None, or LangGraph's True/False flags), runs live in a private in-memory SQLite store.
 
         ``snapshot_every``: steps between snapshots; reading a run re-folds at most this many
         deltas. ``blob_threshold``: encoded values larger than this many bytes are stored

@@ -13,6 +13,7 @@ from wayline.graph.algo import PULL, values_of
 from wayline.runtime import Runtime
 
 if TYPE_CHECKING:
+    from wayline.graph.context import TaskScope
     from wayline.graph.loop import ExecTask, RunLoop
 
 __all__ = ["Invocation", "node_call"]
@@ -65,7 +66,7 @@ def node_call(loop: RunLoop, task: ExecTask) -> tuple[Callable[..., Any], tuple[
     return fn, args
 
 
-def runtime_of(scope: Any) -> Runtime[Any]:
+def runtime_of(scope: TaskScope) -> Runtime[Any]:
     """The task's ``Runtime``, built once: most nodes never ask for it."""
     if scope.runtime is None:
         loop = scope.loop
@@ -77,7 +78,7 @@ def runtime_of(scope: Any) -> Runtime[Any]:
     return scope.runtime
 
 
-def _injected(what: str, task: ExecTask, scope: Any) -> Any:
+def _injected(what: str, task: ExecTask, scope: TaskScope) -> Any:
     if what == "runtime":
         return runtime_of(scope)
     if what == "config":

@@ -15,7 +15,7 @@ from wayline.graph.types import Interrupt
 from wayline.ids import derive_id
 
 if TYPE_CHECKING:
-    pass
+    from wayline.runtime import Runtime
 
 __all__ = [
     "NodeContext",
@@ -36,7 +36,7 @@ class TaskScope:
     counter: int = 0
     config: Mapping[str, Any] | None = None
     """What ``get_config()`` returns inside the task (the node's context, as a mapping)."""
-    runtime: Any = None
+    runtime: Runtime[Any] | None = None
     """What ``get_runtime()`` returns inside the task (``wayline.runtime.Runtime``)."""
     writer: Callable[[Any], None] | None = None
     """``get_stream_writer()``: emits a ``custom`` stream chunk."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -20,10 +20,15 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, LLMResult
 from langchain_core.runnables.config import var_child_runnable_config
 
-try:  # makes chat models stream inside invoke(), as LangGraph's handler does
-    from langchain_core.tracers._streaming import _StreamingCallbackHandler as _Streaming
-except ImportError:  # pragma: no cover - older langchain-core
-    _Streaming = object  # type: ignore[assignment,misc]
+if TYPE_CHECKING:  # the protocol is generic over the streamed item; it streams anything
+    from langchain_core.tracers._streaming import _StreamingCallbackHandler
+
+    _Streaming = _StreamingCallbackHandler[Any]
+else:
+    try:  # makes chat models stream inside invoke(), as LangGraph's handler does
+        from langchain_core.tracers._streaming import _StreamingCallbackHandler as _Streaming
+    except ImportError:  # pragma: no cover - older langchain-core
+        _Streaming = object
 
 __all__ = ["ChatStream"]
 

@@ -79,7 +79,8 @@ SCHEMA_VERSION = migrations("sqlite")[-1][0]
 
 
 class Cursor(Protocol):
-    rowcount: int
+    @property
+    def rowcount(self) -> int: ...
 
     def fetchone(self) -> Any: ...
 
@@ -89,9 +90,9 @@ class Cursor(Protocol):
 class Executor(Protocol):
     """A connection inside a transaction."""
 
-    def execute(self, query: str, params: Sequence[Any] = ...) -> Cursor: ...
+    def execute(self, query: str, params: Sequence[Any] = ..., /) -> Cursor: ...
 
-    def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> Any: ...
+    def executemany(self, query: str, rows: Sequence[Sequence[Any]], /) -> Any: ...
 
 
 def load_queries(placeholder: str = "?") -> SimpleNamespace:
@@ -127,7 +128,7 @@ class SQLStore:
     """Every payload column goes in and out through this: sealed when the store is
     encrypted, checksummed always (``wayline.store.payloads``)."""
 
-    def _tx(self, tenant: str | None = None) -> AbstractContextManager[Any]:
+    def _tx(self, tenant: str | None = None) -> AbstractContextManager[Executor]:
         """A transaction: yields an ``Executor``, commits on exit, rolls back on error.
         ``tenant`` scopes it where the backend enforces tenancy itself (PostgreSQL RLS)."""
         raise NotImplementedError
