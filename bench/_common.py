@@ -72,7 +72,7 @@ def item(step: int) -> str:
 
 
 class AccState(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
     n: int
 
 
@@ -81,7 +81,7 @@ class ReplState(TypedDict):
     n: int
 
 
-def batch_add(state: list, writes: Sequence[list]) -> list:
+def batch_add(state: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
     """DeltaChannel's batch reducer for the same append: reducer(state, [w1, w2, ...])."""
     out = list(state)
     for w in writes:
@@ -89,26 +89,26 @@ def batch_add(state: list, writes: Sequence[list]) -> list:
     return out
 
 
-def _acc_node(s: dict) -> dict:
+def _acc_node(s: dict[str, Any]) -> dict[str, Any]:
     return {"log": [item(s["n"])], "n": s["n"] + 1}
 
 
-def _repl_node(s: dict) -> dict:
+def _repl_node(s: dict[str, Any]) -> dict[str, Any]:
     return {"last": item(s["n"]), "n": s["n"] + 1}
 
 
-def _router(n: int, end: Any) -> Callable[[dict], Any]:
-    def route(s: dict) -> Any:
+def _router(n: int, end: Any) -> Callable[[dict[str, Any]], Any]:
+    def route(s: dict[str, Any]) -> Any:
         return "step" if s["n"] < n else end
 
     return route
 
 
-def initial(workload: str) -> dict:
+def initial(workload: str) -> dict[str, Any]:
     return {"log": [], "n": 0} if workload == "accumulate" else {"last": "", "n": 0}
 
 
-def config(thread: str = RUN_ID) -> dict:
+def config(thread: str = RUN_ID) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread}, "recursion_limit": RECURSION_LIMIT}
 
 

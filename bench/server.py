@@ -132,7 +132,9 @@ def start_langgraph(binary: str, tmp: Path, jobs: int) -> tuple[str, subprocess.
     return url, proc
 
 
-async def one_client(url: str, runs: int, steps: int, durability: str | None) -> list[dict]:
+async def one_client(
+    url: str, runs: int, steps: int, durability: str | None
+) -> list[dict[str, Any]]:
     from langgraph_sdk import get_client
 
     client = get_client(url=url, api_key=None, timeout=120.0)
@@ -158,7 +160,9 @@ async def one_client(url: str, runs: int, steps: int, durability: str | None) ->
     return samples
 
 
-async def load(url: str, clients: int, runs: int, steps: int, durability: str | None) -> dict:
+async def load(
+    url: str, clients: int, runs: int, steps: int, durability: str | None
+) -> dict[str, Any]:
     await one_client(url, 1, steps, durability)  # warm up (imports, first thread)
     start = time.perf_counter()
     per_client = await asyncio.gather(
@@ -175,7 +179,7 @@ def pct(values: list[float], p: float) -> float:
     return ordered[k]
 
 
-def summarize(result: dict) -> dict[str, float]:
+def summarize(result: dict[str, Any]) -> dict[str, float]:
     first = [s["first_event_s"] * 1000 for s in result["samples"]]
     done = [s["complete_s"] * 1000 for s in result["samples"]]
     return {

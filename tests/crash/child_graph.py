@@ -18,10 +18,12 @@ import sqlite3
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
 import wayline
 from wayline import END, START, StateGraph
+from wayline.graph.compiled import CompiledGraph
 from wayline.store.writer import AsyncSink, CommitSink
 
 LINEAR_STEPS = 30
@@ -173,7 +175,7 @@ def _parked_in_sink(frame: Any) -> tuple[str, Any] | None:
 
 
 class LinearState(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
     n: int
     acc: int
 
@@ -188,7 +190,7 @@ def expected_linear(steps: int = LINEAR_STEPS) -> dict[str, Any]:
     return {"log": [n * n for n in range(steps)], "n": steps, "acc": acc}
 
 
-def build_linear(db_url: str, probe: Probe | None, *, snapshot_every: int = 5):
+def build_linear(db_url: str, probe: Probe | None, *, snapshot_every: int = 5) -> CompiledGraph:
     def step(state: LinearState) -> dict[str, Any]:
         n = state["n"]
         if probe is not None:
@@ -211,7 +213,7 @@ def build_linear(db_url: str, probe: Probe | None, *, snapshot_every: int = 5):
 
 
 class FanState(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
     n: int
 
 
@@ -227,14 +229,16 @@ def expected_fanout(shape: str) -> dict[str, Any]:
     return {"log": [*log, f"join:{len(log)}"], "n": len(head)}
 
 
-def build_fanout(db_url: str, probe: Probe | None, shape: str, *, snapshot_every: int = 5):
+def build_fanout(
+    db_url: str, probe: Probe | None, shape: str, *, snapshot_every: int = 5
+) -> CompiledGraph:
     """``shape`` start_fanout: START -> a, b, c; node_fanout: START -> first -> a, b, c.
     Then [a, b, c] -> join -> END. ``b`` blocks (in the killed child) once the writes of
     its finished peers are durable as pending writes."""
     if shape not in FANOUT_SHAPES:
         raise ValueError(shape)
 
-    def peer(name: str):
+    def peer(name: str) -> Callable[[FanState], dict[str, Any]]:
         def run(state: FanState) -> dict[str, Any]:
             if probe is not None:
                 probe.executed(name, state["n"])
@@ -293,7 +297,7 @@ def config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}, "recursion_limit": 10_000}
 
 
-def build(graph: str, db_url: str, probe: Probe | None):
+def build(graph: str, db_url: str, probe: Probe | None) -> CompiledGraph:
     if graph == "linear":
         return build_linear(db_url, probe)
     return build_fanout(db_url, probe, graph)

@@ -23,12 +23,12 @@ THREAD = "crash-1"
 
 
 class Parent(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
     total: int
 
 
 class Child(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
     total: int
 
 

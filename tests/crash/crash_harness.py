@@ -140,7 +140,8 @@ class CrashRun:
             except subprocess.TimeoutExpired:
                 pytest.fail(f"resume did not finish in {RESUME_TIMEOUT_S}s")
         assert rc == 0, f"resume failed with {rc}; stderr:\n{self.stderr(label)}"
-        return json.loads(out.read_text())
+        report: dict[str, Any] = json.loads(out.read_text())
+        return report
 
     # -- reading what survived ----------------------------------------------------------
 

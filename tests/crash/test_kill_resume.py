@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import inspect
 from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import child_graph as cg
 import pytest
-from crash_harness import run_baseline
+from crash_harness import CrashRun, run_baseline
 
 from wayline.store.writer import AsyncSink
 
@@ -29,14 +32,16 @@ STALL_AT = 12
 MAX_LAG_STEPS = inspect.signature(AsyncSink.__init__).parameters["max_lag_steps"].default
 
 
-def linear_prefix(step: int) -> dict:
+def linear_prefix(step: int) -> dict[str, Any]:
     """The state after committed superstep ``step`` of the linear graph."""
     if step == 0:
         return dict(cg.LINEAR_INPUT)
     return cg.expected_linear(step)
 
 
-def assert_finished_like(final: dict, baseline: dict, expected: dict) -> None:
+def assert_finished_like(
+    final: dict[str, Any], baseline: dict[str, Any], expected: dict[str, Any]
+) -> None:
     assert baseline["values"] == expected, "uninterrupted run is wrong; nothing to compare to"
     assert final["result"] == baseline["result"]
     assert final["values"] == baseline["values"]
@@ -49,7 +54,9 @@ def assert_finished_like(final: dict, baseline: dict, expected: dict) -> None:
 
 
 @pytest.mark.parametrize("mode", ["sync", "async", "exit"])
-def test_linear_kill_and_resume(crash_run, tmp_path, mode):
+def test_linear_kill_and_resume(
+    crash_run: Callable[[str, str], CrashRun], tmp_path: Path, mode: str
+) -> None:
     run = crash_run("linear", mode)
     proc = run.start("--block-node", "step", "--block-at", str(KILL_AT))
     marker = run.wait_for_marker(proc)
@@ -96,7 +103,9 @@ def test_linear_kill_and_resume(crash_run, tmp_path, mode):
 
 
 @pytest.mark.parametrize("mode", ["sync", "exit"])
-def test_linear_killed_twice(crash_run, tmp_path, mode):
+def test_linear_killed_twice(
+    crash_run: Callable[[str, str], CrashRun], tmp_path: Path, mode: str
+) -> None:
     """Kill the first run at node KILL_AT, kill its resume at node KILL_AT + 6, resume
     again: the second crash costs what the first did, nothing is lost or doubled.
     (async is left out to keep the module fast: its window is covered above.)"""
@@ -140,7 +149,9 @@ def test_linear_killed_twice(crash_run, tmp_path, mode):
 
 
 @pytest.mark.parametrize("mode", ["sync", "async", "exit"])
-def test_stalled_store_bounds_what_a_kill_costs(crash_run, tmp_path, mode):
+def test_stalled_store_bounds_what_a_kill_costs(
+    crash_run: Callable[[str, str], CrashRun], tmp_path: Path, mode: str
+) -> None:
     """At node n=STALL_AT, once what the mode has submitted is durable, the child takes
     SQLite's write lock on a second connection and keeps it: no commit can land any more.
     The loop runs on until a commit sink holds it back; a watchdog in the child reports
@@ -197,7 +208,9 @@ def test_stalled_store_bounds_what_a_kill_costs(crash_run, tmp_path, mode):
 
 
 @pytest.mark.parametrize("shape", cg.FANOUT_SHAPES)
-def test_parallel_peer_writes_survive_kill(crash_run, tmp_path, shape):
+def test_parallel_peer_writes_survive_kill(
+    crash_run: Callable[[str, str], CrashRun], tmp_path: Path, shape: str
+) -> None:
     """Peers a, b, c run in one superstep; a and c finish, b blocks once their writes are
     durable as pending writes. After the kill only b runs again (sync durability)."""
     fan_n = 0 if shape == "start_fanout" else 1  # the n every peer sees
@@ -240,7 +253,9 @@ def test_parallel_peer_writes_survive_kill(crash_run, tmp_path, shape):
     assert final["step"] == fan_step + 1
 
 
-def test_parallel_second_kill_keeps_pending_writes(crash_run, tmp_path):
+def test_parallel_second_kill_keeps_pending_writes(
+    crash_run: Callable[[str, str], CrashRun], tmp_path: Path
+) -> None:
     """Kill during the fan-out step, then kill the resume there again (b blocks again):
     the pending writes of a and c survive both crashes; a and c run once, b three times."""
     shape, fan_n = "node_fanout", 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import killtest_graph
 import pytest
@@ -20,10 +21,10 @@ GRAPH = f"{Path(killtest_graph.__file__).resolve()}:graph"
 INPUT = json.dumps(killtest_graph.INPUT)
 
 
-def _run(tmp_path: Path, db: str, **kw: object) -> tuple[int, dict, str]:
+def _run(tmp_path: Path, db: str, **kw: object) -> tuple[int, dict[str, Any], str]:
     console = Console(record=True, width=200, force_terminal=False)
     out = tmp_path / "report.json"
-    options = {"trials": 4, "modes": ["sync"], "seed": 7, **kw}
+    options: dict[str, Any] = {"trials": 4, "modes": ["sync"], "seed": 7, **kw}
     code = run_killtest(console, graph=GRAPH, db=db, input=INPUT, json_path=out, **options)
     return code, json.loads(out.read_text()), console.export_text()
 

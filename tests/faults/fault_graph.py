@@ -71,7 +71,7 @@ START_INPUT: dict[str, Any] = {
     "answer": "",
     "receipt": "",
 }
-RESUME = Command(resume="yes")
+RESUME: Command[Any] = Command(resume="yes")
 
 
 def cfg(thread: str = "f-1") -> dict[str, Any]:

@@ -60,7 +60,8 @@ def finished_refund(url: str, payments: PaymentsService, approved: bool = True) 
     client = Wayline(app.store, tenant="acme")
     client.resume(RUN, {"approved": approved}, actor=FINANCE, digest=question.digest)
     app.invoke(None, CFG)
-    assert app.store.get_run("acme", RUN).status == "done"
+    run = app.store.get_run("acme", RUN)
+    assert run is not None and run.status == "done"
     return app
 
 

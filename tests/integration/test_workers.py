@@ -101,7 +101,11 @@ def values(url: str, run_id: str) -> dict[str, Any]:
 
 
 def tokens_by_step(store: Store, run_id: str) -> dict[int, int]:
-    return {d.step: d.fencing_token for d in store.load_deltas("default", run_id, -1, 10**6)}
+    tokens = {}
+    for d in store.load_deltas("default", run_id, -1, 10**6):
+        assert d.fencing_token is not None, "a worker's step carries its lease's token"
+        tokens[d.step] = d.fencing_token
+    return tokens
 
 
 def test_workers_share_the_runs_and_each_step_runs_once(

@@ -69,7 +69,7 @@ OPS = st.one_of(
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=st.lists(OPS, min_size=1, max_size=12), mode=st.sampled_from(["sync", "async"]))
 def test_no_operation_loses_a_step_or_reads_a_wrong_state(
-    ops: list[tuple[str, int]], mode: str
+    ops: list[tuple[str, int | str]], mode: str
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = wayline.connect(f"sqlite:///{Path(tmp) / 'p.db'}")
@@ -82,15 +82,18 @@ def test_no_operation_loses_a_step_or_reads_a_wrong_state(
         committed = 0
         for op, arg in ops:
             if op == "advance":
+                assert isinstance(arg, int)
                 limit_cfg = {**cfg, "recursion_limit": arg}
                 with contextlib.suppress(StepLimitError, CorruptionError):
                     app.invoke(None, limit_cfg, durability=mode)
             elif op == "crash":
+                assert isinstance(arg, int)
                 crash_at.add(committed + arg)
                 with contextlib.suppress(Crash, StepLimitError, CorruptionError):
                     app.invoke(None, {**cfg, "recursion_limit": 6}, durability=mode)
                 crash_at.clear()
             elif op == "corrupt":
+                assert isinstance(arg, str)  # the table to corrupt
                 rows = rows_of(store, arg, "p")
                 if rows:
                     row = rows[len(rows) // 2]

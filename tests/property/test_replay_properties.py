@@ -24,6 +24,7 @@ import dataclasses
 import operator
 import os
 import tempfile
+from collections.abc import Callable
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -42,12 +43,12 @@ BIG_LIMIT = 500
 # -- reducers -------------------------------------------------------------------------
 
 
-def keep_last3(old: list, new: list) -> list:
+def keep_last3(old: list[Any], new: list[Any]) -> list[Any]:
     """Order-sensitive and lossy: only the last three items survive."""
     return (list(old) + list(new))[-3:]
 
 
-def dedupe(old: list, new: list) -> list:
+def dedupe(old: list[Any], new: list[Any]) -> list[Any]:
     """First occurrence wins: the result depends on the order of the writes."""
     out = list(old)
     for item in new:
@@ -62,10 +63,10 @@ def chain(old: int, new: int) -> int:
 
 
 class S(TypedDict, total=False):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
     hi: Annotated[int, max]
-    last3: Annotated[list, keep_last3]
-    seen: Annotated[list, dedupe]
+    last3: Annotated[list[Any], keep_last3]
+    seen: Annotated[list[Any], dedupe]
     chain: Annotated[int, chain]
     counter: int
     lv0: Any
@@ -103,7 +104,7 @@ class GraphSpec:
     loop: int | None  # node ``loop_from`` routes back to n0 while counter < loop
     loop_from: int
     snapshot_every: int
-    input: dict
+    input: dict[str, Any]
 
     def build(self) -> StateGraph:
         g = StateGraph(S, name="prop")
@@ -122,7 +123,7 @@ class GraphSpec:
         if self.loop is not None:
             limit = self.loop
 
-            def loop_back(state: dict) -> str:
+            def loop_back(state: dict[str, Any]) -> str:
                 return "n0" if state.get("counter", 0) < limit else END
 
             g.add_conditional_edges(f"n{self.loop_from}", loop_back, ["n0", END])
@@ -132,17 +133,17 @@ class GraphSpec:
         return self.build().compile(store, snapshot_every=self.snapshot_every)
 
 
-def _tag(name: str, state: dict, step: int | None) -> str:
+def _tag(name: str, state: dict[str, Any], step: int | None) -> str:
     tag = f"{name}.{state.get('counter', 0)}.{len(state.get('log', []))}"
     return tag if step is None else f"{tag}@{step}"
 
 
-def _node_fn(spec: GraphSpec, i: int):
+def _node_fn(spec: GraphSpec, i: int) -> Callable[..., dict[str, Any]]:
     name = f"n{i}"
     keys = spec.writes[i]
     salt = spec.salts[i]
 
-    def body(state: dict, step: int | None) -> dict:
+    def body(state: dict[str, Any], step: int | None) -> dict[str, Any]:
         counter = state.get("counter", 0)
         size = len(state.get("log", []))
         tag = _tag(name, state, step)
@@ -162,20 +163,17 @@ def _node_fn(spec: GraphSpec, i: int):
                 out["chain"] = (size + 1) * (i + 1) + salt
         return out
 
-    if spec.takes_ctx[i]:
+    # wayline reads the signature: a node taking ``ctx`` is given its NodeContext.
+    def node_with_ctx(state: dict[str, Any], ctx: wayline.NodeContext) -> dict[str, Any]:
+        return body(state, ctx.step)
 
-        def node(state: dict, ctx: wayline.NodeContext) -> dict:
-            return body(state, ctx.step)
+    def node(state: dict[str, Any]) -> dict[str, Any]:
+        return body(state, None)
 
-    else:
-
-        def node(state: dict) -> dict:
-            return body(state, None)
-
-    return node
+    return node_with_ctx if spec.takes_ctx[i] else node
 
 
-def _worker(arg: dict) -> dict:
+def _worker(arg: dict[str, Any]) -> dict[str, Any]:
     tag = f"w<{arg['src']}.{arg['k']}.{arg['size']}>"
     return {
         "log": [tag],
@@ -185,8 +183,8 @@ def _worker(arg: dict) -> dict:
     }
 
 
-def _branch_fn(branch: BranchSpec):
-    def route(state: dict) -> list:
+def _branch_fn(branch: BranchSpec) -> Callable[[dict[str, Any]], list[Any]]:
+    def route(state: dict[str, Any]) -> list[Any]:
         size = len(state.get("log", []))
         counter = state.get("counter", 0)
         opts = branch.options
@@ -271,11 +269,11 @@ def graph_specs(draw: st.DrawFn) -> GraphSpec:
 # -- helpers --------------------------------------------------------------------------
 
 
-def cfg(thread: str, limit: int = BIG_LIMIT, **extra: Any) -> dict:
+def cfg(thread: str, limit: int = BIG_LIMIT, **extra: Any) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread, **extra}, "recursion_limit": limit}
 
 
-def stream_values(app: wayline.CompiledGraph, spec: GraphSpec, thread: str, mode: str) -> list:
+def stream_values(app: wayline.CompiledGraph, spec: GraphSpec, thread: str, mode: str) -> list[Any]:
     """The state after each step, input step first, copied as it was streamed."""
     return [
         copy.deepcopy(v)
@@ -287,7 +285,7 @@ def memory_app(spec: GraphSpec) -> wayline.CompiledGraph:
     return spec.compile(wayline.connect("sqlite:///:memory:"))
 
 
-def history(app: wayline.CompiledGraph, thread: str, last: int) -> list:
+def history(app: wayline.CompiledGraph, thread: str, last: int) -> list[Any]:
     return [app.get_state(cfg(thread, step=s)).values for s in range(last + 1)]
 
 
@@ -303,7 +301,9 @@ COMMON = settings(
 
 @COMMON
 @given(spec=graph_specs(), data=st.data())
-def test_stopped_and_resumed_run_matches_uninterrupted(spec: GraphSpec, data: st.DataObject):
+def test_stopped_and_resumed_run_matches_uninterrupted(
+    spec: GraphSpec, data: st.DataObject
+) -> None:
     ref_app = memory_app(spec)
     ref = stream_values(ref_app, spec, "r", "sync")
     last = len(ref) - 1
@@ -358,7 +358,7 @@ def test_stopped_and_resumed_run_matches_uninterrupted(spec: GraphSpec, data: st
 
 @COMMON
 @given(spec=graph_specs(), mode=st.sampled_from(MODES))
-def test_reconstruction_equals_streamed_state(spec: GraphSpec, mode: str):
+def test_reconstruction_equals_streamed_state(spec: GraphSpec, mode: str) -> None:
     app = memory_app(spec)
     try:
         streamed = stream_values(app, spec, "r", mode)
@@ -381,7 +381,7 @@ def test_reconstruction_equals_streamed_state(spec: GraphSpec, mode: str):
 
 @COMMON
 @given(spec=graph_specs())
-def test_durability_modes_agree(spec: GraphSpec):
+def test_durability_modes_agree(spec: GraphSpec) -> None:
     app = memory_app(spec)
     try:
         finals = {}

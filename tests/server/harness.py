@@ -15,6 +15,7 @@ from typing import Any
 
 import uvicorn
 from graphs import compiled
+from starlette.applications import Starlette
 
 import wayline
 from wayline.control.keys import create_key
@@ -31,6 +32,14 @@ KEYS = {
 }
 
 
+def as_dict(value: object) -> dict[str, Any]:
+    """A field of an SDK response that this test knows is one JSON object, where the
+    ``langgraph-sdk`` types leave it loose: values are ``list | dict``, metadata optional,
+    and this server's ``checkpoint_id`` keys are not in the SDK's TypedDicts."""
+    assert isinstance(value, dict), f"expected a JSON object, got {value!r}"
+    return value
+
+
 @dataclasses.dataclass
 class Running:
     url: str
@@ -38,6 +47,7 @@ class Running:
     keys: dict[str, str]
     server: uvicorn.Server
     thread: threading.Thread
+    app: Starlette
 
     def stop(self) -> None:
         self.server.should_exit = True
@@ -56,8 +66,10 @@ def start(store_url: str, *, port: int = 0, **config: Any) -> Running:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
+    # uvicorn types the grace period int; it is a timeout in seconds, a float works.
+    grace: Any = 0.25
     server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=0.25)
+        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=grace)
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -66,7 +78,7 @@ def start(store_url: str, *, port: int = 0, **config: Any) -> Running:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("the test server did not start")
         time.sleep(0.01)
-    return Running(f"http://127.0.0.1:{port}", store, keys, server, thread)
+    return Running(f"http://127.0.0.1:{port}", store, keys, server, thread, app)
 
 
 def until(predicate: Any, timeout: float = 20.0, what: str = "condition") -> Any:

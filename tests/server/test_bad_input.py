@@ -5,10 +5,13 @@ client that drops off mid-run (the run goes on; the stream can be joined again).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from harness import Running, until
+from harness import Running, as_dict, until
 from langgraph_sdk import get_sync_client
 
 
@@ -25,10 +28,11 @@ def thread(sqlite_server: Running) -> str:
     return tid
 
 
-def _state(server: Running, tid: str) -> dict:
+def _state(server: Running, tid: str) -> dict[str, Any]:
     r = httpx.get(f"{server.url}/threads/{tid}/state", headers=_h(server))
     assert r.status_code == 200
-    return r.json()
+    state: dict[str, Any] = r.json()
+    return state
 
 
 @pytest.mark.parametrize(
@@ -97,7 +101,7 @@ def test_oversized_body_is_refused_before_it_is_read(sqlite_server: Running, thr
     )
     assert r.status_code == 413 and "limit" in r.json()["detail"]
 
-    def chunks():  # no Content-Length: counted as it arrives
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
         for _ in range(100):
             yield b" " * 1024
 
@@ -161,7 +165,7 @@ def test_a_stream_client_that_drops_off_loses_nothing(sqlite_server: Running) ->
     later = list(c.runs.join_stream(tid, run_id, stream_mode="values", last_event_id="10"))
     assert [p.data["n"] for p in later if p.event == "values"] == [10, 11, 12]
     assert c.runs.get(tid, run_id)["status"] == "success"
-    assert c.threads.get_state(tid)["values"]["n"] == 12
+    assert as_dict(c.threads.get_state(tid)["values"])["n"] == 12
 
 
 def test_dev_mode_only_on_loopback() -> None:
@@ -191,13 +195,13 @@ def test_workers_run_the_runs_not_the_server(sqlite_server: Running) -> None:
         ),
         what="a worker to claim the run",
     )
-    worker = sqlite_server.server.config.app.state.worker  # type: ignore[attr-defined]
+    worker = sqlite_server.app.state.worker
     assert owner == worker.owner
     c.runs.join(tid, run["run_id"])
     assert sqlite_server.store.get_run("acme", tid).fencing_token >= 1
 
 
-def test_cors_for_a_chat_ui_on_another_origin(tmp_path) -> None:
+def test_cors_for_a_chat_ui_on_another_origin(tmp_path: Path) -> None:
     from harness import start
 
     ui = "http://chat.example:3000"
@@ -246,4 +250,4 @@ def test_on_disconnect_cancel_stops_the_run(sqlite_server: Running) -> None:
                 break  # gone after the first state
     until(lambda: c.runs.get(tid, run_id)["status"] == "interrupted", what="the cancel")
     until(lambda: c.threads.get(tid)["status"] == "idle", what="the run to stop")
-    assert c.threads.get_state(tid)["values"]["n"] < 10_000  # stopped, its steps kept
+    assert as_dict(c.threads.get_state(tid)["values"])["n"] < 10_000  # stopped, its steps kept

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from harness import CLI, Running, start, until, worker_process
+from harness import CLI, Running, as_dict, start, until, worker_process
 from langgraph_sdk import get_sync_client
 
 
@@ -68,7 +68,10 @@ def test_parked_effect_resolved_over_http(remote: tuple[Running, str]) -> None:
         )
         assert ok.status_code == 200 and ok.json()["status"] == "SUCCEEDED"
         until(lambda: c.threads.get(tid)["status"] == "idle", what="the run to finish")
-        assert c.threads.get_state(tid)["values"]["receipt"] == {"id": "ch_manual", "amount": 700}
+        assert as_dict(c.threads.get_state(tid)["values"])["receipt"] == {
+            "id": "ch_manual",
+            "amount": 700,
+        }
 
         # a run started over the API and executed by another process entirely
         out = c.runs.wait(None, "simple", input={"n": 1})
@@ -125,7 +128,7 @@ def test_keys_create_list_revoke(remote: tuple[Running, str]) -> None:
     listed = _cli("keys", "list", "--db", url, "--tenant", "acme").stdout
     assert key_id in listed and "carol" in listed and "finance,ops" in listed
     assert key_id not in _cli("keys", "list", "--db", url, "--tenant", "globex").stdout
-    raw = server.store._read_dicts("SELECT * FROM api_keys", ())  # type: ignore[attr-defined]
+    raw = server.store._read_dicts("SELECT * FROM api_keys", ())
     assert all(key not in str(row) for row in raw)  # stored hashed, never the key
 
     assert (

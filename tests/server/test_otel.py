@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E4
 def _metrics(reader: InMemoryMetricReader) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = defaultdict(list)
     data = reader.get_metrics_data()
+    assert data is not None, "no metrics were recorded"
     for rm in data.resource_metrics:
         for sm in rm.scope_metrics:
             for m in sm.metrics:

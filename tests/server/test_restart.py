@@ -35,7 +35,7 @@ def test_server_restart_mid_stream_loses_nothing(tmp_path: Path) -> None:
         assert len(servers) == 2
         ns = [p.data["n"] for p in parts if p.event == "values"]
         assert ns == list(range(31))  # every step once: none lost, none repeated
-        ids = [int(p.id) for p in parts if p.event == "values"]
+        ids = [int(p.id) for p in parts if p.event == "values" and p.id is not None]
         assert ids == list(range(1, 32))
         owners = {d.fencing_token for d in servers[1].store.load_deltas("acme", tid, -1, 30)}
         assert len(owners) == 2  # two leases wrote the run: one per server's worker

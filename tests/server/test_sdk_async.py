@@ -4,10 +4,11 @@ the key's actor's, checked against the interrupt's approvers, and audited."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import httpx
 import pytest
-from harness import Running
+from harness import Running, as_dict
 from langgraph_sdk import get_client
 
 
@@ -32,12 +33,12 @@ def test_async_client_stream_resume_and_join(server: Running) -> None:
         outs = await asyncio.gather(
             *(c.runs.wait(t, "simple", input={"n": i}) for i, t in enumerate(threads))
         )
-        assert [o["n"] for o in outs] == [1, 2, 3, 4]
+        assert [as_dict(o)["n"] for o in outs] == [1, 2, 3, 4]
 
     asyncio.run(scenario())
 
 
-def _decide(server: Running, key: str, run_id: str, body: dict) -> httpx.Response:
+def _decide(server: Running, key: str, run_id: str, body: dict[str, Any]) -> httpx.Response:
     return httpx.post(
         f"{server.url}/wayline/runs/{run_id}/approvals/decide",
         json=body,
@@ -50,7 +51,7 @@ def test_an_approval_needs_an_actor_with_the_role(server: Running) -> None:
         alice = get_client(url=server.url, api_key=server.keys["alice"], timeout=30.0)
         bob = get_client(url=server.url, api_key=server.keys["bob"], timeout=30.0)
         tid = (await alice.threads.create())["thread_id"]
-        out = await alice.runs.wait(tid, "refund", input={"amount": 4200})
+        out = as_dict(await alice.runs.wait(tid, "refund", input={"amount": 4200}))
         question = out["__interrupt__"][0]
         assert question["approvers"] == ["finance"] and question["digest"]
 
@@ -97,7 +98,7 @@ def test_resume_by_command_is_decided_as_the_keys_actor(server: Running) -> None
         alice = get_client(url=server.url, api_key=server.keys["alice"], timeout=30.0)
         tid = (await alice.threads.create())["thread_id"]
         await alice.runs.wait(tid, "refund", input={"amount": 10})
-        out = await alice.runs.wait(tid, "refund", command={"resume": {"approved": False}})
+        out = as_dict(await alice.runs.wait(tid, "refund", command={"resume": {"approved": False}}))
         assert "receipt" not in out and out["decision"] == {"approved": False}
         audit = httpx.get(
             f"{server.url}/wayline/runs/{tid}/audit", headers={"x-api-key": server.keys["alice"]}

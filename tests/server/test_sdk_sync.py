@@ -3,11 +3,15 @@ PostgreSQL: threads, runs, streams, state, history, interrupts, join, cancel, te
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
-from harness import Running, until
+from harness import Running, as_dict, until
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
+
+ASK_INPUT: dict[str, Any] = {"items": ["x"], "n": 0}
 
 
 def client(server: Running, key: str | None = "alice") -> SyncLangGraphClient:
@@ -20,23 +24,28 @@ def test_thread_run_state_and_history(server: Running) -> None:
     assert [a["graph_id"] for a in assistants] == ["simple"]
     thread = c.threads.create(metadata={"user": "u1"})
     assert thread["status"] == "idle" and thread["values"] is None
-    out = c.runs.wait(thread["thread_id"], assistants[0]["assistant_id"], input={"n": 0})
+    out = as_dict(c.runs.wait(thread["thread_id"], assistants[0]["assistant_id"], input={"n": 0}))
     assert out == {"items": ["a", "b"], "n": 1}
 
     state = c.threads.get_state(thread["thread_id"])
     assert state["values"] == out and state["next"] == []
-    assert state["metadata"]["step"] == 2
+    assert as_dict(state["metadata"])["step"] == 2
     assert state["checkpoint"]["thread_id"] == thread["thread_id"]
     history = c.threads.get_history(thread["thread_id"], limit=10)
-    assert [h["metadata"]["step"] for h in history] == [2, 1, 0, -1]
+    assert [as_dict(h["metadata"])["step"] for h in history] == [2, 1, 0, -1]
     assert history[-1]["next"] == ["__start__"] and history[-1]["values"] == {}
     assert history[1]["next"] == ["b"] and history[1]["values"] == {"items": ["a"], "n": 1}
-    earlier = c.threads.get_state(thread["thread_id"], checkpoint_id=history[2]["checkpoint_id"])
+    earlier = c.threads.get_state(
+        thread["thread_id"], checkpoint_id=as_dict(history[2])["checkpoint_id"]
+    )
     assert earlier["values"] == {"items": [], "n": 0} and earlier["next"] == ["a"]
 
     got = c.threads.get(thread["thread_id"])
     assert got["status"] == "idle" and got["values"] == out
-    assert got["metadata"]["user"] == "u1" and got["metadata"]["graph_id"] == "simple"
+    assert (
+        as_dict(got["metadata"])["user"] == "u1"
+        and as_dict(got["metadata"])["graph_id"] == "simple"
+    )
     runs = c.runs.list(thread["thread_id"])
     assert [r["status"] for r in runs] == ["success"]
     assert thread["thread_id"] in [t["thread_id"] for t in c.threads.search(limit=100)]
@@ -45,9 +54,7 @@ def test_thread_run_state_and_history(server: Running) -> None:
 def test_stream_pauses_on_interrupt_and_resume_continues(server: Running) -> None:
     c = client(server)
     tid = c.threads.create()["thread_id"]
-    parts = list(
-        c.runs.stream(tid, "ask", input={"items": ["x"], "n": 0}, stream_mode=["values", "updates"])
-    )
+    parts = list(c.runs.stream(tid, "ask", input=ASK_INPUT, stream_mode=["values", "updates"]))
     events = [p.event for p in parts]
     assert events == ["metadata", "values", "updates", "values", "updates", "values"]
     assert set(parts[0].data) == {"run_id", "attempt"}
@@ -64,7 +71,7 @@ def test_stream_pauses_on_interrupt_and_resume_continues(server: Running) -> Non
     assert state["next"] == ["ask"] and state["interrupts"][0]["id"] == asked[0]["id"]
     assert state["tasks"][0]["interrupts"][0]["value"] == {"question": "ok?", "n": 1}
 
-    out = c.runs.wait(tid, "ask", command={"resume": "yes"})
+    out = as_dict(c.runs.wait(tid, "ask", command={"resume": "yes"}))
     assert out == {"items": ["x", "a", "answer:yes", "b"], "n": 1}
     assert c.threads.get(tid)["status"] == "idle"
     assert len(c.runs.list(tid)) == 2
@@ -73,7 +80,7 @@ def test_stream_pauses_on_interrupt_and_resume_continues(server: Running) -> Non
 def test_wait_returns_the_interrupt(server: Running) -> None:
     c = client(server)
     tid = c.threads.create()["thread_id"]
-    out = c.runs.wait(tid, "ask", input={"n": 5})
+    out = as_dict(c.runs.wait(tid, "ask", input={"n": 5}))
     assert out["n"] == 6 and out["__interrupt__"][0]["value"]["n"] == 6
     resumed = list(c.runs.stream(tid, "ask", command={"resume": "no"}, stream_mode="values"))
     assert resumed[1].data["items"] == ["a"]  # a resume starts with the current state
@@ -100,14 +107,14 @@ def test_cancel_keeps_finished_steps_and_the_thread_goes_on(server: Running) -> 
     c = client(server)
     tid = c.threads.create()["thread_id"]
     run = c.runs.create(tid, "slow", input={"n": 0, "until": 10_000})
-    until(lambda: c.threads.get_state(tid)["values"].get("n", 0) >= 2, what="two ticks")
+    until(lambda: as_dict(c.threads.get_state(tid)["values"]).get("n", 0) >= 2, what="two ticks")
     c.runs.cancel(tid, run["run_id"], wait=True)
     assert c.runs.get(tid, run["run_id"])["status"] == "interrupted"
-    kept = c.threads.get_state(tid)["values"]
+    kept = as_dict(c.threads.get_state(tid)["values"])
     assert 2 <= kept["n"] < 10_000 and len(kept["items"]) == kept["n"]
     assert c.threads.get(tid)["status"] == "idle"
 
-    out = c.runs.wait(tid, "slow", input={"until": kept["n"] + 2})
+    out = as_dict(c.runs.wait(tid, "slow", input={"until": kept["n"] + 2}))
     assert out["n"] == kept["n"] + 2  # the thread continued from its kept steps
     assert out["items"][: kept["n"]] == kept["items"]
 
@@ -138,7 +145,7 @@ def test_another_tenants_key_sees_nothing(server: Running) -> None:
             attempt()
         assert refused.value.response.status_code == 404
     assert tid not in [t["thread_id"] for t in eve.threads.search(limit=1000)]
-    assert alice.threads.get_state(tid)["values"]["n"] == 1  # untouched
+    assert as_dict(alice.threads.get_state(tid)["values"])["n"] == 1  # untouched
 
 
 def test_no_key_or_a_bad_key_is_refused(server: Running, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -156,7 +163,7 @@ def test_scopes(server: Running) -> None:
     reader, alice, admin = client(server, "reader"), client(server), client(server, "admin")
     tid = alice.threads.create()["thread_id"]
     alice.runs.wait(tid, "simple", input={"n": 0})
-    assert reader.threads.get_state(tid)["values"]["n"] == 1  # read
+    assert as_dict(reader.threads.get_state(tid)["values"])["n"] == 1  # read
     with pytest.raises(httpx.HTTPStatusError) as refused:
         reader.runs.create(tid, "simple", input={"n": 0})
     assert refused.value.response.status_code == 403
@@ -179,7 +186,7 @@ def test_failed_run_reports_the_error(server: Running) -> None:
     assert parts[-1].data == {"error": "ValueError", "message": "the model refused"}
     assert c.threads.get(tid)["status"] == "error"
     assert c.runs.list(tid)[0]["status"] == "error"
-    out = c.runs.wait(tid, "failing", input={"n": 0}, raise_error=False)
+    out = as_dict(c.runs.wait(tid, "failing", input={"n": 0}, raise_error=False))
     assert out["__error__"] == {"error": "ValueError", "message": "the model refused"}
 
 
@@ -198,7 +205,7 @@ def test_assistant_graph_schemas_and_thread_edits(server: Running) -> None:
     assert {n["id"] for n in graph["nodes"]} == {"__start__", "a", "ask", "b", "__end__"}
     assert {"source": "a", "target": "ask"} in graph["edges"]
     schemas = c.assistants.get_schemas(assistant["assistant_id"])
-    assert set(schemas["state_schema"]["properties"]) == {"items", "n"}
+    assert set(as_dict(schemas["state_schema"])["properties"]) == {"items", "n"}
 
     tid = c.threads.create(metadata={"k": 1})["thread_id"]
     assert c.threads.update(tid, metadata={"j": 2})["metadata"] == {"k": 1, "j": 2}
@@ -208,11 +215,13 @@ def test_assistant_graph_schemas_and_thread_edits(server: Running) -> None:
 
     c.runs.wait(tid, "simple", input={"n": 0})
     done = c.threads.update_state(tid, {"n": 42})
-    state = c.threads.get_state(tid)
-    assert state["values"]["n"] == 42 and state["checkpoint_id"] == done["checkpoint_id"]
-    at = c.threads.get_state(tid, checkpoint={"checkpoint_id": state["parent_checkpoint_id"]})
-    assert at["values"]["n"] == 1
-    assert c.threads.get_history(tid)[0]["values"]["n"] == 42
+    state = as_dict(c.threads.get_state(tid))
+    assert state["values"]["n"] == 42 and state["checkpoint_id"] == as_dict(done)["checkpoint_id"]
+    # a partial checkpoint, which the server takes as LangGraph's does (the SDK types a full one)
+    partial = {"checkpoint_id": state["parent_checkpoint_id"]}
+    at = c.threads.get_state(tid, checkpoint=partial)  # type: ignore[arg-type]
+    assert as_dict(at["values"])["n"] == 1
+    assert as_dict(c.threads.get_history(tid)[0]["values"])["n"] == 42
 
 
 def test_operator_routes_and_dashboard_pages(server: Running) -> None:

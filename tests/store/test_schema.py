@@ -73,7 +73,7 @@ def test_postgres_migrations_build_schema_sql(pg_base_url: str) -> None:
         conn.execute("CREATE SCHEMA IF NOT EXISTS t_reference_shape")
         conn.execute("SET search_path TO t_reference_shape")
         for statement in split_statements(schema_sql("postgres")):
-            conn.execute(statement)  # type: ignore[arg-type]
+            conn.execute(statement)
     assert shape(migrated) == shape("t_reference_shape")
 
 
@@ -151,10 +151,10 @@ class Raw:
 
         base, _, schema = self.url.rpartition("schema=")
         with psycopg.connect(base.rstrip("?&"), autocommit=True) as conn:
-            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')  # type: ignore[arg-type]
-            conn.execute(f'SET search_path TO "{schema}"')  # type: ignore[arg-type]
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+            conn.execute(f'SET search_path TO "{schema}"')
             for s in statements:
-                cur = conn.execute(s)  # type: ignore[arg-type]
+                cur = conn.execute(s)
                 rows = cur.fetchall() if cur.description else []
         return rows
 

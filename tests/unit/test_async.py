@@ -13,7 +13,7 @@ from wayline import END, START, Command, NodeContext, Send, StateGraph, interrup
 
 
 class State(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
 
 
 def cfg(thread: str = "t") -> dict[str, Any]:
@@ -29,13 +29,13 @@ async def collect(agen: Any) -> list[Any]:
 
 
 def mixed_graph() -> StateGraph:
-    async def fetch(state: State) -> dict:
+    async def fetch(state: State) -> dict[str, Any]:
         return {"log": ["fetch"]}
 
-    def parse(state: State) -> dict:  # a sync node in an async run
+    def parse(state: State) -> dict[str, Any]:  # a sync node in an async run
         return {"log": ["parse"]}
 
-    async def fan(arg: int, ctx: NodeContext) -> dict:
+    async def fan(arg: int, ctx: NodeContext) -> dict[str, Any]:
         return {"log": [f"fan{arg}@{ctx.node}"]}
 
     g = StateGraph(State)
@@ -75,14 +75,14 @@ def test_astream_matches_stream() -> None:
 
 
 def test_parallel_async_nodes_run_concurrently() -> None:
-    async def main() -> dict:
+    async def main() -> dict[str, Any]:
         ready = asyncio.Event()
 
-        async def waiter(state: State) -> dict:
+        async def waiter(state: State) -> dict[str, Any]:
             await asyncio.wait_for(ready.wait(), timeout=10)  # hangs if run after "setter"
             return {"log": ["waiter"]}
 
-        async def setter(state: State) -> dict:
+        async def setter(state: State) -> dict[str, Any]:
             ready.set()
             return {"log": ["setter"]}
 
@@ -99,12 +99,12 @@ def test_parallel_async_nodes_run_concurrently() -> None:
 def test_async_interrupt_and_resume() -> None:
     calls: Counter[str] = Counter()
 
-    async def ask(state: State) -> dict:
+    async def ask(state: State) -> dict[str, Any]:
         calls["ask"] += 1
         answer = interrupt("approve?")
         return {"log": [answer]}
 
-    async def peer(state: State) -> dict:
+    async def peer(state: State) -> dict[str, Any]:
         calls["peer"] += 1
         return {"log": ["peer"]}
 
@@ -115,7 +115,7 @@ def test_async_interrupt_and_resume() -> None:
     g.add_edge(START, "peer")
     app = g.compile()
 
-    async def main() -> tuple[dict, dict]:
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
         first = await app.ainvoke({"log": []}, cfg())
         second = await app.ainvoke(Command(resume="approved"), cfg())
         return first, second
@@ -129,7 +129,7 @@ def test_async_interrupt_and_resume() -> None:
 def test_async_node_exception_is_recorded_and_resumable() -> None:
     fail = {"on": True}
 
-    async def flaky(state: State) -> dict:
+    async def flaky(state: State) -> dict[str, Any]:
         if fail["on"]:
             raise ConnectionError("upstream down")
         return {"log": ["flaky"]}

@@ -33,12 +33,12 @@ def run_row(app: Any, thread: str = "t") -> Any:
 
 
 class Counting(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
     n: int
 
 
 def looping_graph(until: int = 10) -> StateGraph:
-    def tick(state: Counting) -> dict:
+    def tick(state: Counting) -> dict[str, Any]:
         return {"n": state["n"] + 1, "log": [state["n"]]}
 
     g = StateGraph(Counting)
@@ -86,14 +86,14 @@ def test_a_run_that_fits_its_limit_exactly_finishes() -> None:
 REDUCER_BROKEN = {"on": False}
 
 
-def fragile_add(old: list, new: list) -> list:
+def fragile_add(old: list[Any], new: list[Any]) -> list[Any]:
     if REDUCER_BROKEN["on"] and "poison" in new:
         raise ValueError("cannot fold poison")
     return old + new
 
 
 class Fragile(TypedDict):
-    log: Annotated[list, fragile_add]
+    log: Annotated[list[Any], fragile_add]
 
 
 @pytest.fixture
@@ -103,14 +103,16 @@ def broken_reducer():  # type: ignore[no-untyped-def]
     REDUCER_BROKEN["on"] = False
 
 
-def test_reducer_error_names_the_channel_and_keeps_the_last_step(broken_reducer: dict) -> None:
+def test_reducer_error_names_the_channel_and_keeps_the_last_step(
+    broken_reducer: dict[str, Any],
+) -> None:
     calls: Counter[str] = Counter()
 
-    def ok(state: Fragile) -> dict:
+    def ok(state: Fragile) -> dict[str, Any]:
         calls["ok"] += 1
         return {"log": ["ok"]}
 
-    def poison(state: Fragile) -> dict:
+    def poison(state: Fragile) -> dict[str, Any]:
         calls["poison"] += 1
         return {"log": ["poison"]}
 
@@ -134,11 +136,13 @@ def test_reducer_error_names_the_channel_and_keeps_the_last_step(broken_reducer:
     assert calls == Counter(ok=1, poison=2)
 
 
-def test_reducer_error_in_a_parallel_step_keeps_the_peers_writes(broken_reducer: dict) -> None:
+def test_reducer_error_in_a_parallel_step_keeps_the_peers_writes(
+    broken_reducer: dict[str, Any],
+) -> None:
     calls: Counter[str] = Counter()
 
     def node(name: str):  # type: ignore[no-untyped-def]
-        def fn(state: Fragile) -> dict:
+        def fn(state: Fragile) -> dict[str, Any]:
             calls[name] += 1
             return {"log": [name]}
 
@@ -162,13 +166,13 @@ def test_reducer_error_in_a_parallel_step_keeps_the_peers_writes(broken_reducer:
 
 
 class Plain(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
 
 
 def test_undeclared_key_from_a_node_keeps_the_last_step_and_is_resumable() -> None:
     attempts: Counter[str] = Counter()
 
-    def sloppy(state: Plain) -> dict:
+    def sloppy(state: Plain) -> dict[str, Any]:
         attempts["sloppy"] += 1
         if attempts["sloppy"] == 1:
             return {"log": ["sloppy"], "typo_key": 1}
@@ -211,7 +215,7 @@ def test_node_returning_a_non_mapping_is_an_invalid_update() -> None:
 
 
 class Holder(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
     payload: Any
 
 
@@ -223,7 +227,7 @@ class Opaque:
 def test_unserializable_value_names_node_channel_and_type(parallel: bool) -> None:
     attempts: Counter[str] = Counter()
 
-    def produce(state: Holder) -> dict:
+    def produce(state: Holder) -> dict[str, Any]:
         attempts["produce"] += 1
         return {"payload": Opaque() if attempts["produce"] == 1 else "plain"}
 
@@ -270,17 +274,17 @@ def test_node_exception_is_recorded_and_resume_reruns_only_the_failed_node(
     calls: Counter[str] = Counter()
     fail = {"b": True}
 
-    def a(state: Plain) -> dict:
+    def a(state: Plain) -> dict[str, Any]:
         calls["a"] += 1
         return {"log": ["a"]}
 
-    def b(state: Plain) -> dict:
+    def b(state: Plain) -> dict[str, Any]:
         calls["b"] += 1
         if fail["b"]:
             raise Boom("b exploded")
         return {"log": ["b"]}
 
-    def after(state: Plain) -> dict:
+    def after(state: Plain) -> dict[str, Any]:
         calls["after"] += 1
         return {"log": ["after"]}
 
@@ -313,7 +317,7 @@ def test_node_exception_is_recorded_and_resume_reruns_only_the_failed_node(
 def test_node_exception_propagates_unchanged() -> None:
     error = KeyError("missing")
 
-    def broken(state: Plain) -> dict:
+    def broken(state: Plain) -> dict[str, Any]:
         raise error
 
     g = StateGraph(Plain)
@@ -325,7 +329,7 @@ def test_node_exception_propagates_unchanged() -> None:
 
 
 def test_invoke_none_after_failure_without_fix_fails_again() -> None:
-    def broken(state: Plain) -> dict:
+    def broken(state: Plain) -> dict[str, Any]:
         raise Boom("still broken")
 
     g = StateGraph(Plain)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
@@ -20,19 +20,19 @@ from wayline.errors import (
 
 
 class State(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
     value: int
 
 
-def noop(state: State) -> dict:
+def noop(state: State) -> dict[str, Any]:
     return {}
 
 
-def step_a(state: State) -> dict:
+def step_a(state: State) -> dict[str, Any]:
     return {"log": ["a"]}
 
 
-def step_b(state: State) -> dict:
+def step_b(state: State) -> dict[str, Any]:
     return {"log": ["b"]}
 
 
@@ -40,7 +40,7 @@ def go_nowhere(state: State) -> Command[Literal["missing"]]:
     return Command(goto="missing")
 
 
-def go_b_or_end(state: State) -> Command[Literal["b", END]]:
+def go_b_or_end(state: State) -> Command[Literal["b", END]]:  # type: ignore[valid-type]  # LangGraph's idiom; mypy takes no names in Literal
     return Command(goto="b")
 
 
@@ -101,7 +101,7 @@ def test_add_node_with_only_a_function_uses_its_name() -> None:
 
 def test_add_node_with_a_callable_object_uses_its_class_name() -> None:
     class Worker:
-        def __call__(self, state: State) -> dict:
+        def __call__(self, state: State) -> dict[str, Any]:
             return {"log": ["worker"]}
 
     g = StateGraph(State)
@@ -306,7 +306,7 @@ def test_state_schema_must_be_typeddict_dataclass_or_pydantic(schema: type) -> N
 def test_dataclass_schema_channels_follow_its_fields() -> None:
     @dataclasses.dataclass
     class DC:
-        items: Annotated[list, operator.add]
+        items: Annotated[list[Any], operator.add]
         name: str = ""
 
     g = StateGraph(DC)

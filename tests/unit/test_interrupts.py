@@ -11,28 +11,29 @@ import pytest
 
 from wayline import END, START, Command, Interrupt, Send, StateGraph, interrupt
 from wayline.errors import GraphInterrupt, ResumeError, WaylineError, WaylineSignal
+from wayline.graph.compiled import CompiledGraph
 
 
 class State(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
 
 
 def cfg(thread: str = "t", **configurable: Any) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread, **configurable}}
 
 
-def status(app: Any, thread: str = "t", tenant: str = "default") -> str:
+def status(app: CompiledGraph, thread: str = "t", tenant: str = "default") -> str:
     run = app.store.get_run(tenant, thread)
     assert run is not None
     return run.status
 
 
 def approval_graph(calls: Counter[str]) -> StateGraph:
-    def propose(state: State) -> dict:
+    def propose(state: State) -> dict[str, Any]:
         calls["propose"] += 1
         return {"log": ["proposed"]}
 
-    def approve(state: State) -> dict:
+    def approve(state: State) -> dict[str, Any]:
         calls["approve"] += 1
         answer = interrupt({"question": "ok?", "amount": (10, "EUR")})
         return {"log": [f"answer:{answer}"]}
@@ -85,7 +86,7 @@ def test_resume_from_a_new_process(tmp_path: Path) -> None:
 def test_several_interrupts_in_one_node_are_answered_in_turn() -> None:
     runs: list[str] = []
 
-    def ask(state: State) -> dict:
+    def ask(state: State) -> dict[str, Any]:
         runs.append("ask")
         name = interrupt("name?")
         age = interrupt("age?")
@@ -106,13 +107,13 @@ def test_several_interrupts_in_one_node_are_answered_in_turn() -> None:
 
 def parallel_asks(calls: Counter[str]) -> StateGraph:
     def ask(name: str):  # type: ignore[no-untyped-def]
-        def node(state: State) -> dict:
+        def node(state: State) -> dict[str, Any]:
             calls[name] += 1
             return {"log": [f"{name}:{interrupt(f'q-{name}')}"]}
 
         return node
 
-    def quick(state: State) -> dict:
+    def quick(state: State) -> dict[str, Any]:
         calls["quick"] += 1
         return {"log": ["quick"]}
 
@@ -189,7 +190,7 @@ def test_resume_without_pending_interrupt_is_refused_and_changes_nothing() -> No
 
 
 def test_new_input_on_an_interrupted_thread_discards_the_question() -> None:
-    def ask(state: State) -> dict:
+    def ask(state: State) -> dict[str, Any]:
         return {"log": ["asked", interrupt("q")]}
 
     g = StateGraph(State)
@@ -204,7 +205,7 @@ def test_new_input_on_an_interrupted_thread_discards_the_question() -> None:
 
 
 def test_interrupt_is_not_swallowed_by_except_exception() -> None:
-    def careless(state: State) -> dict:
+    def careless(state: State) -> dict[str, Any]:
         try:
             value = interrupt("q")
         except Exception:  # a broad handler must not eat the suspension
@@ -242,7 +243,7 @@ def test_interrupt_in_stream_modes() -> None:
 def test_interrupts_in_send_tasks_are_resumed_by_id() -> None:
     calls: list[int] = []
 
-    def worker(arg: int) -> dict:
+    def worker(arg: int) -> dict[str, Any]:
         calls.append(arg)
         return {"log": [f"{arg}:{interrupt(f'q{arg}')}"]}
 

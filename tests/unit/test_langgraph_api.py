@@ -97,7 +97,7 @@ def test_retry_policy_takes_langgraph_names_and_default_retry_on() -> None:
 
 
 class S(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
 
 
 def test_astream_custom_and_abatch() -> None:
@@ -159,10 +159,11 @@ def test_a_finished_task_is_not_run_again_after_the_entrypoint_fails() -> None:
 
     @entrypoint(checkpointer=wayline.connect("sqlite:///:memory:"))
     def flow(x: int) -> int:
-        value = fetch(x).result()
+        value: int = fetch(x).result()
         if fail["on"]:
             raise RuntimeError("crash between tasks")
-        return value + fetch(x + 1).result()
+        following: int = fetch(x + 1).result()
+        return value + following
 
     with pytest.raises(RuntimeError):
         flow.invoke(1, cfg("f"))
@@ -180,7 +181,8 @@ def test_interrupt_before_at_invoke_and_resume() -> None:
     app = g.compile()
     assert app.invoke({"log": []}, cfg("i"), interrupt_before=["b"]) == {"log": ["a"]}
     assert app.get_state(cfg("i")).next == ("b",)
-    assert app.store.get_run("default", "i").status == "interrupted"
+    run = app.store.get_run("default", "i")
+    assert run is not None and run.status == "interrupted"
     assert app.invoke(None, cfg("i")) == {"log": ["a", "b"]}
 
 
@@ -246,6 +248,8 @@ def test_custom_chunks_reach_the_caller_while_the_node_runs() -> None:
         out.append(chunk)
     assert out[-1] == {"log": ["seen"]}
 
+    aseen = asyncio.Event()  # binds to the running loop on first use (Python 3.10+)
+
     async def anode(state: S) -> dict[str, Any]:
         get_stream_writer()("started")
         try:
@@ -269,10 +273,4 @@ def test_custom_chunks_reach_the_caller_while_the_node_runs() -> None:
             chunks.append(chunk)
         return chunks
 
-    async def main() -> list[Any]:
-        nonlocal aseen
-        aseen = asyncio.Event()
-        return await consume()
-
-    aseen: asyncio.Event
-    assert asyncio.run(main())[-1] == {"log": ["seen"]}
+    assert asyncio.run(consume())[-1] == {"log": ["seen"]}

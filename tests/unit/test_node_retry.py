@@ -22,7 +22,11 @@ def flaky_graph(
     failures: int, policy: RetryPolicy | None, calls: list[str], sent: list[str]
 ) -> Any:
     def node(s: S, ctx: wayline.NodeContext) -> dict[str, Any]:
-        receipt = ctx.effect("send", lambda key: sent.append(key) or f"sent {len(sent)}")
+        def send(key: str) -> str:
+            sent.append(key)
+            return f"sent {len(sent)}"
+
+        receipt = ctx.effect("send", send)
         calls.append(receipt)
         if len(calls) <= failures:
             raise ConnectionError(f"flaky {len(calls)}")

@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,9 +27,10 @@ def svc(tmp_path: Path) -> Iterator[PaymentsService]:
         yield service
 
 
-def get(url: str) -> dict:
+def get(url: str) -> dict[str, Any]:
     with urllib.request.urlopen(url, timeout=10) as resp:
-        return json.loads(resp.read())
+        data: dict[str, Any] = json.loads(resp.read())
+        return data
 
 
 def test_a_charge_without_a_key_charges_every_time(svc: PaymentsService) -> None:
@@ -55,7 +57,8 @@ def test_a_key_seen_before_returns_the_same_charge(svc: PaymentsService) -> None
     assert deduped == {**created, "deduplicated": True}
     assert created["idempotency_key"] == "k-1" and created["deduplicated"] is False
     assert get(f"{svc.url}/stats") == {"charges": 1, "requests": 2, "deduplicated": 1}
-    assert find_charge(svc.url, "k-1")["id"] == created["id"]
+    charge = find_charge(svc.url, "k-1")
+    assert charge is not None and charge["id"] == created["id"]
     assert find_charge(svc.url, "k-2") is None
 
 
@@ -70,7 +73,7 @@ def test_a_key_reused_for_another_amount_is_refused(svc: PaymentsService) -> Non
 @pytest.mark.parametrize(
     "body", [{"amount": 0, "customer": "c"}, {"amount": True, "customer": "c"}, {"amount": 5}]
 )
-def test_a_malformed_charge_is_a_400(svc: PaymentsService, body: dict) -> None:
+def test_a_malformed_charge_is_a_400(svc: PaymentsService, body: dict[str, Any]) -> None:
     req = urllib.request.Request(f"{svc.url}/charges", json.dumps(body).encode(), method="POST")
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(req, timeout=10)

@@ -16,7 +16,7 @@ from wayline.graph.travel import checkpoint_id
 
 
 class State(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
     last: str
     count: int
 
@@ -26,7 +26,7 @@ def cfg(thread: str = "t", **configurable: Any) -> dict[str, Any]:
 
 
 def writer(name: str):  # type: ignore[no-untyped-def]
-    def node(state: State) -> dict:
+    def node(state: State) -> dict[str, Any]:
         return {"log": [name], "last": name} if name != "skip" else {}
 
     node.__name__ = name
@@ -34,7 +34,7 @@ def writer(name: str):  # type: ignore[no-untyped-def]
 
 
 def appender(name: str):  # type: ignore[no-untyped-def]
-    def node(state: State) -> dict:
+    def node(state: State) -> dict[str, Any]:
         return {"log": [name]}
 
     node.__name__ = name
@@ -65,7 +65,7 @@ def test_parallel_writes_fold_by_node_name_then_sends_in_order() -> None:
         g.add_node(name, appender(name))
         g.add_edge(name, END)
 
-    def worker(arg: int) -> dict:
+    def worker(arg: int) -> dict[str, Any]:
         return {"log": [f"w{arg}"]}
 
     g.add_node("worker", worker)
@@ -111,10 +111,10 @@ def test_join_waits_for_all_sources_across_steps() -> None:
 
 def test_join_fires_again_each_time_all_sources_ran() -> None:
     class Loop(TypedDict):
-        log: Annotated[list, operator.add]
+        log: Annotated[list[Any], operator.add]
         count: int
 
-    def a(state: Loop) -> dict:
+    def a(state: Loop) -> dict[str, Any]:
         return {"log": ["a"], "count": state["count"] + 1}
 
     g = StateGraph(Loop)
@@ -222,16 +222,16 @@ def test_conditional_entry_point_sees_the_input() -> None:
 def test_send_map_reduce() -> None:
     class MapState(TypedDict):
         subjects: list[str]
-        jokes: Annotated[list, operator.add]
+        jokes: Annotated[list[Any], operator.add]
         best: str
 
     received: list[Any] = []
 
-    def make_joke(arg: dict) -> dict:
+    def make_joke(arg: dict[str, Any]) -> dict[str, Any]:
         received.append(arg)
         return {"jokes": [f"joke about {arg['subject']}"]}
 
-    def pick(state: MapState) -> dict:
+    def pick(state: MapState) -> dict[str, Any]:
         return {"best": max(state["jokes"], key=len)}
 
     g = StateGraph(MapState)
@@ -265,13 +265,13 @@ def test_send_to_unknown_node_fails_the_run() -> None:
 
 
 def test_node_command_updates_and_goes_to_nodes_and_sends() -> None:
-    def a(state: State) -> Command:
+    def a(state: State) -> Command[Any]:
         return Command(update={"log": ["a"], "last": "a"}, goto=["c", "b"])
 
-    def c(state: State) -> Command:
+    def c(state: State) -> Command[Any]:
         return Command(update={"log": ["c"]}, goto=Send("w", {"x": 1}))
 
-    def w(arg: dict) -> dict:
+    def w(arg: dict[str, Any]) -> dict[str, Any]:
         return {"log": [f"w{arg['x']}"]}
 
     g = StateGraph(State)
@@ -294,7 +294,7 @@ def test_node_command_updates_and_goes_to_nodes_and_sends() -> None:
 def test_command_goto_loops_until_it_goes_to_end() -> None:
     calls: list[str] = []
 
-    def a(state: State) -> Command:
+    def a(state: State) -> Command[Any]:
         calls.append("a")
         return Command(
             update={"count": state["count"] + 1}, goto="a" if state["count"] < 2 else END
@@ -326,7 +326,7 @@ def test_command_as_input_updates_and_routes() -> None:
 
 
 def test_list_of_commands_from_a_node() -> None:
-    def a(state: State) -> list[Command]:
+    def a(state: State) -> list[Command[Any]]:
         return [Command(update={"log": ["x"]}, goto="b"), Command(update={"count": 1})]
 
     g = StateGraph(State)
@@ -342,11 +342,11 @@ def test_list_of_commands_from_a_node() -> None:
 def test_node_context_describes_where_the_node_runs() -> None:
     contexts: list[NodeContext] = []
 
-    def a(state: State, ctx: NodeContext) -> dict:
+    def a(state: State, ctx: NodeContext) -> dict[str, Any]:
         contexts.append(ctx)
         return {"log": ["a"]}
 
-    def b(state: State, ctx: NodeContext) -> dict:
+    def b(state: State, ctx: NodeContext) -> dict[str, Any]:
         contexts.append(ctx)
         return {"log": ["b"]}
 
@@ -366,7 +366,7 @@ def test_node_context_describes_where_the_node_runs() -> None:
 def test_node_context_reads_like_the_langgraph_config() -> None:
     seen: list[Any] = []
 
-    def node(state: State, config: Any) -> dict:
+    def node(state: State, config: Any) -> dict[str, Any]:
         seen.append(
             (
                 config["configurable"]["thread_id"],
@@ -386,7 +386,7 @@ def test_node_context_reads_like_the_langgraph_config() -> None:
 def test_task_ids_are_deterministic_per_run_and_step() -> None:
     ids: list[str] = []
 
-    def node(state: State, ctx: NodeContext) -> dict:
+    def node(state: State, ctx: NodeContext) -> dict[str, Any]:
         ids.append(ctx.task_id)
         return {}
 
@@ -520,10 +520,10 @@ def test_a_new_process_reads_the_state_from_the_store(tmp_path: Path) -> None:
 
 def test_reconstruction_replays_at_most_snapshot_every_deltas() -> None:
     class Counter(TypedDict):
-        log: Annotated[list, operator.add]
+        log: Annotated[list[Any], operator.add]
         count: int
 
-    def tick(state: Counter) -> dict:
+    def tick(state: Counter) -> dict[str, Any]:
         return {"log": [state["count"]], "count": state["count"] + 1}
 
     g = StateGraph(Counter)
@@ -559,7 +559,7 @@ def test_parallel_sync_nodes_run_concurrently() -> None:
     barrier = threading.Barrier(2, timeout=10)
 
     def meet(name: str):  # type: ignore[no-untyped-def]
-        def node(state: State) -> dict:
+        def node(state: State) -> dict[str, Any]:
             barrier.wait()  # deadlocks (and times out) if the peers ran one after another
             return {"log": [name]}
 
@@ -601,10 +601,10 @@ def test_same_thread_id_under_two_tenants_is_two_runs() -> None:
 
 def test_one_compiled_graph_serves_runs_from_several_threads() -> None:
     class Counting(TypedDict):
-        log: Annotated[list, operator.add]
+        log: Annotated[list[Any], operator.add]
         n: int
 
-    def tick(state: Counting) -> dict:
+    def tick(state: Counting) -> dict[str, Any]:
         return {"n": state["n"] + 1, "log": [state["n"]]}
 
     g = StateGraph(Counting)

@@ -72,7 +72,7 @@ def cfg(thread: str = "t") -> dict[str, Any]:
 
 
 def typeddict_graph(codec: Codec | None = None) -> StateGraph:
-    def triage(state: TDState) -> dict:
+    def triage(state: TDState) -> dict[str, Any]:
         assert isinstance(state, dict)
         (ticket,) = state["tickets"]
         note = Note(text="escalate", tags={"urgent", "money"}, ticket=ticket)
@@ -81,7 +81,7 @@ def typeddict_graph(codec: Codec | None = None) -> StateGraph:
             "notes": {"n1": note},
         }
 
-    def mark(state: TDState) -> dict:
+    def mark(state: TDState) -> dict[str, Any]:
         return {"seen": {t.priority.value for t in state["tickets"]}}
 
     g = StateGraph(TDState, codec=codec)
@@ -112,7 +112,7 @@ def test_typeddict_state_with_nested_types_round_trips(tmp_path: Path) -> None:
 def test_dataclass_state_is_passed_to_nodes_as_the_dataclass(tmp_path: Path) -> None:
     seen_types: list[type] = []
 
-    def bump(state: DCState) -> dict:
+    def bump(state: DCState) -> dict[str, Any]:
         seen_types.append(type(state))
         return {"count": state.count + 1, "tickets": [TICKET], "note": Note(text="hi")}
 
@@ -133,7 +133,7 @@ def test_dataclass_state_is_passed_to_nodes_as_the_dataclass(tmp_path: Path) -> 
 def test_pydantic_state_is_passed_to_nodes_as_the_model(tmp_path: Path) -> None:
     seen: list[Any] = []
 
-    def bump(state: PState) -> dict:
+    def bump(state: PState) -> dict[str, Any]:
         seen.append(state)
         return {"count": state.count + 1, "tickets": [TICKET]}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from pathlib import Path
-from typing import Annotated, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
@@ -67,7 +67,7 @@ def test_scheme_is_case_insensitive() -> None:
 
 
 class State(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
 
 
 def test_runs_persist_across_connections_to_the_same_file(tmp_path: Path) -> None:

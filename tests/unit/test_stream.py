@@ -12,7 +12,7 @@ from wayline.errors import WaylineError
 
 
 class State(TypedDict):
-    log: Annotated[list, operator.add]
+    log: Annotated[list[Any], operator.add]
     last: str
 
 
@@ -21,13 +21,13 @@ def cfg(thread: str = "t") -> dict[str, Any]:
 
 
 def build(*, with_silent_node: bool = False) -> StateGraph:
-    def a(state: State) -> dict:
+    def a(state: State) -> dict[str, Any]:
         return {"log": ["a"], "last": "a"}
 
     def b(state: State) -> None:
         return None  # a node may write nothing
 
-    def c(state: State) -> Command:
+    def c(state: State) -> Command[Any]:
         return Command(update={"log": ["c"]}, goto=END)
 
     g = StateGraph(State)

@@ -81,8 +81,8 @@ class StateGraph:
 
     def add_node(
         self,
-        node: str | Callable[..., Any],
-        action: Callable[..., Any] | None = None,
+        node: str | Callable[..., Any] | CompiledGraph,
+        action: Callable[..., Any] | CompiledGraph | None = None,
         *,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
         input_schema: type | None = None,
@@ -120,9 +120,9 @@ class StateGraph:
             raise GraphError(f"node name {node!r} may not contain any of {_RESERVED_CHARS}")
         if node in self.nodes:
             raise DuplicateNodeError(f"a node named {node!r} already exists; names must be unique")
-        action = as_node_callable(action, self)
+        fn = as_node_callable(action, self)
         spec = NodeSpec.of(
-            node, action, retry_policy, input_schema=input_schema, destinations=destinations
+            node, fn, retry_policy, input_schema=input_schema, destinations=destinations
         )
         if spec.input_schema is not None and spec.input_schema is not self.schema.cls:
             self._add_schema(spec.input_schema)
@@ -188,7 +188,9 @@ class StateGraph:
         return self.add_edge(START, key)
 
     def set_conditional_entry_point(
-        self, path: Callable[..., Any], path_map: Mapping[Hashable, str] | None = None
+        self,
+        path: Callable[..., Any],
+        path_map: Mapping[Hashable, str] | Sequence[str] | None = None,
     ) -> StateGraph:
         return self.add_conditional_edges(START, path, path_map)
 

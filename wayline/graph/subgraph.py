@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import GraphInterrupt, ParentCommand
@@ -64,7 +64,9 @@ def namespace_of(run_id: str) -> tuple[str, ...]:
     return tuple(run_id.split(SEP)[1:])
 
 
-def as_node_callable(action: Any, builder: StateGraph) -> Any:
+def as_node_callable(
+    action: Callable[..., Any] | CompiledGraph, builder: StateGraph
+) -> Callable[..., Any]:
     """``add_node(name, compiled_graph)``: wrap a compiled graph to run as a subgraph."""
     from wayline.graph.compiled import CompiledGraph
 
