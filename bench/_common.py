@@ -136,7 +136,8 @@ def _lg_schema(variant: str, snapshot_frequency: int = 100) -> Any:
         elif variant == "delta":
             from langgraph.channels import DeltaChannel
 
-            _LG_SCHEMAS[key] = TypedDict(  # type: ignore[misc]
+            # built at run time: the channel's snapshot frequency is a parameter
+            _LG_SCHEMAS[key] = TypedDict(  # type: ignore[operator]
                 "DeltaState",
                 {
                     "log": Annotated[
@@ -155,7 +156,9 @@ def langgraph_graph(variant: str, n: int) -> Any:
     from langgraph.graph import END, START, StateGraph
 
     g = StateGraph(_lg_schema(variant))
-    g.add_node("step", _repl_node if variant == "replace" else _acc_node)
+    # LangGraph types a node's input as its state class; these plain-dict nodes serve all
+    # three schemas (annotating them would make LangGraph read them as input schemas).
+    g.add_node("step", _repl_node if variant == "replace" else _acc_node)  # type: ignore[call-overload]
     g.add_edge(START, "step")
     g.add_conditional_edges("step", _router(n, END))
     return g
@@ -317,7 +320,8 @@ def probe(spec: dict[str, Any], timeout: float = 300.0) -> dict[str, Any]:
     )
     if proc.returncode != 0:
         raise RuntimeError(f"probe {spec} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    report: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return report
 
 
 def _probe_main(spec: dict[str, Any]) -> dict[str, Any]:
@@ -472,7 +476,7 @@ def _terminal_width() -> int:
 def environment() -> dict[str, Any]:
     from importlib import metadata
 
-    versions = {}
+    versions: dict[str, str | None] = {}
     for pkg in ("wayline", "langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite"):
         try:
             versions[pkg] = metadata.version(pkg)

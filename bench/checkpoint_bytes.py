@@ -31,6 +31,7 @@ once) and LangGraph at n = 100 only.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import _common as c
@@ -38,7 +39,9 @@ import messages_bytes
 import subgraph_bytes
 
 
-def wayline_arm(tmp, workload: str, n: int, durability: str, synchronous: str) -> dict[str, Any]:
+def wayline_arm(
+    tmp: Path, workload: str, n: int, durability: str, synchronous: str
+) -> dict[str, Any]:
     import wayline
     from wayline.instrument import byte_report
 
@@ -89,7 +92,7 @@ def wayline_arm(tmp, workload: str, n: int, durability: str, synchronous: str) -
     return res
 
 
-def langgraph_arm(tmp, variant: str, n: int, synchronous: str) -> dict[str, Any]:
+def langgraph_arm(tmp: Path, variant: str, n: int, synchronous: str) -> dict[str, Any]:
     path = tmp / f"langgraph-{variant}-{n}.db"
     conn = c.lg_connect(path, synchronous)
     counter = c.ByteCounter()

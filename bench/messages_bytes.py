@@ -8,6 +8,7 @@ other workloads: the instrument for wayline, the counting serializer for LangGra
 
 from __future__ import annotations
 
+import importlib
 import time
 from typing import Any
 
@@ -17,10 +18,10 @@ import _common as c
 def _build(framework: str, n: int) -> Any:
     from langchain_core.messages import AIMessage
 
-    if framework == "wayline":
-        from wayline.graph import END, START, MessagesState, StateGraph
-    else:
-        from langgraph.graph import END, START, MessagesState, StateGraph
+    # the same graph in either framework: the API is chosen at run time
+    name = "wayline.graph" if framework == "wayline" else "langgraph.graph"
+    api: Any = importlib.import_module(name)
+    END, START, MessagesState, StateGraph = api.END, api.START, api.MessagesState, api.StateGraph
 
     def talk(state: Any) -> dict[str, Any]:
         step = len(state["messages"])

@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +144,7 @@ async def one_client(
         thread = await client.threads.create()
         start = time.perf_counter()
         first = None
-        extra = {"durability": durability} if durability else {}
+        extra: dict[str, Any] = {"durability": durability} if durability else {}
         values = 0
         async for part in client.runs.stream(
             thread["thread_id"], "bench", input={"n": 0, "steps": steps, "log": []},
@@ -210,7 +211,9 @@ def main() -> None:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="wayline-bench-server-") as tmpdir:
         tmp = Path(tmpdir)
-        servers = [("wayline serve", lambda: start_wayline(tmp, args.workers))]
+        servers: list[tuple[str, Callable[[], tuple[str, subprocess.Popen[bytes]]]]] = [
+            ("wayline serve", lambda: start_wayline(tmp, args.workers))
+        ]
         lg = find_langgraph(args.langgraph)
         if lg is not None:
             servers.append(("langgraph dev", lambda: start_langgraph(lg, tmp, args.workers)))

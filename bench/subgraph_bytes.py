@@ -10,6 +10,7 @@ its namespace with the same saver as the parent. Bytes: wayline from the instrum
 
 from __future__ import annotations
 
+import importlib
 import operator
 import time
 from typing import Annotated, Any, TypedDict
@@ -27,10 +28,9 @@ class ParentState(TypedDict):
 
 
 def _build(framework: str, n: int) -> Any:
-    if framework == "wayline":
-        from wayline import END, START, StateGraph
-    else:
-        from langgraph.graph import END, START, StateGraph
+    # the same graph in either framework: the API is chosen at run time
+    api: Any = importlib.import_module("wayline" if framework == "wayline" else "langgraph.graph")
+    END, START, StateGraph = api.END, api.START, api.StateGraph
     child = StateGraph(ChildState)
     child.add_node("step", lambda s: {"log": [c.item(s["n"])], "n": s["n"] + 1})
     child.add_edge(START, "step")

@@ -236,7 +236,9 @@ def report(results: dict[str, Any]) -> None:
     goals = []
     lg_variants = [v for v in ("plain", "delta") if f"LangGraph {v} sync" in arms]
 
-    def compare(goal: str, mine_name: str, theirs_name: str, against: str, limit: float | None):
+    def compare(
+        goal: str, mine_name: str, theirs_name: str, against: str, limit: float | None
+    ) -> None:
         mine, theirs = arms[mine_name], arms[theirs_name]
         ratio = mine["median"] / theirs["median"]
         paired = c.median(

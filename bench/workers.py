@@ -264,7 +264,9 @@ def machine_busy_seconds() -> float:
     import psutil
 
     t = psutil.cpu_times()
-    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
+    iowait = getattr(t, "iowait", 0.0)  # Linux only
+    busy: float = sum(t) - t.idle - iowait  # psutil's platform tuples are untyped
+    return busy
 
 
 def source_stamp() -> tuple[float, int]:
