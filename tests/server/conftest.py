@@ -1,9 +1,7 @@
-"""Fixtures: one server per backend per module (SQLite file, the suite's PostgreSQL)."""
-
-from __future__ import annotations
+"""Fixtures: one server per backend per module (SQLite file, the suite's PostgreSQL),
+defined in ``server_fixtures`` (type-checked: mypy sees one ``conftest`` module only)."""
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,25 +11,4 @@ pytest.importorskip("langgraph_sdk", reason="the server tests need pip install -
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import Running, start
-from pg import schema_url
-
-
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Running]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('srv') / 'server.db'}"
-    else:
-        url = schema_url(request.getfixturevalue("pg_base_url"))
-    running = start(url)
-    yield running
-    running.stop()
-
-
-@pytest.fixture(scope="module")
-def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
-    running = start(f"sqlite:///{tmp_path_factory.mktemp('srv') / 'server.db'}")
-    yield running
-    running.stop()
+from server_fixtures import server, sqlite_server  # noqa: F401
