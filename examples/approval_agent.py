@@ -14,7 +14,7 @@ run continues from its last committed step, in this process or in any other.
 from __future__ import annotations
 
 import sys
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
@@ -54,10 +54,10 @@ def scripted_model() -> GenericFakeChatModel:
     )
 
 
-def build(checkpointer: object) -> object:
+def build(checkpointer: wayline.Store | str | None) -> wayline.CompiledGraph:
     model = scripted_model()
 
-    def agent(state: MessagesState) -> dict:
+    def agent(state: MessagesState) -> dict[str, Any]:
         return {"messages": [model.invoke(state["messages"])]}
 
     def route(state: MessagesState) -> Literal["human_review", "__end__"]:

@@ -5,14 +5,15 @@ through an effect, notify.
 """
 
 import sys
+from typing import Any
 
 import wayline
 from wayline.demo.refund_agent import build_refund_agent, claim_input
 
-refunds: dict[str, dict] = {}
+refunds: dict[str, dict[str, Any]] = {}
 
 
-def refund(key: str, amount: int, customer: str) -> dict:
+def refund(key: str, amount: int, customer: str) -> dict[str, Any]:
     """Stand-in for a payments API that deduplicates by idempotency key."""
     return refunds.setdefault(key, {"id": f"re_{len(refunds) + 1}", "amount": amount})
 

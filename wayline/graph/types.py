@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Final, Generic, Literal, TypeVar
 
 __all__ = [
     "END",
@@ -18,8 +18,8 @@ __all__ = [
     "StreamWriter",
 ]
 
-START = "__start__"
-END = "__end__"
+START: Final = "__start__"
+END: Final = "__end__"
 
 Durability = Literal["sync", "async", "exit"]
 StreamMode = Literal["values", "updates", "custom", "messages", "tasks", "checkpoints", "debug"]
