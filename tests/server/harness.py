@@ -66,10 +66,14 @@ def start(store_url: str, *, port: int = 0, **config: Any) -> Running:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     port = sock.getsockname()[1]
-    # uvicorn types the grace period int; it is a timeout in seconds, a float works.
-    grace: Any = 0.25
+    # uvicorn types the grace period int; it is a timeout in seconds, and a float works.
     server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=grace)
+        uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=0.25,  # type: ignore[arg-type]
+        )
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
