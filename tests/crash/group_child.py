@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import signal
-import sys
 from typing import Any, TypedDict
 
 import wayline
@@ -88,4 +87,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
