@@ -1,9 +1,11 @@
 """wayline: a durable execution runtime for stateful agent graphs."""
 
+from wayline.classes import Classified, Redacted
 from wayline.client import Wayline
 from wayline.codec import register_type
 from wayline.config import get_config, get_stream_writer
 from wayline.control import Actor
+from wayline.control.policy import DataPolicy, Retain
 from wayline.effects import NOT_FOUND, RetryPolicy
 from wayline.errors import WaylineError
 from wayline.func import entrypoint, task
@@ -35,11 +37,15 @@ __all__ = [
     "NOT_FOUND",
     "START",
     "Actor",
+    "Classified",
     "Command",
     "CompiledGraph",
+    "DataPolicy",
     "Interrupt",
     "MessagesState",
     "NodeContext",
+    "Redacted",
+    "Retain",
     "RetryPolicy",
     "Runtime",
     "Send",

@@ -10,12 +10,15 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from wayline.codec import Codec, default_codec
 from wayline.control.approvals import Actor, ApprovalPolicy, audit_refusal, decide, role_policy
-from wayline.control.retention import export_run, purge_older_than
+from wayline.control.erasure import erase_subject, redact_run
+from wayline.control.policy import DataPolicy, apply_policy
+from wayline.control.retention import export_run, export_subject, purge_older_than
+from wayline.control.scopes import Scope, check_scope, require
 from wayline.control.versions import migrate_run
 from wayline.effects.replay import Substitute
 from wayline.errors import ConfigError, RunNotFoundError, TenantMismatchError
@@ -58,8 +61,12 @@ class Wayline:
         tenant: str | None = None,
         codec: Codec = default_codec,
         policy: ApprovalPolicy = role_policy,
+        scope: Scope = "admin",
     ) -> None:
         self.store = open_store(store) if isinstance(store, str) else store
+        self.scope = check_scope(scope)
+        """``read``: state, history, exports; ``execute``: also start, resume, approve,
+        cancel, retry; ``admin``: also purge, erase, apply policies, migrate."""
         self.tenant = "default" if tenant is None else tenant
         self.pinned = tenant is not None
         """Pinned clients act for ``tenant`` only."""
@@ -74,9 +81,12 @@ class Wayline:
         run_id: str | None = None,
         tenant: str | None = None,
         durability: str = "sync",
+        subject: str | None = None,
     ) -> str:
         """Queue a new run of ``graph``; returns its id. Starting an existing id again hands
-        it a new input (as ``invoke`` on a finished thread would)."""
+        it a new input (as ``invoke`` on a finished thread would). ``subject``: the data
+        subject the run's classified values are about (erasure and export by subject)."""
+        require(self.scope, "execute", "start a run")
         check_durability(durability)  # refused here, not by a worker after queueing
         if input is None:
             raise ConfigError(
@@ -91,6 +101,9 @@ class Wayline:
             graph_name=graph.name,
             graph_version=graph.version,
             durability=durability,
+            schema_version=graph.schema_version,
+            subject=subject or None,
+            classes=graph.schema.classes,
         )
         return run_id
 
@@ -111,6 +124,7 @@ class Wayline:
         is audited, and changes nothing. The run is looked up in this client's tenant (or
         ``tenant``), and the actor must act for that same tenant.
         """
+        require(self.scope, "execute", "resume or approve a run")
         try:
             tenant = self._tenant(tenant)  # the actor's own claim is checked, never trusted
         except TenantMismatchError:
@@ -195,10 +209,12 @@ class Wayline:
 
     def cancel(self, run_id: str, *, tenant: str | None = None) -> bool:
         """Cancel now if no worker holds the run, else at its worker's next step."""
+        require(self.scope, "execute", "cancel a run")
         return self.store.request_cancel(self._tenant(tenant), run_id)
 
     def retry(self, run_id: str, *, tenant: str | None = None) -> bool:
         """Put a failed (dead-lettered) or parked run back in the queue, budget reset."""
+        require(self.scope, "execute", "retry a run")
         return self.store.requeue(self._tenant(tenant), run_id)
 
     def purge(self, run_id: str, *, tenant: str | None = None) -> int:
@@ -207,6 +223,7 @@ class Wayline:
         Returns the rows deleted (0: no such run for this tenant)."""
         from wayline.graph.subgraph import child_runs
 
+        require(self.scope, "admin", "purge a run")
         tenant_id = self._tenant(tenant)
         children = child_runs(self.store, tenant_id, run_id)
         deleted = sum(self.store.purge_run(tenant_id, child) for child in children)
@@ -222,6 +239,7 @@ class Wayline:
     ) -> list[str]:
         """The retention policy: purge this tenant's finished runs older than the age.
         Returns their ids; with ``dry_run`` the ids it would purge, purging nothing."""
+        require(self.scope, "admin", "purge runs")
         return purge_older_than(
             self.store, self._tenant(tenant), age_seconds, statuses=statuses, dry_run=dry_run
         )
@@ -300,9 +318,46 @@ class Wayline:
     ) -> RunRecord:
         """Carry a run written by ``old`` onto ``new`` with the migration ``new`` registered
         (``StateGraph.migrate``); refused, with nothing changed, if the result does not fit."""
+        require(self.scope, "admin", "migrate a run")
         return migrate_run(self.store, self._tenant(tenant), run_id, old, new)
 
     def list_runs(
         self, *, status: RunStatus | None = None, limit: int = 100, tenant: str | None = None
     ) -> list[RunRecord]:
         return self.store.list_runs(self._tenant(tenant), status=status, limit=limit)
+
+    # -- data classes -------------------------------------------------------------------
+
+    def export_subject(self, subject: str, *, tenant: str | None = None) -> dict[str, Any]:
+        """Everything held about a data subject across its runs, decoded, JSON-ready."""
+        return export_subject(self.store, self.codec, self._tenant(tenant), subject)
+
+    def erase_subject(
+        self,
+        subject: str,
+        *,
+        classes: Collection[str] | None = None,
+        tenant: str | None = None,
+        actor: str = "admin",
+    ) -> dict[str, Any]:
+        """Erase a data subject from every run that names it: ``classes`` redacted from
+        each (the rest kept), or each run purged whole (None). Returns the receipt (runs,
+        rows per table), which is also written to the audit log."""
+        require(self.scope, "admin", "erase a data subject")
+        return erase_subject(
+            self.store, self._tenant(tenant), subject, classes=classes, actor=actor
+        )
+
+    def redact(
+        self, run_id: str, classes: Collection[str], *, tenant: str | None = None
+    ) -> dict[str, int]:
+        """Erase the values of ``classes`` from every row of a run; returns rows changed."""
+        require(self.scope, "admin", "redact a run")
+        return redact_run(self.store, self._tenant(tenant), run_id, classes)
+
+    def apply_policy(
+        self, policy: DataPolicy, *, dry_run: bool = False, tenant: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Apply a retention policy by data class to this tenant's finished runs."""
+        require(self.scope, "admin", "apply a retention policy")
+        return apply_policy(self.store, policy, tenant_id=self._tenant(tenant), dry_run=dry_run)

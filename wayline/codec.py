@@ -21,6 +21,7 @@ from typing import Any
 
 import ormsgpack
 
+from wayline.classes import Redacted
 from wayline.errors import CodecError
 from wayline.interop import lc_types
 
@@ -65,6 +66,7 @@ class Codec:
         self._lock = threading.Lock()
         self._failure = threading.local()
         self.ref_hook: Callable[[bytes], Any] | None = None
+        self.register(Redacted, "wayline.Redacted")  # an erased value decodes everywhere
 
     def register(self, cls: type, name: str | None = None) -> type:
         """Allow ``cls`` (a dataclass, pydantic model or enum) to be decoded by ``name``."""

@@ -27,7 +27,9 @@
     ├── GraphLoadError              a graph named on the command line cannot be loaded
     ├── VersionMismatchError        the run was written by code this graph no longer matches
     ├── ResumeError                 a resume does not fit the run's current state
-    │   └── ApprovalRefused         the actor, digest or expiry does not allow the decision
+    │   ├── ApprovalRefused         the actor, digest or expiry does not allow the decision
+    │   └── RedactedRunError        the run had a class of its data erased
+    ├── ScopeError                  the client's scope does not allow the call (read, execute)
     ├── TimeTravelError             a checkpoint or fork asked for does not fit the run
     ├── EffectError                 a side effect could not be completed as asked
     │   ├── EffectIntentMismatch    same idempotency key, different request
@@ -78,12 +80,14 @@ __all__ = [
     "NewerSchemaError",
     "NoPathToEndError",
     "ParentCommand",
+    "RedactedRunError",
     "ReducerError",
     "ReplayDivergenceError",
     "ResumeError",
     "RunNotFoundError",
     "RunParkedError",
     "SchemaError",
+    "ScopeError",
     "StepLimitError",
     "StoreError",
     "StoreFullError",
@@ -271,6 +275,17 @@ class ResumeError(WaylineError):
 class TimeTravelError(WaylineError):
     """A checkpoint or fork asked for does not fit the run: a step it has not reached, a
     checkpoint id of another run, a fork id already taken, an unknown effect mode."""
+
+
+class RedactedRunError(ResumeError):
+    """The run had a class of its data erased (redacted): it holds ``Redacted`` tombstones
+    where values were, and its graph has not declared it can continue without them."""
+
+
+class ScopeError(WaylineError):
+    """The client (or API key) has a scope that does not allow this call: ``read`` may read
+    state, history and exports; ``execute`` may also start, resume and approve; ``admin``
+    may also purge, erase and apply policies."""
 
 
 class ApprovalRefused(ResumeError):

@@ -26,7 +26,7 @@ from wayline.graph.checkpoint import BlobCache, decode_inbox, decode_results, de
 from wayline.store.base import Store
 from wayline.store.records import TERMINAL_STATUSES
 
-__all__ = ["TERMINAL_STATUSES", "export_run", "parse_age", "purge_older_than"]
+__all__ = ["TERMINAL_STATUSES", "export_run", "export_subject", "parse_age", "purge_older_than"]
 
 _AGE = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -68,6 +68,13 @@ def export_run(store: Store, codec: Codec, tenant_id: str, run_id: str) -> dict[
             for r in table_rows
         ]
     return {key: jsonable(value) for key, value in out.items()}  # the keys are str already
+
+
+def export_subject(store: Store, codec: Codec, tenant_id: str, subject: str) -> dict[str, Any]:
+    """Everything held about a data subject (an access request): each of its runs exported
+    whole, decoded, JSON-ready; erased values appear as their ``Redacted`` tombstones."""
+    runs = [export_run(store, codec, tenant_id, r) for r in store.runs_of_subject(tenant_id, subject)]
+    return {"tenant_id": tenant_id, "subject": subject, "runs": runs, "exported_at": time.time()}
 
 
 def purge_older_than(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wayline.codec import Codec, default_codec
@@ -257,6 +257,7 @@ class StateGraph:
         max_lag_ms: float = 100.0,
         name: str | None = None,
         version: str | None = None,
+        continue_without: Collection[str] = (),
     ) -> CompiledGraph:
         """Validate and freeze the graph. ``checkpointer`` is a store or a store URL; without
         one (None, or LangGraph's True/False flags), runs live in a private in-memory SQLite store.
@@ -273,6 +274,9 @@ class StateGraph:
         before or after those nodes, as LangGraph's breakpoints; ``invoke(None, config)``
         continues it. ``store`` and ``cache`` (LangGraph's long-term memory and node cache)
         are not supported and must be None.
+        ``continue_without``: data classes whose erasure this graph's nodes handle (they
+        read ``Redacted`` tombstones), so a run with those classes redacted may continue;
+        any other erased class makes resuming refused.
         """
         if store is not None or cache is not None:
             raise GraphError(
@@ -306,6 +310,7 @@ class StateGraph:
             version=version or self.version,
         )
         compiled.requires_thread_id = not (checkpointer is None or isinstance(checkpointer, bool))
+        compiled.continue_without = frozenset(continue_without)
         return compiled
 
 

@@ -20,10 +20,12 @@ from typing import Any
 
 import ormsgpack
 
+from wayline.classes import Redacted
 from wayline.codec import EXT_REF, Codec
 from wayline.errors import CodecError, CorruptionError, VersionMismatchError
 from wayline.graph.algo import TaskResult, TaskSpec, apply_step
 from wayline.graph.channels import MISSING, AppendLog, Channel, MessageLog
+from wayline.graph.channels.tombstone import Tombstone
 from wayline.graph.segments import LogIndex, Segment, advance
 from wayline.graph.types import Command, Send
 from wayline.store.base import Store
@@ -282,7 +284,11 @@ def _reconstruct(
             ident = ("snapshots", tenant_id, run_id, snapshot.step)
             raise CorruptionError.of(ident, f"it does not decode ({exc})") from None
         for key, value in parts[0].items():
-            channels[key].restore(decode_value(codec, value, resolve))
+            decoded = decode_value(codec, value, resolve)
+            if isinstance(decoded, Redacted):
+                channels[key] = Tombstone(key, decoded)
+            else:
+                channels[key].restore(decoded)
         logs = {k: LogIndex.from_wire(w) for k, w in data["logs"].items()}
         seg_rows, nbytes = _restore_logs(store, codec, channels, logs, tenant_id, run_id)
         rows += seg_rows
@@ -299,7 +305,9 @@ def _reconstruct(
                 ident = ("deltas", tenant_id, run_id, base + 1)
                 raise CorruptionError.of(ident, "the row is missing (the steps after it exist)")
             row = ("deltas", tenant_id, run_id, delta.step)
-            next_tasks = apply_step(channels, decode_results(codec, delta.payload, resolve, row))
+            results = decode_results(codec, delta.payload, resolve, row)
+            _bury(channels, results)
+            next_tasks = apply_step(channels, results)
             nbytes += len(delta.payload)
             base = delta.step
             folds += 1
@@ -312,6 +320,14 @@ def _reconstruct(
     rows += folds + len(resolve.cache)
     snap_step = None if snapshot is None else snapshot.step
     return Reconstructed(channels, next_tasks, base, snap_step, logs, folds, rows, nbytes)
+
+
+def _bury(channels: dict[str, Channel], results: Sequence[TaskResult]) -> None:
+    """Replace each channel a redacted write went to by its tombstone (before the fold)."""
+    for result in results:
+        for key, value in result.writes:
+            if isinstance(value, Redacted) and key in channels:
+                channels[key] = Tombstone(key, value)
 
 
 def _restore_logs(

@@ -141,6 +141,8 @@ class CompiledGraph:
                 joins.setdefault(src, []).append(key)
         self.joins_from = {k: tuple(v) for k, v in joins.items()}
         self.requires_thread_id = True
+        self.continue_without: frozenset[str] = frozenset()
+        """Erased data classes a run of this graph may continue without (``compile``)."""
         """A graph compiled with a checkpointer needs a thread id to invoke (LangGraph's
         rule); one compiled without (a private in-memory store) starts a fresh run."""
         if not self.codec.is_registered(Send):

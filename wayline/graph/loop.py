@@ -25,6 +25,7 @@ from wayline.errors import (
     GraphRecursionError,
     LeaseLost,
     ParentCommand,
+    RedactedRunError,
     ResumeError,
     RunParkedError,
     VersionMismatchError,
@@ -100,6 +101,23 @@ class TaskOutcome:
     update: Any = None
     error: BaseException | None = None
     interrupts: tuple[tuple[int, Interrupt], ...] = ()
+
+
+def _subject(config: Mapping[str, Any]) -> str | None:
+    subject = (config.get("configurable") or {}).get("subject")
+    return None if subject is None or subject == "" else str(subject)
+
+
+def _check_labels(g: CompiledGraph, run: RunRecord) -> None:
+    """A run keeps the classes it was written under: a graph that labels its channels
+    differently cannot continue it (its erasures would follow the wrong labels)."""
+    if run.classes and dict(run.classes) != dict(g.schema.classes):
+        raise VersionMismatchError(
+            f"run {run.run_id!r} was written with data classes {dict(run.classes)}, this "
+            f"graph declares {dict(g.schema.classes)}: relabelling stored data is not "
+            "silent; resume it on the code that wrote it (or register a new version with "
+            "a migration); nothing was changed"
+        )
 
 
 def default_owner() -> str:
@@ -196,6 +214,8 @@ class RunLoop:
                 graph_version=g.version,
                 durability=self.durability,
                 schema_version=g.schema_version,
+                subject=_subject(self.config),
+                classes=g.schema.classes,
             )
         if run.graph_name != g.name or run.graph_version != g.version:
             raise VersionMismatchError(
@@ -241,6 +261,17 @@ class RunLoop:
             )
         self._load_unfinished_step()
         self.loaded = True
+        _check_labels(g, run)
+        blocked = sorted(set(run.redacted) - set(g.continue_without))
+        if blocked:
+            self.take_inbox = run.inbox is not None  # consumed: not claimed again for it
+            raise RedactedRunError(
+                f"run {self.run_id!r} had its {', '.join(blocked)} data erased, so its state "
+                f"holds Redacted tombstones for {', '.join(blocked)} channels and it cannot "
+                "continue as it ran; read it with get_state, or compile the graph with "
+                f"continue_without={blocked!r} if its nodes handle Redacted values; nothing "
+                "was changed"
+            )
         if input is None and run.inbox is not None:  # a start or resume handed to workers
             input = decode_inbox(self.codec, run.inbox)
             self.take_inbox = True

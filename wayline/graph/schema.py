@@ -15,6 +15,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+from wayline.classes import DEFAULT_CLASS, Classified
 from wayline.codec import Codec
 from wayline.errors import GraphError, InvalidUpdateError
 from wayline.graph.channels import (
@@ -39,6 +40,8 @@ class StateSchema:
     cls: type
     kind: SchemaKind
     channels: Mapping[str, Channel]
+    classes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """The data class of each labelled key (``Classified``); the others are "default"."""
 
     @classmethod
     def from_class(cls, schema: type, codec: Codec) -> StateSchema:
@@ -55,12 +58,16 @@ class StateSchema:
             names = {f.name for f in dataclasses.fields(schema)}
             hints = {k: v for k, v in hints.items() if k in names}
         channels: dict[str, Channel] = {}
+        classes: dict[str, str] = {}
         for key, hint in hints.items():
             channels[key] = _channel_for(key, hint)
+            label = _class_of(key, hint)
+            if label != DEFAULT_CLASS:
+                classes[key] = label
             _register_types(hint, codec, set())
         if kind in ("dataclass", "pydantic") and not codec.is_registered(schema):
             codec.register(schema)
-        return cls(schema, kind, channels)
+        return cls(schema, kind, channels, classes)
 
     @property
     def fingerprint(self) -> str:
@@ -70,7 +77,8 @@ class StateSchema:
         for key, channel in sorted(self.channels.items()):
             reducer = getattr(channel, "reducer", None)
             name = getattr(reducer, "__qualname__", "") if reducer is not None else ""
-            parts.append(f"{key}:{type(channel).__name__}:{name}")
+            label = self.classes.get(key)  # unlabelled keys keep their old fingerprint
+            parts.append(f"{key}:{type(channel).__name__}:{name}" + (f":{label}" if label else ""))
         return hashlib.sha256("|".join(parts).encode()).hexdigest()[:12]
 
     def new_channels(self) -> dict[str, Channel]:
@@ -165,6 +173,16 @@ def _channel_for(key: str, hint: Any) -> Channel:
                 return MessageLog(key, reducer)
             return ReducerChannel(key, reducer, factory)
     return LastValue(key)
+
+
+def _class_of(key: str, hint: Any) -> str:
+    """The data class ``Classified`` metadata gives a key (one at most), else "default"."""
+    if typing.get_origin(hint) is not typing.Annotated:
+        return DEFAULT_CLASS
+    labels = {m.name for m in typing.get_args(hint)[1:] if isinstance(m, Classified)}
+    if len(labels) > 1:
+        raise GraphError(f"state key {key!r} has more than one data class: {sorted(labels)}")
+    return labels.pop() if labels else DEFAULT_CLASS
 
 
 def _is_reducer(obj: Any) -> bool:

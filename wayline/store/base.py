@@ -7,7 +7,7 @@ run's fencing token in the same transaction (``LeaseLost`` otherwise).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from wayline.errors import CorruptionError
@@ -25,7 +25,25 @@ from wayline.store.records import (
     SnapshotRecord,
 )
 
-__all__ = ["Store"]
+__all__ = ["RowRewriter", "Store"]
+
+
+class RowRewriter(Protocol):
+    """What an erasure does to each payload of a run (``wayline.control.erasure``): each
+    method gets the opened payload and returns it unchanged (same bytes: nothing written),
+    rewritten, or None (runs' inbox only: dropped)."""
+
+    def inbox(self, data: bytes) -> bytes | None: ...
+
+    def results(self, data: bytes) -> bytes: ...
+
+    def snapshot(self, data: bytes) -> bytes: ...
+
+    def drop_segment(self, channel: str) -> bool: ...
+
+    def referenced(self) -> set[str]:
+        """Blob digests the rewritten rows still refer to (the others are dropped)."""
+        ...
 
 
 @runtime_checkable
@@ -43,6 +61,8 @@ class Store(Protocol):
         graph_version: str,
         durability: str,
         schema_version: str = "",
+        subject: str | None = None,
+        classes: Mapping[str, str] | None = None,
     ) -> RunRecord:
         """Create the run row, or return the existing one: creating twice is not an error."""
         ...
@@ -63,6 +83,8 @@ class Store(Protocol):
         graph_version: str,
         durability: str,
         schema_version: str = "",
+        subject: str | None = None,
+        classes: Mapping[str, str] | None = None,
     ) -> RunRecord:
         """Give a run input for a worker to apply (creating the run if needed); wakes workers."""
         ...
@@ -214,6 +236,32 @@ class Store(Protocol):
 
     def runs_before(self, tenant_id: str, before: float, statuses: Sequence[str]) -> list[str]:
         """Ids of the tenant's runs in ``statuses`` last updated before ``before``."""
+        ...
+
+    def runs_of_subject(self, tenant_id: str, subject: str) -> list[str]:
+        """Ids of the tenant's runs about this data subject, oldest first."""
+        ...
+
+    def tenants(self) -> list[str]:
+        """Every tenant that has runs (for store-wide reports and policies)."""
+        ...
+
+    def run_ids(self, tenant_id: str) -> list[str]:
+        """Every run id of a tenant, oldest first."""
+        ...
+
+    def rewrite_run(
+        self, tenant_id: str, run_id: str, rewriter: RowRewriter, redacted: Mapping[str, float]
+    ) -> dict[str, int]:
+        """Rewrite a run's payload rows through ``rewriter`` in one transaction (each row
+        opened, rewritten, sealed and checksummed again), drop the segments it names and
+        the blobs no kept value refers to, and record ``redacted`` on the run. Returns the
+        rows changed per table (the erasure's receipt)."""
+        ...
+
+    def scrub(self) -> dict[str, Any]:
+        """Make erased bytes unrecoverable from the database files where the backend can
+        (SQLite: secure_delete is on, and the WAL is checkpointed and truncated)."""
         ...
 
     def table_names(self) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from typing import Literal, cast, get_args
 
 from wayline.errors import ConfigError
@@ -108,6 +109,12 @@ class RunRecord:
     incarnation: str = ""
     """Random at creation: a run started again under a purged run's id is a new
     incarnation, so the idempotency keys derived for it are new keys."""
+    subject: str | None = None
+    """The data subject the run's classified values are about (erasure and export by it)."""
+    classes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """The class of each labelled channel, as the run's schema declared it at creation."""
+    redacted: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    """Classes erased from the run, and when: those channels read as ``Redacted``."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

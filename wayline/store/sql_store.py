@@ -10,7 +10,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from importlib import resources
 from types import SimpleNamespace
@@ -44,6 +44,7 @@ from wayline.store.records import (
     SnapshotRecord,
 )
 from wayline.store.sql import queries
+from wayline.store.sql_rewrite import RewriteMixin
 from wayline.store.urls import redact_url
 
 if TYPE_CHECKING:
@@ -103,6 +104,8 @@ def load_queries(placeholder: str = "?") -> SimpleNamespace:
             return value.replace("?", placeholder)
         if isinstance(value, list):
             return [convert(v) for v in value]
+        if isinstance(value, dict):
+            return {k: convert(v) for k, v in value.items()}
         return value
 
     names = {
@@ -116,7 +119,7 @@ def split_statements(script: str) -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
-class SQLStore:
+class SQLStore(RewriteMixin):
     """The Store protocol over SQL. Subclasses implement ``_tx``, ``_read`` and
     ``table_names``, and set ``q`` (from ``load_queries``) and ``url``."""
 
@@ -295,10 +298,20 @@ class SQLStore:
         graph_version: str,
         durability: str,
         schema_version: str = "",
+        subject: str | None = None,
+        classes: Mapping[str, str] | None = None,
     ) -> RunRecord:
         with self._tx(tenant_id) as db:
             self._insert_run(
-                db, tenant_id, run_id, graph_name, graph_version, durability, schema_version
+                db,
+                tenant_id,
+                run_id,
+                graph_name,
+                graph_version,
+                durability,
+                schema_version,
+                subject=subject,
+                classes=classes,
             )
         return self._existing(tenant_id, run_id)
 
@@ -312,6 +325,8 @@ class SQLStore:
         graph_version: str,
         durability: str,
         schema_version: str = "",
+        subject: str | None = None,
+        classes: Mapping[str, str] | None = None,
     ) -> RunRecord:
         """Hand a run input (a start or a resume decision) to whichever worker claims it."""
         stored, crc_ = self.payloads.put(
@@ -327,6 +342,8 @@ class SQLStore:
                 durability,
                 schema_version,
                 inbox=(stored, crc_),
+                subject=subject,
+                classes=classes,
             )
             if not created:
                 db.execute(self.q.Q_SET_INBOX, (stored, crc_, time.time(), tenant_id, run_id))
@@ -345,12 +362,14 @@ class SQLStore:
         schema_version: str,
         *,
         inbox: tuple[bytes, int] | None = None,
+        subject: str | None = None,
+        classes: Mapping[str, str] | None = None,
     ) -> bool:
         """Insert the run row (a new incarnation) unless it exists; True if it was new."""
         now = time.time()
         stored, crc_ = inbox if inbox is not None else (None, None)
         row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, stored)
-        params = (*row, schema_version, crc_, uuid.uuid4().hex)
+        params = (*row, schema_version, crc_, uuid.uuid4().hex, subject, _classes_json(classes))
         return bool(db.execute(self.q.Q_INSERT_RUN, params).rowcount == 1)
 
     def _existing(self, tenant_id: str, run_id: str) -> RunRecord:
@@ -504,6 +523,8 @@ class SQLStore:
         r.update(
             inbox=inbox,
             next_nodes=tuple(json.loads(r["next_nodes"])),
+            classes=json.loads(r["classes"] or "{}"),
+            redacted=json.loads(r["redacted"] or "{}"),
             attempts=int(r["attempts"]),
             cancel_requested=bool(r["cancel_requested"]),
         )
@@ -992,6 +1013,10 @@ def _interrupt_row(key: tuple[str, str], i: InterruptRecord) -> tuple[Any, ...]:
         crc(_question_ident(t, r, i.interrupt_id), i.value),
         answer,
     )
+
+
+def _classes_json(classes: Mapping[str, str] | None) -> str:
+    return json.dumps(dict(sorted((classes or {}).items())), separators=(",", ":"))
 
 
 def _re(record: Any, **changes: Any) -> Any:

@@ -82,6 +82,9 @@ class SQLiteStore(SQLStore):
             )
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             self._db.execute(f"PRAGMA synchronous = {level}")
+            # Deleted and overwritten content is zeroed in the file, so an erased value
+            # leaves no plaintext in free pages or free space inside pages.
+            self._db.execute("PRAGMA secure_delete = ON")
         except sqlite3.Error as exc:
             if not create and not Path(path).exists():
                 raise StoreNotFoundError(
@@ -199,6 +202,17 @@ class SQLiteStore(SQLStore):
 
     def table_names(self) -> list[str]:
         return [name for (name,) in self._read(Q_TABLES, ())]
+
+    def scrub(self) -> dict[str, Any]:
+        """Checkpoint the WAL into the database (whose freed space secure_delete zeroed)
+        and truncate it to nothing, so no old page image holding an erased value stays in
+        the -wal file. ``busy`` 1: another connection was reading and the WAL could not be
+        truncated; scrub again when it is idle."""
+        if self.path == ":memory:":
+            return {"busy": 0}
+        with self._lock:
+            busy, log, done = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return {"busy": int(busy), "wal_frames": int(log), "checkpointed": int(done)}
 
     def close(self) -> None:
         with self._lock:

@@ -22,7 +22,8 @@ ON CONFLICT (key) DO UPDATE SET value = excluded.value
 _RUN_COLUMNS = (
     "tenant_id, run_id, graph_name, graph_version, status, step, next_nodes, durability, "
     "fencing_token, lease_owner, lease_expires_at, error, state_digest, created_at, updated_at, "
-    "attempts, wake_at, cancel_requested, inbox, schema_version, inbox_crc, incarnation"
+    "attempts, wake_at, cancel_requested, inbox, schema_version, inbox_crc, incarnation, subject, "
+    "classes, redacted"
 )
 RUN_COLUMN_NAMES = tuple(c.strip() for c in _RUN_COLUMNS.split(","))
 """Rows of ``runs`` are read by these names, never by position."""
@@ -30,7 +31,7 @@ RUN_COLUMN_NAMES = tuple(c.strip() for c in _RUN_COLUMNS.split(","))
 Q_INSERT_RUN = f"""
 INSERT INTO runs ({_RUN_COLUMNS})
 VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, 0, NULL, NULL, NULL, NULL, ?, ?, 0, NULL, 0, ?, ?,
-    ?, ?)
+    ?, ?, ?, ?, '{{}}')
 ON CONFLICT (tenant_id, run_id) DO NOTHING
 """
 Q_SET_INBOX = """
@@ -318,4 +319,31 @@ WHERE r.tenant_id = ? AND r.run_id = ?
 Q_RUNS_BEFORE = """
 SELECT run_id FROM runs WHERE tenant_id = ? AND updated_at < ? AND status IN ({statuses})
 ORDER BY updated_at
+"""
+
+# -- data classes (wayline.control.erasure) ---------------------------------------------
+Q_RUNS_OF_SUBJECT = """
+SELECT run_id FROM runs WHERE tenant_id = ? AND subject = ? ORDER BY created_at, run_id
+"""
+Q_ALL_RUN_IDS = "SELECT run_id FROM runs WHERE tenant_id = ? ORDER BY created_at, run_id"
+Q_TENANTS = "SELECT DISTINCT tenant_id FROM runs ORDER BY tenant_id"
+Q_SET_REDACTED = "UPDATE runs SET redacted = ? WHERE tenant_id = ? AND run_id = ?"
+Q_REDACTED_OF = "SELECT redacted FROM runs WHERE tenant_id = ? AND run_id = ?"
+Q_REWRITE = {
+    "runs": "UPDATE runs SET inbox = ?, inbox_crc = ? WHERE tenant_id = ? AND run_id = ?",
+    "deltas": "UPDATE deltas SET payload = ?, crc = ? WHERE tenant_id = ? AND run_id = ? AND step = ?",
+    "snapshots": (
+        "UPDATE snapshots SET payload = ?, crc = ? WHERE tenant_id = ? AND run_id = ? AND step = ?"
+    ),
+    "pending_writes": (
+        "UPDATE pending_writes SET payload = ?, crc = ? "
+        "WHERE tenant_id = ? AND run_id = ? AND step = ? AND task_id = ?"
+    ),
+}
+"""Rewrite one payload row in place: new (sealed) bytes and checksum, by the row's key."""
+Q_DELETE_SEGMENT = "DELETE FROM segments WHERE tenant_id = ? AND run_id = ? AND seg_id = ?"
+Q_DROP_BLOB_REF = "DELETE FROM blob_refs WHERE tenant_id = ? AND run_id = ? AND digest = ?"
+Q_DROP_BLOB_IF_ORPHAN = """
+DELETE FROM blobs WHERE tenant_id = ? AND digest = ?
+    AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.tenant_id = ? AND r.digest = ?)
 """

@@ -29,6 +29,9 @@ CREATE TABLE IF NOT EXISTS runs (
     schema_version   TEXT    NOT NULL DEFAULT '',
     inbox_crc        BIGINT,
     incarnation      TEXT NOT NULL DEFAULT '',
+    subject          TEXT,
+    classes          TEXT NOT NULL DEFAULT '{}',
+    redacted         TEXT NOT NULL DEFAULT '{}',
     PRIMARY KEY (tenant_id, run_id)
 );
 
@@ -36,6 +39,7 @@ CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status);
 CREATE INDEX IF NOT EXISTS runs_claimable ON runs (graph_name, status, lease_expires_at);
 CREATE INDEX IF NOT EXISTS runs_queued ON runs (graph_name, graph_version, updated_at)
     WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS runs_by_subject ON runs (tenant_id, subject);
 
 CREATE TABLE IF NOT EXISTS deltas (
     tenant_id TEXT    NOT NULL,

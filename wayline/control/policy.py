@@ -1,0 +1,115 @@
+"""Retention by data class: ``DataPolicy({"pii": Retain(days=30, then="redact"), ...})``.
+
+A run's age is the time since it was last written (``runs.updated_at``); only runs that
+are over (done, failed, cancelled) are acted on, so a policy never races a worker. When a
+class of a run is older than its rule's ``days``: ``redact`` erases that class's values
+(``wayline.control.erasure``) and keeps the rest of the run; ``purge`` deletes the whole
+run. Classes without a rule are kept. ``wayline retention apply`` and workers (with
+``WorkerConfig(data_policy=...)``) apply it; ``dry_run`` says what it would do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from wayline.control.erasure import held_classes, redact_run
+from wayline.errors import ConfigError
+from wayline.store.base import Store
+from wayline.store.records import TERMINAL_STATUSES
+
+__all__ = ["DataPolicy", "Retain", "apply_policy", "next_action"]
+
+Then = Literal["redact", "purge"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Retain:
+    """Keep a class's values ``days`` after the run's last write, then redact or purge."""
+
+    days: float
+    then: Then = "redact"
+
+    def __post_init__(self) -> None:
+        if self.days < 0:
+            raise ConfigError(f"Retain(days={self.days}) cannot be negative")
+        if self.then not in ("redact", "purge"):
+            raise ConfigError(f"Retain(then={self.then!r}) must be 'redact' or 'purge'")
+
+
+@dataclasses.dataclass(frozen=True)
+class DataPolicy:
+    """What is kept how long, by data class."""
+
+    rules: Mapping[str, Retain]
+
+    @classmethod
+    def parse(cls, text: str) -> DataPolicy:
+        """``pii=30d:redact,default=365d:purge`` (the CLI's form)."""
+        from wayline.control.retention import parse_age
+
+        rules = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            try:
+                name, rest = part.split("=", 1)
+                age, then = rest.split(":", 1) if ":" in rest else (rest, "redact")
+            except ValueError:
+                raise ConfigError(
+                    f"policy rule {part!r} must look like pii=30d:redact or default=365d:purge"
+                ) from None
+            rules[name.strip()] = Retain(parse_age(age) / 86400, then.strip())  # type: ignore[arg-type]
+        return cls(rules)
+
+
+def next_action(
+    policy: DataPolicy, cls: str, updated_at: float, redacted: Mapping[str, float]
+) -> tuple[str, float] | None:
+    """(what the policy does next to this class of a run, when), or None: kept."""
+    rule = policy.rules.get(cls)
+    if rule is None or (rule.then == "redact" and cls in redacted):
+        return None
+    return rule.then, updated_at + rule.days * 86400
+
+
+def apply_policy(
+    store: Store,
+    policy: DataPolicy,
+    *,
+    tenant_id: str | None = None,
+    now: float | None = None,
+    dry_run: bool = False,
+    actor: str = "retention",
+) -> list[dict[str, Any]]:
+    """Apply ``policy`` to one tenant (or every tenant); returns the actions taken (or,
+    with ``dry_run``, that would be): ``{tenant, run_id, action, classes}``."""
+    now = time.time() if now is None else now
+    actions: list[dict[str, Any]] = []
+    tenants = [tenant_id] if tenant_id is not None else store.tenants()
+    for tenant in tenants:
+        for run_id in store.run_ids(tenant):
+            run = store.get_run(tenant, run_id)
+            if run is None or run.status not in TERMINAL_STATUSES:
+                continue
+            due = {}
+            for cls in sorted(held_classes(run)):
+                step = next_action(policy, cls, run.updated_at, run.redacted)
+                if step is not None and step[1] <= now:
+                    due[cls] = step[0]
+            if not due:
+                continue
+            if "purge" in due.values():
+                action = {"tenant": tenant, "run_id": run_id, "action": "purge"}
+                action["classes"] = sorted(c for c, a in due.items() if a == "purge")
+                if not dry_run:
+                    store.purge_run(tenant, run_id)
+            else:
+                action = {"tenant": tenant, "run_id": run_id, "action": "redact"}
+                action["classes"] = sorted(due)
+                if not dry_run:
+                    redact_run(store, tenant, run_id, due, actor=actor, at=now, scrub=False)
+            actions.append(action)
+    if actions and not dry_run:
+        store.scrub()
+    return actions

@@ -1,0 +1,106 @@
+"""Erasure inside a run's rows: what SQLite and PostgreSQL share to redact a class of values.
+
+An erasure must reach every row that holds a value (a delta, a pending write, a snapshot,
+a segment, a blob, a queued input), not only the index to it. The store does the row work
+here, in one transaction, through the same payload path as every write (open, rewrite,
+seal, checksum), and leaves *what* to erase to a ``RowRewriter`` from the control plane,
+which knows the run's classes. Rows whose bytes the rewriter returns unchanged are not
+written, so the receipt counts only rows that held erased values.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from types import SimpleNamespace
+from typing import Any
+
+from wayline.store.base import RowRewriter
+from wayline.store.payloads import Payloads
+
+__all__ = ["RewriteMixin"]
+
+Q_INBOX = "SELECT inbox, inbox_crc FROM runs WHERE tenant_id = ? AND run_id = ?"
+Q_DELTAS = "SELECT step, payload, crc FROM deltas WHERE tenant_id = ? AND run_id = ?"
+Q_SNAPSHOTS = "SELECT step, payload, crc FROM snapshots WHERE tenant_id = ? AND run_id = ?"
+Q_PENDING = (
+    "SELECT step, task_id, payload, crc FROM pending_writes WHERE tenant_id = ? AND run_id = ?"
+)
+Q_SEGMENTS = "SELECT seg_id, channel FROM segments WHERE tenant_id = ? AND run_id = ?"
+Q_REFS = "SELECT digest FROM blob_refs WHERE tenant_id = ? AND run_id = ?"
+
+
+class RewriteMixin:
+    """``rewrite_run``, ``runs_of_subject``, ``tenants``, ``run_ids`` and ``scrub`` for
+    ``SQLStore``."""
+
+    q: SimpleNamespace
+    placeholder: str
+    payloads: Payloads
+
+    def _tx(self, tenant: str | None = None) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _read(self, query: str, params: Any, tenant: str | None = None) -> list[Any]:
+        raise NotImplementedError
+
+    def _ph(self, query: str) -> str:
+        return query.replace("?", self.placeholder)
+
+    def runs_of_subject(self, tenant_id: str, subject: str) -> list[str]:
+        rows = self._read(self.q.Q_RUNS_OF_SUBJECT, (tenant_id, subject), tenant=tenant_id)
+        return [r for (r,) in rows]
+
+    def run_ids(self, tenant_id: str) -> list[str]:
+        return [r for (r,) in self._read(self.q.Q_ALL_RUN_IDS, (tenant_id,), tenant=tenant_id)]
+
+    def tenants(self) -> list[str]:
+        return [t for (t,) in self._read(self.q.Q_TENANTS, ())]
+
+    def scrub(self) -> dict[str, Any]:
+        return {}
+
+    def rewrite_run(
+        self, tenant_id: str, run_id: str, rewriter: RowRewriter, redacted: Mapping[str, float]
+    ) -> dict[str, int]:
+        key = (tenant_id, run_id)
+        p, q = self.payloads, self.q
+        counts = {"runs": 0, "deltas": 0, "snapshots": 0, "pending_writes": 0}
+        counts.update(segments=0, blob_refs=0, blobs=0)
+        with self._tx(tenant_id) as db:
+            for inbox, crc in db.execute(self._ph(Q_INBOX), key).fetchall():
+                if inbox is None:
+                    continue
+                ident, aad = ("runs", *key, "inbox"), f"{run_id}|n"
+                new = rewriter.inbox(p.get(ident, tenant_id, aad, inbox, crc))
+                if new is None:
+                    db.execute(q.Q_REWRITE["runs"], (None, None, *key))
+                    counts["runs"] += 1
+            for table, query, aad, rewrite in (
+                ("deltas", Q_DELTAS, "d", rewriter.results),
+                ("snapshots", Q_SNAPSHOTS, "s", rewriter.snapshot),
+                ("pending_writes", Q_PENDING, "p", rewriter.results),
+            ):
+                for *ids, stored, crc in db.execute(self._ph(query), key).fetchall():
+                    ident = (table, *key, *ids)
+                    old = p.get(ident, tenant_id, f"{run_id}|{aad}", stored, crc)
+                    new = rewrite(old)
+                    if new != old:
+                        sealed, new_crc = p.put(ident, tenant_id, f"{run_id}|{aad}", new)
+                        db.execute(q.Q_REWRITE[table], (sealed, new_crc, *key, *ids))
+                        counts[table] += 1
+            for seg_id, channel in db.execute(self._ph(Q_SEGMENTS), key).fetchall():
+                if rewriter.drop_segment(channel):
+                    counts["segments"] += db.execute(q.Q_DELETE_SEGMENT, (*key, seg_id)).rowcount
+            kept = rewriter.referenced()
+            for (digest,) in db.execute(self._ph(Q_REFS), key).fetchall():
+                if digest in kept:
+                    continue
+                counts["blob_refs"] += db.execute(q.Q_DROP_BLOB_REF, (*key, digest)).rowcount
+                params = (tenant_id, digest, tenant_id, digest)
+                counts["blobs"] += db.execute(q.Q_DROP_BLOB_IF_ORPHAN, params).rowcount
+            (current,) = db.execute(q.Q_REDACTED_OF, key).fetchone() or ("{}",)
+            merged = {**json.loads(current or "{}"), **redacted}
+            db.execute(q.Q_SET_REDACTED, (json.dumps(merged, sort_keys=True), *key))
+        return counts
