@@ -1,0 +1,153 @@
+"""Data classes on every backend: redacting a class leaves no byte of its values in any
+table row (nor, SQLite file, in the database files incl. the WAL) while other classes and
+the audit log stay; erasure by subject reaches every run of the subject and nothing else;
+a blob another subject's run shares survives; a redacted run is not resumed silently."""
+
+from __future__ import annotations
+
+import json
+import operator
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from stored_rows import stored_rows
+
+import wayline
+from wayline import END, START, Classified, Redacted, StateGraph
+from wayline.errors import RedactedRunError, VersionMismatchError
+from wayline.store.base import Store
+from wayline.store.records import AuditRecord
+
+PII = "PII-9d2f71"
+KEEP = "KEEP-4c81e0-ledger"
+BIG_PII = "PII-BIG-51aa3e " + "y" * 70_000  # above the blob threshold: stored as a blob
+
+
+class State(TypedDict):
+    msgs: Annotated[list[str], operator.add, Classified("pii")]
+    email: Annotated[str, Classified("pii")]
+    doc: Annotated[str, Classified("pii")]
+    notes: Annotated[list[str], operator.add]
+    n: int
+
+
+def build(store: Store, **compile_args: Any) -> wayline.CompiledGraph:
+    def step(s: State) -> dict[str, Any]:
+        who = s["email"].split("@")[0] if s.get("email") else "anon"
+        return {"msgs": [f"{PII}-{who}-{s['n']}"], "notes": [f"{KEEP}-{s['n']}"], "n": s["n"] + 1}
+
+    g = StateGraph(State)
+    g.add_node("step", step)
+    g.add_edge(START, "step")
+    g.add_conditional_edges("step", lambda s: END if s["n"] >= 5 else "step")
+    return g.compile(store, snapshot_every=2, **compile_args)
+
+
+def run(app: wayline.CompiledGraph, run_id: str, subject: str, doc: str = BIG_PII) -> None:
+    cfg = {"configurable": {"thread_id": run_id, "subject": subject}}
+    app.invoke({"n": 0, "msgs": [], "notes": [], "email": f"{subject}@{PII}", "doc": doc}, cfg)
+
+
+def holding(store: Store, marker: str) -> list[str]:
+    return [t for t, row in stored_rows(store) if marker.encode() in row]
+
+
+def file_bytes(store: Store) -> bytes:
+    path = Path(store.path)  # type: ignore[attr-defined]
+    return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))
+
+
+def state(app: wayline.CompiledGraph, run_id: str) -> dict[str, Any]:
+    return app.get_state({"configurable": {"thread_id": run_id}}).values
+
+
+def test_redacting_pii_erases_it_from_every_row_and_keeps_the_rest(store: Store) -> None:
+    app = build(store)
+    run(app, "r1", "alice")
+    store.append_audit(AuditRecord("default", "r1", "ops", "note", "kept", detail=KEEP))
+    assert {"deltas", "snapshots", "segments"} <= set(holding(store, PII))
+    assert holding(store, "PII-BIG") == ["blobs"]
+    counts = wayline.Wayline(store).redact("r1", ["pii"])
+    assert counts["deltas"] == 6 and counts["snapshots"] >= 2 and counts["blobs"] == 1
+    assert holding(store, PII) == [] and holding(store, "PII-BIG") == []
+    assert "deltas" in holding(store, KEEP)
+    if getattr(store, "path", ":memory:") != ":memory:":
+        raw = file_bytes(store)
+        assert PII.encode() not in raw and b"PII-BIG" not in raw
+        assert KEEP.encode() in raw
+    values = state(app, "r1")
+    assert values["notes"] == [f"{KEEP}-{i}" for i in range(5)] and values["n"] == 5
+    for key in ("msgs", "email", "doc"):
+        assert isinstance(values[key], Redacted) and values[key].cls == "pii"
+    audit = wayline.Wayline(store).audit("r1")
+    assert [a.action for a in audit] == ["note", "redact"] and audit[0].detail == KEEP
+    assert json.loads(audit[1].detail or "")["rows"] == counts
+    assert store.check_rows("default", "r1")[1] == []  # rewritten rows verify
+    assert app.verify({"configurable": {"thread_id": "r1"}}) is not None
+    assert wayline.Wayline(store).redact("r1", ["pii"])["deltas"] == 0  # idempotent
+
+
+def test_erasing_a_subject_reaches_its_runs_and_nothing_else(store: Store) -> None:
+    app = build(store)
+    for i in range(3):
+        run(app, f"alice-{i}", "alice")
+    run(app, "bob-0", "bob")  # bob's doc is the same big value: the blob is shared
+    client = wayline.Wayline(store)
+    receipt = client.erase_subject("alice", classes=["pii"])
+    assert receipt["runs"] == ["alice-0", "alice-1", "alice-2"]
+    assert receipt["rows"]["deltas"] == 18 and receipt["rows"]["blobs"] == 0
+    assert holding(store, f"{PII}-alice") == [] and holding(store, "alice@") == []
+    assert "deltas" in holding(store, f"{PII}-bob")
+    bob = state(app, "bob-0")
+    assert bob["doc"] == BIG_PII and bob["msgs"][0] == f"{PII}-bob-0"  # untouched
+    for i in range(3):
+        assert isinstance(state(app, f"alice-{i}")["msgs"], Redacted)
+        assert state(app, f"alice-{i}")["notes"][4] == f"{KEEP}-4"
+    (line,) = client.audit(receipt["subject"])
+    assert line.action == "erase_subject" and '"alice"' not in (line.detail or "")
+    assert json.loads(line.detail or "")["rows"] == receipt["rows"]
+    exported = client.export_subject("alice")
+    assert len(exported["runs"]) == 3 and PII not in json.dumps(exported)
+    # Whole-run erasure: every row of every run of the subject.
+    receipt = client.erase_subject("alice")
+    assert receipt["mode"] == "purge" and receipt["rows"]["deltas"] == 18
+    assert store.runs_of_subject("default", "alice") == []
+    assert not any(b"alice-" in row for t, row in stored_rows(store) if t != "audit")
+    assert state(app, "bob-0")["doc"] == BIG_PII  # the shared blob survived both erasures
+    assert client.export_subject("bob")["runs"][0]["runs"][0]["subject"] == "bob"
+
+
+def test_a_redacted_run_is_not_resumed_unless_its_graph_says_it_can(store: Store) -> None:
+    app = build(store)
+    run(app, "r1", "alice")
+    wayline.Wayline(store).redact("r1", ["pii"])
+    cfg = {"configurable": {"thread_id": "r1"}}
+    with pytest.raises(RedactedRunError, match="continue_without"):
+        app.invoke({"n": 0}, cfg)
+    tolerant = build(store, continue_without=["pii"])
+    tolerant.invoke(None, cfg)  # allowed (the run is done: nothing to run)
+    assert store.get_run("default", "r1").status == "done"  # type: ignore[union-attr]
+
+
+def test_classes_are_recorded_with_the_run_and_not_silently_relabelled(store: Store) -> None:
+    app = build(store)
+    run(app, "r1", "alice")
+    recorded = store.get_run("default", "r1")
+    assert recorded is not None and recorded.subject == "alice"
+    assert dict(recorded.classes) == {"doc": "pii", "email": "pii", "msgs": "pii"}
+
+    class Relabelled(TypedDict):
+        msgs: Annotated[list[str], operator.add]
+        email: Annotated[str, Classified("pii")]
+        doc: Annotated[str, Classified("pii")]
+        notes: Annotated[list[str], operator.add]
+        n: int
+
+    g = StateGraph(Relabelled)
+    g.add_node("step", lambda s: {"n": s["n"] + 1})
+    g.add_edge(START, "step")
+    g.add_edge("step", END)
+    relabelled = g.compile(store, version=app.version, name=app.name)
+    with pytest.raises(VersionMismatchError, match="data classes"):
+        relabelled.invoke({"n": 0}, {"configurable": {"thread_id": "r1"}})
