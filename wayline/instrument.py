@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from wayline.store.base import Store
 from wayline.store.records import MeterRow
@@ -23,6 +23,17 @@ def is_state_key(channel: str) -> bool:
 class ByteReport:
     run_id: str
     rows: Sequence[MeterRow]
+    classes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """The data class of each labelled channel, as the run recorded it."""
+
+    def by_class(self) -> dict[str, int]:
+        """Bytes per data class: labelled channels by their class, other channels
+        "default", bytes of no channel (envelopes, sealing) "framing"."""
+        out: dict[str, int] = defaultdict(int)
+        for r in self.rows:
+            cls = "framing" if not r.channel else self.classes.get(r.channel, "default")
+            out[cls] += r.bytes
+        return dict(out)
 
     @property
     def total(self) -> int:
@@ -79,4 +90,6 @@ class ByteReport:
 
 
 def byte_report(store: Store, tenant_id: str, run_id: str) -> ByteReport:
-    return ByteReport(run_id, store.load_meter(tenant_id, run_id))
+    run = store.get_run(tenant_id, run_id)
+    classes = dict(run.classes) if run is not None else {}
+    return ByteReport(run_id, store.load_meter(tenant_id, run_id), classes)

@@ -43,6 +43,33 @@ DbOption = Annotated[
     typer.Option("--db", envvar="WAYLINE_DB", help="Store URL, e.g. sqlite:///runs.db"),
 ]
 TenantOption = Annotated[str, typer.Option("--tenant", help="Tenant id.")]
+SESSION: dict[str, str] = {"scope": "admin"}
+"""What the whole invocation may do (``--scope`` / ``WAYLINE_SCOPE``): read < execute < admin."""
+
+
+@app.callback()
+def _session(
+    scope: Annotated[
+        str,
+        typer.Option(
+            "--scope",
+            envvar="WAYLINE_SCOPE",
+            help="What this invocation may do: read, execute (start, resume, approve), admin.",
+        ),
+    ] = "admin",
+) -> None:
+    from wayline.control.scopes import check_scope
+
+    with _reported(2):
+        SESSION["scope"] = check_scope(scope)
+
+
+def _require(need: str, what: str) -> None:
+    """Exit 1 with the ScopeError's message when this invocation's scope is too low."""
+    from wayline.control.scopes import require
+
+    with _reported():
+        require(SESSION["scope"], need, what)  # type: ignore[arg-type]
 
 
 @app.command()
@@ -178,6 +205,7 @@ def worker(
     from wayline.cli.loading import load_graph
     from wayline.worker import Worker, WorkerConfig
 
+    _require("execute", "run a worker")
     store = _open(db, create=True)
     with _reported(2):
         compiled = [load_graph(spec, store) for spec in graphs]
@@ -292,6 +320,7 @@ def runs_verify(
 @runs_app.command("retry")
 def runs_retry(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "default") -> None:
     """Put a failed (dead-lettered) or parked run back in the queue."""
+    _require("execute", "retry a run")
     if not _open(db).requeue(tenant, run_id):
         _fail(f"run {run_id!r} is not failed or parked (or does not exist)")
     console.print(f"run {run_id} queued again")
@@ -300,6 +329,7 @@ def runs_retry(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "d
 @runs_app.command("cancel")
 def runs_cancel(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "default") -> None:
     """Cancel a run (at its worker's next step if one holds it)."""
+    _require("execute", "cancel a run")
     if not _open(db).request_cancel(tenant, run_id):
         _fail(f"run {run_id!r} is finished, cancelled or unknown")
     console.print(f"run {run_id}: cancellation requested")
@@ -323,6 +353,12 @@ def runs_bytes(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "d
     for tbl, n in sorted(tables.items()):
         table.add_row(f"[bold]{tbl}[/]", "[bold]all[/]", f"[bold]{n:,}[/]", "")
     console.print(table)
+    classes = Table(title="by data class")
+    for col in ("class", "bytes", "share"):
+        classes.add_column(col, justify="left" if col == "class" else "right")
+    for cls, n in sorted(report.by_class().items()):
+        classes.add_row(cls, f"{n:,}", f"{n / report.total:.1%}")
+    console.print(classes)
     head, tail = report.decile_bytes_per_step()
     steps = report.by_step()
     console.print(
@@ -410,7 +446,7 @@ def approve(
     from wayline.client import Wayline
     from wayline.control import Actor
 
-    client = Wayline(_open(db), tenant=tenant)
+    client = Wayline(_open(db), tenant=tenant, scope=SESSION["scope"])  # type: ignore[arg-type]
     with _reported():
         if digest is None:
             for question in client.pending(run_id):
@@ -439,18 +475,24 @@ def approve(
 
 @app.command()
 def export(
-    run_id: str,
+    run_id: Annotated[str | None, typer.Argument(help="The run to export.")] = None,
+    subject: Annotated[
+        str | None, typer.Option(help="Export every run of this data subject instead.")
+    ] = None,
     db: DbOption = DEFAULT_DB,
     tenant: TenantOption = "default",
     out: Annotated[Path | None, typer.Option(help="Write JSON here (default: stdout).")] = None,
 ) -> None:
-    """Everything held for a run, decoded, as JSON (subject access)."""
+    """Everything held for a run (or a data subject's runs), decoded, as JSON."""
     import json
 
     from wayline.client import Wayline
 
+    if (run_id is None) == (subject is None):
+        _fail("give a RUN_ID or --subject, not both", 2)
+    client = Wayline(_open(db), tenant=tenant, scope=SESSION["scope"])  # type: ignore[arg-type]
     with _reported():
-        data = Wayline(_open(db), tenant=tenant).export(run_id)
+        data = client.export(run_id) if run_id is not None else client.export_subject(subject or "")
     text = json.dumps(data, indent=2, sort_keys=True)
     if out is None:
         print(text)
@@ -475,6 +517,13 @@ def purge(
     yes: Annotated[
         bool, typer.Option("--yes", help="With --older-than: erase without asking again.")
     ] = False,
+    subject: Annotated[
+        str | None, typer.Option(help="Erase this data subject from all its runs (needs --yes).")
+    ] = None,
+    classes: Annotated[
+        list[str] | None,
+        typer.Option("--class", help="With --subject: redact only this class (repeat)."),
+    ] = None,
     db: DbOption = DEFAULT_DB,
     tenant: TenantOption = "default",
 ) -> None:
@@ -486,9 +535,21 @@ def purge(
     from wayline.client import Wayline
     from wayline.control.retention import parse_age
 
-    if (run_id is None) == (older_than is None):
-        _fail("give a RUN_ID or --older-than, not both", 2)
+    if sum(x is not None for x in (run_id, older_than, subject)) != 1:
+        _fail("give one of RUN_ID, --older-than or --subject", 2)
+    _require("admin", "purge or erase")
     client = Wayline(_open(db), tenant=tenant)
+    if subject is not None:
+        import json
+
+        runs = client.store.runs_of_subject(tenant, subject)
+        what = f"{'class ' + ','.join(classes) if classes else 'every row'} of {len(runs)} run(s)"
+        if not yes:
+            _fail(f"would erase {what} of subject {subject}: add --yes (nothing was erased)", 2)
+        with _reported():
+            receipt = client.erase_subject(subject, classes=classes or None)
+        console.print(json.dumps(receipt, sort_keys=True), highlight=False)
+        return
     if run_id is not None:
         deleted = client.purge(run_id)
         if not deleted:
@@ -514,6 +575,61 @@ def purge(
     with _reported():
         purged = client.purge_older_than(age, statuses=statuses)
     console.print(f"purged {len(purged)} run(s) of tenant {tenant} older than {older_than}")
+
+
+retention_app = typer.Typer(help="Retention by data class.", no_args_is_help=True)
+app.add_typer(retention_app, name="retention")
+store_app = typer.Typer(help="What the store holds.", no_args_is_help=True)
+app.add_typer(store_app, name="store")
+
+
+@retention_app.command("apply")
+def retention_apply(
+    policy: Annotated[
+        str, typer.Option(help="Rules by class: pii=30d:redact,default=365d:purge")
+    ],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what it would do.")] = False,
+    db: DbOption = DEFAULT_DB,
+    tenant: Annotated[str | None, typer.Option(help="Only this tenant (default: all).")] = None,
+) -> None:
+    """Apply a retention policy by data class to finished runs: redact or purge what is due."""
+    from wayline.control.policy import DataPolicy, apply_policy
+
+    _require("admin", "apply a retention policy")
+    with _reported(2):
+        rules = DataPolicy.parse(policy)
+    store = _open(db)
+    with _reported():
+        actions = apply_policy(store, rules, tenant_id=tenant, dry_run=dry_run)
+    for a in actions:
+        console.print(f"  {a['tenant']}/{a['run_id']}: {a['action']} {','.join(a['classes'])}")
+    console.print(f"{'would act on' if dry_run else 'acted on'} {len(actions)} run(s)")
+
+
+@store_app.command("report")
+def store_report(
+    policy: Annotated[
+        str | None, typer.Option(help="Show what this policy does next: pii=30d:redact,...")
+    ] = None,
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """Per tenant and data class: runs, rows, bytes, the oldest value, the policy's next step."""
+    from wayline.control.policy import DataPolicy
+    from wayline.instrument_classes import store_report as build
+
+    store = _open(db)
+    with _reported(2):
+        rules = DataPolicy.parse(policy) if policy else None
+    with _reported():
+        rows = build(store, rules)
+    table = Table(title="store by tenant and data class")
+    for col in ("tenant", "class", "runs", "rows", "bytes", "oldest", "next"):
+        table.add_column(col, justify="right" if col in ("runs", "rows", "bytes") else "left")
+    for r in rows:
+        table.add_row(
+            r.tenant, r.cls, str(r.runs), str(r.rows), f"{r.bytes:,}", _when(r.oldest), r.next
+        )
+    console.print(table)
 
 
 @db_app.command("upgrade")
