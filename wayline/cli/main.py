@@ -585,9 +585,7 @@ app.add_typer(store_app, name="store")
 
 @retention_app.command("apply")
 def retention_apply(
-    policy: Annotated[
-        str, typer.Option(help="Rules by class: pii=30d:redact,default=365d:purge")
-    ],
+    policy: Annotated[str, typer.Option(help="Rules by class: pii=30d:redact,default=365d:purge")],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what it would do.")] = False,
     db: DbOption = DEFAULT_DB,
     tenant: Annotated[str | None, typer.Option(help="Only this tenant (default: all).")] = None,

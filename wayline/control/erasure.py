@@ -19,7 +19,6 @@ results. Purge the run (erase the subject without ``classes``) to remove those t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Collection, Iterable, Mapping
@@ -32,6 +31,7 @@ from wayline.codec import EXT_REF, Codec
 from wayline.errors import RunNotFoundError, WaylineError
 from wayline.store.base import Store
 from wayline.store.records import AuditRecord, RunRecord
+from wayline.store.subject_keys import subject_digest
 
 __all__ = ["Redactor", "erase_subject", "redact_run", "run_classes", "subject_digest"]
 
@@ -50,10 +50,6 @@ def run_classes(run: RunRecord, keys: Iterable[str] = ()) -> dict[str, str]:
 def held_classes(run: RunRecord) -> set[str]:
     """Classes a run can hold: its labelled classes and "default"."""
     return {DEFAULT_CLASS, *run.classes.values()}
-
-
-def subject_digest(subject: str) -> str:
-    return "sha256:" + hashlib.sha256(subject.encode()).hexdigest()
 
 
 def _is_tombstone(data: bytes) -> bool:
@@ -174,23 +170,24 @@ def erase_subject(
             counts = {t: len(r) for t, r in rows.items() if r}
             store.purge_run(tenant_id, run_id)
         else:
-            counts = redact_run(
-                store, tenant_id, run_id, classes, actor=actor, at=at, scrub=False
-            )
+            counts = redact_run(store, tenant_id, run_id, classes, actor=actor, at=at, scrub=False)
         for table, n in counts.items():
             tables[table] = tables.get(table, 0) + n
-    receipt = {
-        "subject": subject_digest(subject),
+    keys = store.destroy_subject_keys(tenant_id, subject, classes)  # crypto-shredding
+    digest = subject_digest(subject)
+    receipt: dict[str, Any] = {
+        "subject": digest,
         "mode": "purge" if classes is None else "redact",
         "classes": None if classes is None else sorted(classes),
         "runs": runs,
         "rows": dict(sorted(tables.items())),
+        "keys_destroyed": keys,
         "at": at,
     }
     store.append_audit(
         AuditRecord(
             tenant_id,
-            receipt["subject"],
+            digest,
             actor,
             "erase_subject",
             "erased",

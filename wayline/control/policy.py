@@ -99,6 +99,7 @@ def apply_policy(
                     due[cls] = step[0]
             if not due:
                 continue
+            action: dict[str, Any]
             if "purge" in due.values():
                 action = {"tenant": tenant, "run_id": run_id, "action": "purge"}
                 action["classes"] = sorted(c for c, a in due.items() if a == "purge")

@@ -73,7 +73,8 @@ def export_run(store: Store, codec: Codec, tenant_id: str, run_id: str) -> dict[
 def export_subject(store: Store, codec: Codec, tenant_id: str, subject: str) -> dict[str, Any]:
     """Everything held about a data subject (an access request): each of its runs exported
     whole, decoded, JSON-ready; erased values appear as their ``Redacted`` tombstones."""
-    runs = [export_run(store, codec, tenant_id, r) for r in store.runs_of_subject(tenant_id, subject)]
+    ids = store.runs_of_subject(tenant_id, subject)
+    runs = [export_run(store, codec, tenant_id, r) for r in ids]
     return {"tenant_id": tenant_id, "subject": subject, "runs": runs, "exported_at": time.time()}
 
 

@@ -10,7 +10,7 @@ written; on PostgreSQL the roles in docs/data.md enforce the same split in the d
 
 from __future__ import annotations
 
-from typing import Literal, cast, get_args
+from typing import Literal, get_args
 
 from wayline.errors import ConfigError, ScopeError
 
@@ -18,13 +18,14 @@ __all__ = ["SCOPES", "Scope", "allows", "check_scope", "require"]
 
 Scope = Literal["read", "execute", "admin"]
 SCOPES: tuple[Scope, ...] = get_args(Scope)
-_RANK = {s: i for i, s in enumerate(SCOPES)}
+_RANK: dict[str, int] = {s: i for i, s in enumerate(SCOPES)}
 
 
 def check_scope(scope: str) -> Scope:
-    if scope not in _RANK:
-        raise ConfigError(f"scope {scope!r} must be one of {', '.join(SCOPES)}")
-    return cast(Scope, scope)
+    for known in SCOPES:
+        if scope == known:
+            return known
+    raise ConfigError(f"scope {scope!r} must be one of {', '.join(SCOPES)}")
 
 
 def allows(have: str, need: Scope) -> bool:

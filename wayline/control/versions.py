@@ -18,6 +18,7 @@ from wayline.graph.checkpoint import reconstruct, write_snapshot
 from wayline.graph.compiled import CompiledGraph
 from wayline.store.base import Store
 from wayline.store.records import AuditRecord, CommitBatch, RunRecord
+from wayline.store.subject_keys import SubjectSeal
 
 __all__ = ["migrate_run"]
 
@@ -84,6 +85,7 @@ def migrate_run(
                 )
             ],
         )
+        seal = SubjectSeal(store, tenant_id, run.subject, run.classes) if run.subject else None
         write_snapshot(
             batch,
             new.codec,
@@ -93,6 +95,7 @@ def migrate_run(
             step=run.step,
             threshold=new.blob_threshold,
             fresh=new.version,  # new segments: the old ones belong to the old version
+            seal=seal,
         )
         store.commit(tenant_id, run_id, token, batch)
     finally:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import ormsgpack
 
@@ -30,6 +30,7 @@ from wayline.graph.segments import LogIndex, Segment, advance
 from wayline.graph.types import Command, Send
 from wayline.store.base import Store
 from wayline.store.records import BlobRecord, CommitBatch, SegmentRecord, SnapshotRecord
+from wayline.store.subject_keys import SubjectUnseal, is_sealed
 
 __all__ = [
     "DEFAULT_BLOB_THRESHOLD",
@@ -58,13 +59,21 @@ class Encoded:
     blobs: list[BlobRecord]
 
 
-class _ValueWriter:
-    """Encodes values one by one, moving large ones to blobs and counting bytes per key."""
+class Seal(Protocol):
+    """Seals the values of classified keys (``wayline.store.subject_keys.SubjectSeal``)."""
 
-    def __init__(self, codec: Codec, step: int, threshold: int) -> None:
+    def seal(self, key: str, data: bytes) -> bytes: ...
+
+
+class _ValueWriter:
+    """Encodes values one by one, moving large ones to blobs and counting bytes per key;
+    with ``seal``, a classified value is sealed under its subject's key first."""
+
+    def __init__(self, codec: Codec, step: int, threshold: int, seal: Seal | None = None) -> None:
         self.codec = codec
         self.step = step
         self.threshold = threshold
+        self.seal = seal
         self.sizes: dict[str, int] = defaultdict(int)
         self.blobs: list[BlobRecord] = []
 
@@ -75,6 +84,8 @@ class _ValueWriter:
             raise CodecError(
                 f"{who} wrote a value to {key!r} that cannot be stored: {exc}"
             ) from None
+        if self.seal is not None:
+            data = self.seal.seal(key, data)
         if len(data) > self.threshold:
             digest = hashlib.sha256(data).digest()
             self.blobs.append(BlobRecord(digest.hex(), data, key, self.step))
@@ -87,9 +98,14 @@ class _ValueWriter:
 
 
 def encode_results(
-    codec: Codec, results: Sequence[TaskResult], *, step: int, threshold: int
+    codec: Codec,
+    results: Sequence[TaskResult],
+    *,
+    step: int,
+    threshold: int,
+    seal: Seal | None = None,
 ) -> Encoded:
-    out = _ValueWriter(codec, step, threshold)
+    out = _ValueWriter(codec, step, threshold, seal)
     wire = [
         [r.name, list(r.path), [[k, out.write(k, v, f"node {r.name!r}")] for k, v in r.writes]]
         for r in results
@@ -97,7 +113,12 @@ def encode_results(
     return out.done(ormsgpack.packb(wire))
 
 
-Resolver = Callable[[str], bytes]
+class Resolver(Protocol):
+    """Where a stored value's blob and subject key come from (``BlobCache``)."""
+
+    def __call__(self, digest: str) -> bytes: ...
+
+    def unseal(self, data: bytes) -> bytes | Redacted: ...
 
 
 def decode_results(
@@ -119,6 +140,11 @@ def decode_value(codec: Codec, data: bytes, resolve: Resolver) -> Any:
     """One stored value: resolved from its blob if it was stored by reference."""
     if len(data) == 35 and data.startswith(_REF_PREFIX):
         data = resolve(data[3:].hex())
+    if is_sealed(data):
+        opened = resolve.unseal(data)
+        if isinstance(opened, Redacted):
+            return opened  # its subject's key was erased: crypto-shredded
+        data = opened
     return codec.loads(data)
 
 
@@ -130,10 +156,11 @@ def encode_snapshot(
     *,
     step: int,
     threshold: int,
+    seal: Seal | None = None,
 ) -> tuple[SnapshotRecord, list[BlobRecord]]:
     """A snapshot: plain channels by value (large ones as blobs, so an unchanged large value
     costs a reference), append logs by index, and the next step's tasks."""
-    out = _ValueWriter(codec, step, threshold)
+    out = _ValueWriter(codec, step, threshold, seal)
     values = {
         k: out.write(k, c.checkpoint(), "snapshot")
         for k, c in channels.items()
@@ -159,6 +186,7 @@ def write_snapshot(
     step: int,
     threshold: int,
     fresh: str | None = None,
+    seal: Seal | None = None,
 ) -> dict[str, LogIndex]:
     """Add to ``batch`` a snapshot of ``channels`` after ``step``: append logs as the
     segments appended since their index (all of it, under a new salt, when ``fresh``
@@ -173,9 +201,9 @@ def write_snapshot(
             index, salt = None, f"rewritten@{step}"  # an edited history is written anew
             channel.rewritten = False
         new_logs[key], segments = advance(index, key, step, len(channel.get()), salt=salt)
-        batch.segments.extend(segment_records(codec, channel, segments, step))
+        batch.segments.extend(segment_records(codec, channel, segments, step, seal))
     snapshot, blobs = encode_snapshot(
-        codec, channels, next_tasks, new_logs, step=step, threshold=threshold
+        codec, channels, next_tasks, new_logs, step=step, threshold=threshold, seal=seal
     )
     batch.snapshots.append(snapshot)
     batch.blobs.extend(blobs)
@@ -183,19 +211,20 @@ def write_snapshot(
 
 
 def segment_records(
-    codec: Codec, channel: AppendLog, segments: Sequence[Segment], step: int
+    codec: Codec,
+    channel: AppendLog,
+    segments: Sequence[Segment],
+    step: int,
+    seal: Seal | None = None,
 ) -> list[SegmentRecord]:
     items = channel.get()
+
+    def data(s: Segment) -> bytes:
+        raw = codec.dumps(items[s.start : s.end])
+        return raw if seal is None else seal.seal(channel.key, raw)
+
     return [
-        SegmentRecord(
-            s.seg_id,
-            channel.key,
-            s.level,
-            s.after_step,
-            s.last_step,
-            codec.dumps(items[s.start : s.end]),
-            step,
-        )
+        SegmentRecord(s.seg_id, channel.key, s.level, s.after_step, s.last_step, data(s), step)
         for s in segments
     ]
 
@@ -235,6 +264,11 @@ class BlobCache:
         self.store = store
         self.tenant_id = tenant_id
         self.cache: dict[str, bytes] = {}
+        self.unsealer = SubjectUnseal(store, tenant_id)
+
+    def unseal(self, data: bytes) -> bytes | Redacted:
+        """A value sealed under a subject key, opened; its tombstone if the key was erased."""
+        return self.unsealer.open(data)
 
     def __call__(self, digest: str) -> bytes:
         data = self.cache.get(digest)
@@ -290,7 +324,9 @@ def _reconstruct(
             else:
                 channels[key].restore(decoded)
         logs = {k: LogIndex.from_wire(w) for k, w in data["logs"].items()}
-        seg_rows, nbytes = _restore_logs(store, codec, channels, logs, tenant_id, run_id)
+        seg_rows, nbytes = _restore_logs(
+            store, codec, channels, logs, tenant_id, run_id, resolve
+        )
         rows += seg_rows
         next_tasks = [TaskSpec.from_wire(t) for t in decode_value(codec, data["next"], resolve)]
         base = snapshot.step
@@ -333,10 +369,11 @@ def _bury(channels: dict[str, Channel], results: Sequence[TaskResult]) -> None:
 def _restore_logs(
     store: Store,
     codec: Codec,
-    channels: Mapping[str, Channel],
+    channels: dict[str, Channel],
     logs: Mapping[str, LogIndex],
     tenant_id: str,
     run_id: str,
+    resolve: Resolver,
 ) -> tuple[int, int]:
     """Rebuild append logs from their segments; return the rows and bytes read."""
     rows = nbytes = 0
@@ -344,8 +381,13 @@ def _restore_logs(
         ids = [s.seg_id for s in index.segments]
         payloads = store.load_segments(tenant_id, run_id, ids)
         nbytes += sum(len(data) for data in payloads)
-        items = [x for data in payloads for x in codec.loads(data)]
+        parts = [resolve.unseal(data) if is_sealed(data) else data for data in payloads]
         rows += len(ids)
+        erased = next((p for p in parts if isinstance(p, Redacted)), None)
+        if erased is not None:
+            channels[key] = Tombstone(key, erased)
+            continue
+        items = [x for data in parts if isinstance(data, bytes) for x in codec.loads(data)]
         if len(items) != index.length:
             raise CodecError(
                 f"append log {key!r} reconstructs to {len(items)} items where its snapshot "

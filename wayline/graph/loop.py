@@ -73,6 +73,7 @@ from wayline.store.records import (
     check_durability,
 )
 from wayline.store.writer import CommitSink, Committer, make_sink
+from wayline.store.subject_keys import SubjectSeal
 
 if TYPE_CHECKING:
     from wayline.graph.compiled import CompiledGraph
@@ -175,6 +176,7 @@ class RunLoop:
         """A worker's group committer (``GroupCommit.commit``); None: ``store.commit``."""
         self.multi_task_step = False
         self.incarnation = ""
+        self.seal: SubjectSeal | None = None
         self.closed = False
         self.loaded = False
         """The run's committed state was read; until then a failure must not touch the
@@ -226,6 +228,8 @@ class RunLoop:
             )
         self.incarnation = run.incarnation
         self.origin = load_origin(self.store, self.tenant_id, self.run_id)
+        if run.subject and run.classes:  # classified values sealed under the subject's keys
+            self.seal = SubjectSeal(self.store, self.tenant_id, run.subject, run.classes)
         if not self.claimed:
             self.token = self.store.claim(
                 self.tenant_id,
@@ -558,7 +562,7 @@ class RunLoop:
         ordered = sorted_results(results)
         step = self.step + 1
         threshold = self.graph.blob_threshold
-        enc = encode_results(self.codec, ordered, step=step, threshold=threshold)
+        enc = encode_results(self.codec, ordered, step=step, threshold=threshold, seal=self.seal)
         written = (k for r in ordered for k, _ in r.writes)
         staged = _staged(self.channels, written, self.graph.barriers)
         next_tasks = apply_step(staged, ordered)  # a failing reducer leaves self.channels as is
@@ -579,7 +583,14 @@ class RunLoop:
         log_keys = {k for k, c in staged.items() if isinstance(c, AppendLog)}
         if self.snapshots.due(step, len(enc.payload), enc.channels, log_keys):
             logs = write_snapshot(
-                batch, self.codec, staged, next_tasks, logs, step=step, threshold=threshold
+                batch,
+                self.codec,
+                staged,
+                next_tasks,
+                logs,
+                step=step,
+                threshold=threshold,
+                seal=self.seal,
             )
             self.snapshots.taken(step, len(batch.snapshots[-1].payload))
         self.sink.submit(batch)
@@ -593,7 +604,11 @@ class RunLoop:
             if o.result is None or o.task.id in self.unfinished.saved:
                 continue
             enc = encode_results(
-                self.codec, [o.result], step=o.task.step, threshold=self.graph.blob_threshold
+                self.codec,
+                [o.result],
+                step=o.task.step,
+                threshold=self.graph.blob_threshold,
+                seal=self.seal,
             )
             records.append(PendingWriteRecord(o.task.step, o.task.id, enc.payload, enc.channels))
             blobs.extend(enc.blobs)

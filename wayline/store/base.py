@@ -7,7 +7,7 @@ run's fencing token in the same transaction (``LeaseLost`` otherwise).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from wayline.errors import CorruptionError
@@ -262,6 +262,21 @@ class Store(Protocol):
     def scrub(self) -> dict[str, Any]:
         """Make erased bytes unrecoverable from the database files where the backend can
         (SQLite: secure_delete is on, and the WAL is checkpointed and truncated)."""
+        ...
+
+    def subject_key(self, tenant_id: str, subject: str, cls: str) -> tuple[str, bytes] | None:
+        """(key id, data key) of a subject's class, made on first use; None on a plaintext
+        store or once erased (``wayline.store.subject_keys``)."""
+        ...
+
+    def data_key(self, tenant_id: str, key_id: str) -> bytes | float | None:
+        """A data key by id; the time it was erased (float); None if unknown."""
+        ...
+
+    def destroy_subject_keys(
+        self, tenant_id: str, subject: str, classes: Collection[str] | None = None
+    ) -> int:
+        """Destroy a subject's data keys (of ``classes`` or all); returns how many."""
         ...
 
     def table_names(self) -> list[str]:

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["PostgresStore"]
 
 _QUERIES = load_queries("%s")
-RLS_TABLES = (*_QUERIES.RUN_TABLES, "blobs")
+RLS_TABLES = (*_QUERIES.RUN_TABLES, "blobs", "subject_keys")
 """Every table with a tenant_id: the tables a run owns, and the tenant's shared blobs."""
 Q_TABLES = """
 SELECT table_name FROM information_schema.tables

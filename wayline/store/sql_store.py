@@ -45,6 +45,7 @@ from wayline.store.records import (
 )
 from wayline.store.sql import queries
 from wayline.store.sql_rewrite import RewriteMixin
+from wayline.store.sql_subject_keys import SubjectKeysMixin
 from wayline.store.urls import redact_url
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def split_statements(script: str) -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
-class SQLStore(RewriteMixin):
+class SQLStore(RewriteMixin, SubjectKeysMixin):
     """The Store protocol over SQL. Subclasses implement ``_tx``, ``_read`` and
     ``table_names``, and set ``q`` (from ``load_queries``) and ``url``."""
 
@@ -276,8 +277,10 @@ class SQLStore(RewriteMixin):
             self.payloads = Payloads()
             return
         from wayline.store.encrypted import AESGCMSealer
+        from wayline.store.subject_keys import SubjectVault
 
         sealer = AESGCMSealer(keys)
+        self.vault = keys if isinstance(keys, SubjectVault) else None
         if not marked:
             with self._tx() as db:
                 db.execute(self.q.Q_SET_META, ("encryption", ENCRYPTION_MARK))

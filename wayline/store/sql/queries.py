@@ -331,7 +331,9 @@ Q_SET_REDACTED = "UPDATE runs SET redacted = ? WHERE tenant_id = ? AND run_id = 
 Q_REDACTED_OF = "SELECT redacted FROM runs WHERE tenant_id = ? AND run_id = ?"
 Q_REWRITE = {
     "runs": "UPDATE runs SET inbox = ?, inbox_crc = ? WHERE tenant_id = ? AND run_id = ?",
-    "deltas": "UPDATE deltas SET payload = ?, crc = ? WHERE tenant_id = ? AND run_id = ? AND step = ?",
+    "deltas": (
+        "UPDATE deltas SET payload = ?, crc = ? WHERE tenant_id = ? AND run_id = ? AND step = ?"
+    ),
     "snapshots": (
         "UPDATE snapshots SET payload = ?, crc = ? WHERE tenant_id = ? AND run_id = ? AND step = ?"
     ),

@@ -6,3 +6,19 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS subject TEXT;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS classes TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS redacted TEXT NOT NULL DEFAULT '{}';
 CREATE INDEX IF NOT EXISTS runs_by_subject ON runs (tenant_id, subject);
+-- Crypto-shredding (encrypted stores): one data key per tenant, data subject and class,
+-- wrapped (sealed) by the tenant's key. Classified values of a subject's runs are sealed
+-- under it inside their rows; erasing the subject sets wrapped to NULL (erased_at says
+-- when), so every copy of those values, wherever it lies, is ciphertext without a key.
+-- The subject is kept as its digest only.
+CREATE TABLE IF NOT EXISTS subject_keys (
+    tenant_id      TEXT NOT NULL,
+    key_id         TEXT NOT NULL,
+    subject_digest TEXT NOT NULL,
+    cls            TEXT NOT NULL,
+    wrapped        BYTEA,
+    created_at     DOUBLE PRECISION NOT NULL,
+    erased_at      DOUBLE PRECISION,
+    PRIMARY KEY (tenant_id, key_id)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS subject_keys_by_subject ON subject_keys (tenant_id, subject_digest, cls);

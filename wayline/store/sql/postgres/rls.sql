@@ -46,3 +46,7 @@ ALTER TABLE blob_refs ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS wayline_tenant ON blob_refs;
 CREATE POLICY wayline_tenant ON blob_refs USING (tenant_id = current_setting('wayline.tenant', true))
     WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE subject_keys ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON subject_keys;
+CREATE POLICY wayline_tenant ON subject_keys USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));

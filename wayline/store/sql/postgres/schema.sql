@@ -215,3 +215,18 @@ CREATE TABLE IF NOT EXISTS thread_runs (
 );
 
 CREATE INDEX IF NOT EXISTS thread_runs_by_thread ON thread_runs (tenant_id, thread_id, created_at);
+
+-- Crypto-shredding: a data key per (tenant, subject, class), wrapped by the tenant's key;
+-- erasure sets wrapped to NULL. The subject is kept as its digest only.
+CREATE TABLE IF NOT EXISTS subject_keys (
+    tenant_id      TEXT NOT NULL,
+    key_id         TEXT NOT NULL,
+    subject_digest TEXT NOT NULL,
+    cls            TEXT NOT NULL,
+    wrapped        BYTEA,
+    created_at     DOUBLE PRECISION NOT NULL,
+    erased_at      DOUBLE PRECISION,
+    PRIMARY KEY (tenant_id, key_id)
+);
+
+CREATE UNIQUE INDEX IF NOT EXISTS subject_keys_by_subject ON subject_keys (tenant_id, subject_digest, cls);
