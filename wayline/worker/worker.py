@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+from wayline.control.policy import DataPolicy, apply_policy
 from wayline.effects.retry import RetryPolicy, retry_any
 from wayline.errors import (
     CorruptionError,
@@ -55,6 +56,10 @@ class WorkerConfig:
     """Run-level retries of a node error; then the run stays failed (dead letter)."""
     tenant: str | None = None
     """Serve one tenant only (None: every tenant)."""
+    data_policy: DataPolicy | None = None
+    """Retention by data class, applied when the worker starts and every ``policy_every``
+    seconds (to ``tenant``, or every tenant). Idempotent: several workers may apply it."""
+    policy_every: float = 3600.0
 
     @property
     def heartbeat_interval(self) -> float:
@@ -107,10 +112,30 @@ class Worker:
         ]
         for slot in slots:
             slot.start()
+        keeper = None
+        if self.config.data_policy is not None:
+            keeper = threading.Thread(target=self._retention, name="wayline-retention")
+            keeper.start()
         for slot in slots:
             slot.join()
         self.stopping.set()
         beat.join()
+        if keeper is not None:
+            keeper.join()
+
+    def _retention(self) -> None:
+        """Apply the data policy now and every ``policy_every`` seconds until stopped."""
+        policy = self.config.data_policy
+        assert policy is not None
+        while not self.stopping.is_set():
+            try:
+                done = apply_policy(self.store, policy, tenant_id=self.config.tenant)
+                if done:
+                    log.info("retention: %d run(s) redacted or purged", len(done))
+            except WaylineError as exc:
+                log.error("retention failed: %s", exc)
+            if self.stopping.wait(self.config.policy_every):
+                return
 
     def stop(self) -> None:
         """Graceful stop: claim nothing more; each held run stops at its next step boundary
