@@ -650,6 +650,23 @@ def db_upgrade(
         console.print(f"row-level security on {len(tables)} tables: {', '.join(tables)}")
 
 
+@db_app.command("grant")
+def db_grant(
+    role: Annotated[str, typer.Argument(help="An existing PostgreSQL role.")],
+    scope: Annotated[str, typer.Option(help="read, execute or admin.")],
+    db: DbOption = DEFAULT_DB,
+) -> None:
+    """PostgreSQL: give a role the privileges of a scope on the store's tables."""
+    _require("admin", "grant a scope")
+    store = _open(db)
+    grant = getattr(store, "grant_scope", None)
+    if grant is None:
+        _fail("roles with scopes are a PostgreSQL feature", 2)
+    with _reported():
+        statements = grant(role, scope)
+    console.print(f"granted {scope} to {role}: {len(statements)} statements")
+
+
 def _open(url: str, *, upgrade: bool = False, create: bool = False) -> wayline.Store:
     """Open the store, or exit 2 with the reason. Only commands that may create a store
     (a worker, ``db upgrade``) pass ``create``: any other, given a path with a typo, says
