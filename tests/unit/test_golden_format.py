@@ -84,3 +84,42 @@ def test_golden_bytes_still_reconstruct() -> None:
     for delta in golden["deltas"]:
         results = decode_results(default_codec, bytes.fromhex(delta), blobs.__getitem__)
         assert all(r.name for r in results)
+
+
+REDACTED_GOLDEN = Path(__file__).parent.parent / "golden" / "format_v1_redacted.json"
+
+
+class Labelled(TypedDict, total=False):
+    chat: Annotated[list[str], operator.add, wayline.Classified("pii")]
+    log: Annotated[list[str], operator.add]
+    n: int
+
+
+def redacted_run() -> dict[str, Any]:
+    """Data classes add one value to the format, the tombstone ``Redacted(cls, at)`` (a
+    registered dataclass, ext code 12, name "wayline.Redacted") in place of an erased
+    value; envelopes, snapshots and unlabelled values are unchanged (format v1)."""
+    from wayline.control.erasure import redact_run
+
+    g = StateGraph(Labelled, name="golden-classes")
+    g.add_node("step", lambda s: {"chat": [f"c{s['n']}"], "log": [f"l{s['n']}"], "n": s["n"] + 1})
+    g.add_edge(START, "step")
+    g.add_conditional_edges("step", lambda s: END if s["n"] >= 3 else "step")
+    store = wayline.connect("sqlite:///:memory:")
+    app = g.compile(store, snapshot_every=2)
+    app.invoke({"n": 0}, {"configurable": {"thread_id": "g", "tenant": "t"}})
+    redact_run(store, "t", "g", ["pii"], at=1.5)
+    return {
+        "deltas": [d.payload.hex() for d in store.load_deltas("t", "g", -1, 100)],
+        "snapshot": store.load_snapshot("t", "g", 2).payload.hex(),  # type: ignore[union-attr]
+    }
+
+
+def test_redacted_bytes_match_the_golden_file() -> None:
+    produced = redacted_run()
+    if os.environ.get("WAYLINE_UPDATE_GOLDEN"):
+        REDACTED_GOLDEN.write_text(json.dumps(produced, indent=1) + "\n")
+    assert produced == json.loads(REDACTED_GOLDEN.read_text()), (
+        "the encoding of redacted values changed: regenerate with WAYLINE_UPDATE_GOLDEN=1 "
+        "only if that is deliberate"
+    )
