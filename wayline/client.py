@@ -274,6 +274,7 @@ class Wayline:
         the fork runs here and now (``invoke``); without, it waits for a worker (a sandbox
         fork needs its substitutes, so run those here).
         """
+        require(self.scope, "execute", "fork a run")
         tenant = self._tenant(tenant)
         check_mode(effects)
         new_run_id = new_run_id or fork_id_for(self.store, tenant, run_id, step)

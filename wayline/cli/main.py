@@ -161,6 +161,8 @@ def killtest(
     count executions the committed history missed, effects done twice, and state drift."""
     from wayline.cli import killtest as kt
 
+    _require("admin", "run the kill test (it starts runs and purges them)")
+
     try:
         chosen = [m.strip() for m in modes.split(",") if m.strip()]
         bad = sorted(set(chosen) - set(kt.MODES))

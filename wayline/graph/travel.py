@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import ormsgpack
 
-from wayline.errors import RunNotFoundError, TimeTravelError
+from wayline.errors import RedactedRunError, RunNotFoundError, TimeTravelError
 from wayline.graph.checkpoint import _REF_PREFIX
 from wayline.graph.segments import LogIndex
 from wayline.ids import derive_id
@@ -154,6 +154,11 @@ def create_fork(
     src = store.get_run(tenant_id, run_id)
     if src is None:
         raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant_id!r} to fork")
+    if src.redacted:
+        raise RedactedRunError(
+            f"run {run_id!r} had its {', '.join(sorted(src.redacted))} data erased: a fork "
+            "would run on Redacted tombstones; nothing was created"
+        )
     if not 0 <= step <= src.step:
         raise TimeTravelError(
             f"run {run_id!r} has committed steps 0..{src.step}; cannot fork it at step {step}"
@@ -185,6 +190,8 @@ def create_fork(
         graph_version=src.graph_version,
         durability=durability or src.durability,
         schema_version=src.schema_version,
+        subject=src.subject,  # a fork holds the same subject's data: erased with it
+        classes=src.classes,
     )
     token = store.claim(tenant_id, new_run_id, owner=owner, lease_seconds=lease_seconds)
     batch = _history(store, tenant_id, run_id, step)

@@ -17,7 +17,7 @@ role is confined to one tenant *and* one scope:
 
 from __future__ import annotations
 
-from wayline.control.scopes import Scope
+from wayline.errors import ConfigError
 
 __all__ = ["grants"]
 
@@ -26,9 +26,11 @@ _EXEC_INSERT = ("segments", "blobs", "blob_refs", "meter", "audit", "subject_key
 _EXEC_DELETE = ("pending_writes", "interrupts")
 
 
-def grants(scope: Scope, role: str, schema: str) -> list[str]:
+def grants(scope: str, role: str, schema: str) -> list[str]:
     """The GRANT statements giving ``role`` the ``scope`` on ``schema``'s tables (both
     names already checked as identifiers by the caller)."""
+    if scope not in ("read", "execute", "admin"):  # the scopes of wayline.control.scopes
+        raise ConfigError(f"scope {scope!r} must be one of read, execute, admin")
     out = [
         f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"',
         f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"',

@@ -278,12 +278,11 @@ class PostgresStore(SQLStore):
     def grant_scope(self, role: str, scope: str) -> list[str]:
         """Give an existing role a scope's privileges on this store's tables
         (``wayline.store.pg_roles``); returns the statements run."""
-        from wayline.control.scopes import check_scope
         from wayline.store.pg_roles import grants
 
         if not _SCHEMA_NAME.match(role):
             raise StoreURLError(f"role name {role!r} must match {_SCHEMA_NAME.pattern}")
-        statements = grants(check_scope(scope), role, self.schema)
+        statements = grants(scope, role, self.schema)
         with self._tx() as db:
             for statement in statements:
                 db.execute(statement)
