@@ -159,7 +159,12 @@ class Wayline:
         run = self.get(run_id, tenant=tenant)
         return [
             Interrupt(
-                self.codec.loads(i.value), i.interrupt_id, i.approvers, i.expires_at, i.digest
+                self.codec.loads(i.value),
+                i.interrupt_id,
+                i.approvers,
+                i.expires_at,
+                i.digest,
+                i.cls,
             )
             for i in self.store.load_interrupts(run.tenant_id, run_id, run.step + 1)
             if i.resume is None

@@ -151,3 +151,38 @@ def test_classes_are_recorded_with_the_run_and_not_silently_relabelled(store: St
     relabelled = g.compile(store, version=app.version, name=app.name)
     with pytest.raises(VersionMismatchError, match="data classes"):
         relabelled.invoke({"n": 0}, {"configurable": {"thread_id": "r1"}})
+
+
+class Asked(TypedDict):
+    name: Annotated[str, Classified("pii")]
+    verdict: str
+
+
+def test_classed_interrupts_and_effect_results_are_redacted_with_their_class(
+    store: Store,
+) -> None:
+    def lookup(s: Asked, ctx: wayline.NodeContext) -> dict[str, Any]:
+        found = ctx.effect("crm", lambda key: {"phone": f"{PII}-phone"}, classified="pii")
+        noted = ctx.effect("ticket", lambda key: {"id": f"{KEEP}-ticket"})
+        answer = wayline.interrupt({"call": found["phone"]}, classified="pii")
+        return {"verdict": f"{noted['id']} {answer['ok']}"}
+
+    g = StateGraph(Asked)
+    g.add_node("lookup", lookup)
+    g.add_edge(START, "lookup")
+    g.add_edge("lookup", END)
+    app = g.compile(store)
+    cfg = {"configurable": {"thread_id": "q1", "subject": "alice"}}
+    app.invoke({"name": f"{PII}-name"}, cfg)
+    client = wayline.Wayline(store)
+    assert {"effects", "interrupts"} <= set(holding(store, PII))  # waiting on the question
+    counts = client.redact("q1", ["pii"])
+    assert counts["effects"] == 1 and counts["interrupts"] == 1
+    assert holding(store, PII) == []
+    assert "effects" in holding(store, f"{KEEP}-ticket")  # the unlabelled effect is kept
+    (question,) = client.pending("q1")
+    assert question.value == Redacted("pii", question.value.at) and question.cls == "pii"
+    exported = json.dumps(client.export("q1"))
+    assert PII not in exported and '"cls": "pii"' in exported
+    with pytest.raises(RedactedRunError):
+        app.invoke(wayline.Command(resume={"ok": "yes"}), cfg)

@@ -111,6 +111,11 @@ class Redactor:
     def drop_segment(self, channel: str) -> bool:
         return self._erased(channel) is not None
 
+    def erase_value(self, cls: str, data: bytes) -> bytes:
+        if cls not in self.erase or _is_tombstone(data):
+            return data
+        return _CODEC.dumps(Redacted(cls, self.at))
+
     def referenced(self) -> set[str]:
         return self.kept
 

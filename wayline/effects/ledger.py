@@ -94,13 +94,14 @@ class EffectLedger:
         reconcile: Callable[[str], Any] | None = None,
         idempotent: bool = False,
         retry: RetryPolicy | None = None,
+        classified: str | None = None,
     ) -> Any:
         seq = self._next_seq("effect", name)
         key = key or self._derive_key("effect", name, seq)
         digest = self._digest(name, request)
         rec = self.store.get_effect(self.tenant_id, key)
         if rec is None:
-            rec = self._new(key, "effect", name, seq, digest)
+            rec = self._new(key, "effect", name, seq, digest, classified)
             expect: EffectStatus | None = None
         else:
             if rec.kind != "effect" or rec.request_digest != digest:
@@ -127,7 +128,7 @@ class EffectLedger:
                     raise EffectOutcomeUnknown(key)
         return self._attempt(rec, expect, fn, retry or DEFAULT_RETRY)
 
-    def record(self, name: str, fn: Callable[[], Any]) -> Any:
+    def record(self, name: str, fn: Callable[[], Any], classified: str | None = None) -> Any:
         """Run a non-deterministic call once; a re-executed node gets the recorded value."""
         seq = self._next_seq("record", name)
         key = self._derive_key("record", name, seq)
@@ -135,7 +136,7 @@ class EffectLedger:
         if rec is not None and rec.status == "SUCCEEDED":
             return self._result(rec)
         value = fn()
-        self._succeed(self._new(key, "record", name, seq, ""), None, value)
+        self._succeed(self._new(key, "record", name, seq, "", classified), None, value)
         return value
 
     # -- internals --------------------------------------------------------------------
@@ -217,7 +218,9 @@ class EffectLedger:
                 "when the run resumes"
             )
 
-    def _new(self, key: str, kind: str, name: str, seq: int, digest: str) -> EffectRecord:
+    def _new(
+        self, key: str, kind: str, name: str, seq: int, digest: str, cls: str | None = None
+    ) -> EffectRecord:
         return EffectRecord(
             tenant_id=self.tenant_id,
             key=key,
@@ -231,6 +234,7 @@ class EffectLedger:
             request_digest=digest,
             status="PENDING",
             fencing_token=self.token,
+            cls=cls or "default",
         )
 
     def _next_seq(self, kind: str, name: str) -> int:

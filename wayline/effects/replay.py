@@ -90,6 +90,7 @@ class ReplayLedger(EffectLedger):
         reconcile: Callable[[str], Any] | None = None,
         idempotent: bool = False,
         retry: RetryPolicy | None = None,
+        classified: str | None = None,
     ) -> Any:
         mode = self.origin.effects
         if mode == "live":
@@ -101,6 +102,7 @@ class ReplayLedger(EffectLedger):
                 reconcile=reconcile,
                 idempotent=idempotent,
                 retry=retry,
+                classified=classified,
             )
         seq = self._next_seq("effect", name)
         if key is not None:
@@ -127,9 +129,9 @@ class ReplayLedger(EffectLedger):
             raise EffectFailed(original_key, done.error or "failed")
         return self._result(done)
 
-    def record(self, name: str, fn: Callable[[], Any]) -> Any:
+    def record(self, name: str, fn: Callable[[], Any], classified: str | None = None) -> Any:
         if self.origin.effects == "live":
-            return super().record(name, fn)
+            return super().record(name, fn, classified)
         seq = self._next_seq("record", name)
         original = self._original_key("record", name, seq)
         own = self._derive_key("record", name, seq)
@@ -138,7 +140,7 @@ class ReplayLedger(EffectLedger):
             if rec is not None and rec.kind == "record" and rec.status == "SUCCEEDED":
                 return self._result(rec)
         value = fn()
-        self._succeed(self._new(own, "record", name, seq, ""), None, value)
+        self._succeed(self._new(own, "record", name, seq, "", classified), None, value)
         return value
 
     def _original_key(self, kind: str, name: str, seq: int) -> str:

@@ -596,7 +596,12 @@ class CompiledGraph:
             task_id = derive_id(tenant, run_id, at + 1, *spec.path)
             mine = tuple(
                 Interrupt(
-                    self.codec.loads(r.value), r.interrupt_id, r.approvers, r.expires_at, r.digest
+                    self.codec.loads(r.value),
+                    r.interrupt_id,
+                    r.approvers,
+                    r.expires_at,
+                    r.digest,
+                    r.cls,
                 )
                 for r in records
                 if r.task_id == task_id and r.resume is None

@@ -92,6 +92,7 @@ def interrupt(
     *,
     approvers: Sequence[str] | None = None,
     expires_in: float | None = None,
+    classified: str | None = None,
 ) -> Any:
     """Suspend the run with ``value`` as the question; return the answer when resumed.
 
@@ -103,6 +104,9 @@ def interrupt(
     On resume the node runs again from its start and this call returns the answer. Code
     before the call therefore runs twice: keep side effects after it, or in ``ctx.effect``,
     or put the proposal in a node of its own (see examples/refund_agent.py).
+
+    ``classified``: the data class of the question and its answer (``"pii"``): redacting
+    or erasing that class replaces both by ``Redacted`` tombstones.
     """
     scope = current_scope()
     idx = scope.counter
@@ -117,9 +121,10 @@ def interrupt(
                 id=scope.interrupt_id(idx),
                 approvers=tuple(approvers) if approvers is not None else None,
                 expires_at=time.time() + expires_in if expires_in is not None else None,
+                cls=classified or "default",
             )
             if governed
-            else Interrupt(value=value, id=scope.interrupt_id(idx))
+            else Interrupt(value=value, id=scope.interrupt_id(idx), cls=classified or "default")
         ]
     )
 
@@ -167,6 +172,8 @@ class NodeContext(Mapping[str, Any]):
         ``key`` replaces the derived key with a business key; ``reconcile(key)`` asks the
         provider about an unknown outcome (return its result, or ``wayline.effects.NOT_FOUND``).
         The options are the ledger's (``EffectLedger.effect``), declared once there.
+        ``classified`` (``"pii"``): the data class of the result; redacting or erasing that
+        class replaces the stored result by its ``Redacted`` tombstone.
         """
         if probe.installed():  # a harness counting dispatches (wayline killtest)
             fn = probe.wrap_effect(
@@ -180,10 +187,11 @@ class NodeContext(Mapping[str, Any]):
             )
         return self._ledger().effect(name, fn, **options)
 
-    def record(self, name: str, fn: Callable[[], Any]) -> Any:
+    def record(self, name: str, fn: Callable[[], Any], *, classified: str | None = None) -> Any:
         """Call ``fn`` once (a model call, the clock, a random draw) and record its result;
-        a re-executed node gets the recorded value instead of a new one."""
-        return self._ledger().record(name, fn)
+        a re-executed node gets the recorded value instead of a new one. ``classified``: the
+        data class of the value (a model's answer about a person: ``"pii"``)."""
+        return self._ledger().record(name, fn, classified)
 
     def _ledger(self) -> EffectLedger:
         if self.ledger is None:

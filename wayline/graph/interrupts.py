@@ -132,6 +132,7 @@ def ask(
                     digest=digest,
                     approvers=intr.approvers,
                     expires_at=expires,
+                    cls=intr.cls,
                 )
             )
             raised.append(dataclasses.replace(intr, expires_at=expires, digest=digest))

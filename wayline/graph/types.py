@@ -72,6 +72,8 @@ class Interrupt:
     approvers: tuple[str, ...] | None = None
     expires_at: float | None = None
     digest: str | None = None
+    cls: str = "default"
+    """The data class of the question and its answer (``interrupt(..., classified=...)``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

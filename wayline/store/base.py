@@ -41,6 +41,11 @@ class RowRewriter(Protocol):
 
     def drop_segment(self, channel: str) -> bool: ...
 
+    def erase_value(self, cls: str, data: bytes) -> bytes:
+        """A whole payload of class ``cls`` (an interrupt's question or answer, an effect's
+        result): its tombstone when the class is erased, else the same bytes."""
+        ...
+
     def referenced(self) -> set[str]:
         """Blob digests the rewritten rows still refer to (the others are dropped)."""
         ...

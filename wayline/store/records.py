@@ -217,6 +217,8 @@ class InterruptRecord:
     approvers: tuple[str, ...] | None = None
     """Actor ids or roles that may decide; None: anyone of the run's tenant."""
     expires_at: float | None = None
+    cls: str = "default"
+    """The data class of the question and its answer."""
 
     @property
     def governed(self) -> bool:
@@ -267,6 +269,8 @@ class EffectRecord:
     error: str | None = None
     created_at: float = 0.0
     updated_at: float = 0.0
+    cls: str = "default"
+    """The data class of the result (``ctx.effect(..., classified=...)``)."""
 
     def meter(self) -> list[MeterRow]:
         return [MeterRow(self.step, "effects", self.name, len(self.result or b""))]

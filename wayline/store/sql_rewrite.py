@@ -29,6 +29,21 @@ Q_PENDING = (
 )
 Q_SEGMENTS = "SELECT seg_id, channel FROM segments WHERE tenant_id = ? AND run_id = ?"
 Q_REFS = "SELECT digest FROM blob_refs WHERE tenant_id = ? AND run_id = ?"
+Q_INTERRUPTS = (
+    "SELECT interrupt_id, value, crc, resume, resume_crc, cls FROM interrupts "
+    "WHERE tenant_id = ? AND run_id = ? AND cls <> 'default'"
+)
+Q_SET_INTERRUPT = (
+    "UPDATE interrupts SET value = ?, crc = ?, resume = ?, resume_crc = ? "
+    "WHERE tenant_id = ? AND run_id = ? AND interrupt_id = ?"
+)
+Q_EFFECTS = (
+    "SELECT effect_key, result, result_crc, cls FROM effects "
+    "WHERE tenant_id = ? AND run_id = ? AND cls <> 'default' AND result IS NOT NULL"
+)
+Q_SET_EFFECT = (
+    "UPDATE effects SET result = ?, result_crc = ? WHERE tenant_id = ? AND effect_key = ?"
+)
 
 
 class RewriteMixin:
@@ -61,13 +76,47 @@ class RewriteMixin:
     def scrub(self) -> dict[str, Any]:
         return {}
 
+    def _rewrite_classed(
+        self, db: Any, tenant_id: str, run_id: str, rewriter: RowRewriter, counts: dict[str, int]
+    ) -> None:
+        """Interrupts and effect results labelled with a class: whole payloads."""
+        p, key = self.payloads, (tenant_id, run_id)
+        aad = f"{run_id}|i"
+        for iid, value, crc, resume, rcrc, cls in db.execute(
+            self._ph(Q_INTERRUPTS), key
+        ).fetchall():
+            q_ident = ("interrupts", *key, iid, "value")
+            a_ident = ("interrupts", *key, iid, "resume")
+            old = p.get(q_ident, tenant_id, aad, value, crc)
+            new = rewriter.erase_value(cls, old)
+            if new == old:
+                continue
+            sealed, new_crc = p.put(q_ident, tenant_id, aad, new)
+            answer, answer_crc = None, None
+            if resume is not None:
+                opened = p.get(a_ident, tenant_id, aad, resume, rcrc)
+                answer, answer_crc = p.put(
+                    a_ident, tenant_id, aad, rewriter.erase_value(cls, opened)
+                )
+            params = (sealed, new_crc, answer, answer_crc, *key, iid)
+            db.execute(self._ph(Q_SET_INTERRUPT), params)
+            counts["interrupts"] += 1
+        for effect_key, result, crc, cls in db.execute(self._ph(Q_EFFECTS), key).fetchall():
+            ident, e_aad = ("effects", tenant_id, effect_key), f"e|{effect_key}"
+            old = p.get(ident, tenant_id, e_aad, result, crc)
+            new = rewriter.erase_value(cls, old)
+            if new != old:
+                sealed, new_crc = p.put(ident, tenant_id, e_aad, new)
+                db.execute(self._ph(Q_SET_EFFECT), (sealed, new_crc, tenant_id, effect_key))
+                counts["effects"] += 1
+
     def rewrite_run(
         self, tenant_id: str, run_id: str, rewriter: RowRewriter, redacted: Mapping[str, float]
     ) -> dict[str, int]:
         key = (tenant_id, run_id)
         p, q = self.payloads, self.q
         counts = {"runs": 0, "deltas": 0, "snapshots": 0, "pending_writes": 0}
-        counts.update(segments=0, blob_refs=0, blobs=0)
+        counts.update(segments=0, blob_refs=0, blobs=0, interrupts=0, effects=0)
         with self._tx(tenant_id) as db:
             for inbox, crc in db.execute(self._ph(Q_INBOX), key).fetchall():
                 if inbox is None:
@@ -93,6 +142,7 @@ class RewriteMixin:
             for seg_id, channel in db.execute(self._ph(Q_SEGMENTS), key).fetchall():
                 if rewriter.drop_segment(channel):
                     counts["segments"] += db.execute(q.Q_DELETE_SEGMENT, (*key, seg_id)).rowcount
+            self._rewrite_classed(db, tenant_id, run_id, rewriter, counts)
             kept = rewriter.referenced()
             for (digest,) in db.execute(self._ph(Q_REFS), key).fetchall():
                 if digest in kept:

@@ -802,8 +802,9 @@ class SQLStore(RewriteMixin, SubjectKeysMixin):
                 digest=digest,
                 approvers=None if approvers is None else tuple(json.loads(approvers)),
                 expires_at=expires,
+                cls=cls,
             )
-            for s, t, i, iid, v, r, digest, approvers, expires, crc, rcrc in rows
+            for s, t, i, iid, v, r, digest, approvers, expires, crc, rcrc, cls in rows
         ]
 
     def answer_interrupt(
@@ -1015,6 +1016,7 @@ def _interrupt_row(key: tuple[str, str], i: InterruptRecord) -> tuple[Any, ...]:
         i.expires_at,
         crc(_question_ident(t, r, i.interrupt_id), i.value),
         answer,
+        i.cls,
     )
 
 

@@ -179,12 +179,13 @@ DO UPDATE SET payload = excluded.payload, crc = excluded.crc
 """
 Q_PUT_INTERRUPT = """
 INSERT INTO interrupts (tenant_id, run_id, step, task_id, idx, interrupt_id, value, resume,
-    digest, approvers, expires_at, crc, resume_crc)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    digest, approvers, expires_at, crc, resume_crc, cls)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (tenant_id, run_id, step, task_id, idx)
 DO UPDATE SET interrupt_id = excluded.interrupt_id, value = excluded.value,
     resume = excluded.resume, digest = excluded.digest, approvers = excluded.approvers,
-    expires_at = excluded.expires_at, crc = excluded.crc, resume_crc = excluded.resume_crc
+    expires_at = excluded.expires_at, crc = excluded.crc, resume_crc = excluded.resume_crc,
+    cls = excluded.cls
 """
 Q_ANSWER_INTERRUPT = """
 UPDATE interrupts SET resume = ?, resume_crc = ?
@@ -272,14 +273,14 @@ WHERE tenant_id = ? AND run_id = ? AND step = ? ORDER BY task_id
 """
 Q_LOAD_INTERRUPTS = """
 SELECT step, task_id, idx, interrupt_id, value, resume, digest, approvers, expires_at, crc,
-    resume_crc
+    resume_crc, cls
 FROM interrupts
 WHERE tenant_id = ? AND run_id = ? AND step = ? ORDER BY task_id, idx
 """
 
 _EFFECT_COLUMNS = (
     "tenant_id, effect_key, run_id, kind, node, step, name, seq, attempt, request_digest, "
-    "status, fencing_token, result, error, created_at, updated_at, result_crc"
+    "status, fencing_token, result, error, created_at, updated_at, result_crc, cls"
 )
 EFFECT_COLUMN_NAMES = tuple(c.strip() for c in _EFFECT_COLUMNS.split(","))
 Q_GET_EFFECT = f"SELECT {_EFFECT_COLUMNS} FROM effects WHERE tenant_id = ? AND effect_key = ?"
@@ -288,7 +289,7 @@ SELECT {_EFFECT_COLUMNS} FROM effects WHERE tenant_id = ? AND run_id = ? ORDER B
 """
 Q_INSERT_EFFECT = f"""
 INSERT INTO effects ({_EFFECT_COLUMNS})
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING
 """
 Q_UPDATE_EFFECT = """

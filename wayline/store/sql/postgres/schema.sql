@@ -85,6 +85,7 @@ CREATE TABLE IF NOT EXISTS interrupts (
     expires_at   DOUBLE PRECISION,
     crc              BIGINT,
     resume_crc       BIGINT,
+    cls              TEXT NOT NULL DEFAULT 'default',
     PRIMARY KEY (tenant_id, run_id, step, task_id, idx)
 );
 
@@ -153,6 +154,7 @@ CREATE TABLE IF NOT EXISTS effects (
     created_at     DOUBLE PRECISION NOT NULL,
     updated_at     DOUBLE PRECISION NOT NULL,
     result_crc       BIGINT,
+    cls              TEXT NOT NULL DEFAULT 'default',
     PRIMARY KEY (tenant_id, effect_key)
 );
 

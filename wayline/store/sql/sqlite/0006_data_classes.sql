@@ -6,6 +6,10 @@ ALTER TABLE runs ADD COLUMN subject TEXT;
 ALTER TABLE runs ADD COLUMN classes TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE runs ADD COLUMN redacted TEXT NOT NULL DEFAULT '{}';
 CREATE INDEX IF NOT EXISTS runs_by_subject ON runs (tenant_id, subject);
+-- Interrupts and effect results carry the class their node gave them
+-- (interrupt(..., classified=...), ctx.effect(..., classified=...)).
+ALTER TABLE interrupts ADD COLUMN cls TEXT NOT NULL DEFAULT 'default';
+ALTER TABLE effects ADD COLUMN cls TEXT NOT NULL DEFAULT 'default';
 -- Crypto-shredding (encrypted stores): one data key per tenant, data subject and class,
 -- wrapped (sealed) by the tenant's key. Classified values of a subject's runs are sealed
 -- under it inside their rows; erasing the subject sets wrapped to NULL (erased_at says

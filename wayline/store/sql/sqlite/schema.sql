@@ -85,6 +85,7 @@ CREATE TABLE IF NOT EXISTS interrupts (
     expires_at   REAL,
     crc              INTEGER,
     resume_crc       INTEGER,
+    cls              TEXT NOT NULL DEFAULT 'default',
     PRIMARY KEY (tenant_id, run_id, step, task_id, idx)
 );
 
@@ -153,6 +154,7 @@ CREATE TABLE IF NOT EXISTS effects (
     created_at     REAL NOT NULL,
     updated_at     REAL NOT NULL,
     result_crc       INTEGER,
+    cls              TEXT NOT NULL DEFAULT 'default',
     PRIMARY KEY (tenant_id, effect_key)
 );
 
