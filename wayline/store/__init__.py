@@ -22,7 +22,8 @@ def open_store(
 ) -> Store:
     """Open a store by URL: ``sqlite:///relative.db``, ``sqlite:////abs.db``,
     ``sqlite:///:memory:``, ``postgresql://user@host/db``; options as query parameters
-    (SQLite ``?synchronous=NORMAL``; PostgreSQL ``?schema=NAME&synchronous_commit=off``).
+    (SQLite ``?synchronous=NORMAL``, ``?secure_delete=off``; PostgreSQL
+    ``?schema=NAME&synchronous_commit=off``).
 
     A new database gets the current schema. An existing one with an older schema is refused
     with a clear error unless ``upgrade`` (``wayline db upgrade``) applies the migrations.
@@ -47,13 +48,14 @@ def open_store(
                 f"SQLite URL {url!r} must look like sqlite:///relative.db, sqlite:////abs.db "
                 "or sqlite:///:memory:"
             )
-        unknown = set(options) - {"synchronous"}
+        unknown = set(options) - {"synchronous", "secure_delete"}
         if unknown:
             raise StoreURLError(f"unknown SQLite URL option(s) {sorted(unknown)} in {url!r}")
         try:
             return SQLiteStore(
                 path,
                 synchronous=options.get("synchronous", "FULL"),
+                secure_delete=_switch(options.get("secure_delete", "on"), url),
                 upgrade=upgrade,
                 keys=keys,
                 create=create,
@@ -67,3 +69,11 @@ def open_store(
 
         return PostgresStore(url, upgrade=upgrade, keys=keys, create=create)
     raise StoreURLError(f"unsupported store URL scheme {parts.scheme!r} in {url!r}")
+
+
+def _switch(value: str, url: str) -> bool:
+    if value.lower() in ("on", "1", "true"):
+        return True
+    if value.lower() in ("off", "0", "false"):
+        return False
+    raise StoreURLError(f"secure_delete={value!r} in {url!r} must be on or off")

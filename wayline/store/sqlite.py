@@ -51,6 +51,7 @@ class SQLiteStore(SQLStore):
         path: str,
         *,
         synchronous: str = "FULL",
+        secure_delete: bool = True,
         busy_timeout_ms: int = 10_000,
         upgrade: bool = False,
         keys: KeyProvider | None = None,
@@ -64,7 +65,10 @@ class SQLiteStore(SQLStore):
             )
         self.path = path
         self.synchronous = level
-        self.url = f"sqlite:///{path}" + ("" if level == "FULL" else f"?synchronous={level}")
+        options = [] if level == "FULL" else [f"synchronous={level}"]
+        options += [] if secure_delete else ["secure_delete=off"]
+        self.url = f"sqlite:///{path}" + ("?" + "&".join(options) if options else "")
+        self.secure_delete = secure_delete
         self._lock = threading.RLock()
         self._busy_timeout_ms = busy_timeout_ms
         self._idle_readers: list[sqlite3.Connection] = []
@@ -83,8 +87,9 @@ class SQLiteStore(SQLStore):
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             self._db.execute(f"PRAGMA synchronous = {level}")
             # Deleted and overwritten content is zeroed in the file, so an erased value
-            # leaves no plaintext in free pages or free space inside pages.
-            self._db.execute("PRAGMA secure_delete = ON")
+            # leaves no plaintext in free pages or free space inside pages (off: only when
+            # erasure need not reach the file's bytes; bench/data_classes.py measures it).
+            self._db.execute(f"PRAGMA secure_delete = {'ON' if secure_delete else 'OFF'}")
         except sqlite3.Error as exc:
             if not create and not Path(path).exists():
                 raise StoreNotFoundError(
