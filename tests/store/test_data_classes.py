@@ -15,6 +15,7 @@ from stored_rows import stored_rows
 
 import wayline
 from wayline import END, START, Classified, Redacted, StateGraph
+from wayline.control.integrity import check_run
 from wayline.errors import RedactedRunError, VersionMismatchError
 from wayline.store.base import Store
 from wayline.store.records import AuditRecord
@@ -84,7 +85,8 @@ def test_redacting_pii_erases_it_from_every_row_and_keeps_the_rest(store: Store)
     assert [a.action for a in audit] == ["note", "redact"] and audit[0].detail == KEEP
     assert json.loads(audit[1].detail or "")["rows"] == counts
     assert store.check_rows("default", "r1")[1] == []  # rewritten rows verify
-    assert app.verify({"configurable": {"thread_id": "r1"}}) is not None
+    report = check_run(store, "default", "r1", app)  # `wayline runs verify`
+    assert report.problems == () and report.folded and report.digest_ok is None
     assert wayline.Wayline(store).redact("r1", ["pii"])["deltas"] == 0  # idempotent
 
 

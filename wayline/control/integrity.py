@@ -63,7 +63,9 @@ def check_run(
     if graph is not None and run is not None and not problems:
         cfg = RunRef(tenant_id, run_id).config()
         try:
-            if run.state_digest is not None:
+            # A redacted run cannot match the digest of the values it no longer holds: it
+            # must still fold (every row readable), and digest_ok stays None.
+            if run.state_digest is not None and not run.redacted:
                 result = graph.verify(cfg)
                 digest_ok = result.ok
                 if not result.ok:
