@@ -16,7 +16,7 @@ from stored_rows import stored_rows
 import wayline
 from wayline import END, START, Classified, Redacted, StateGraph
 from wayline.control.integrity import check_run
-from wayline.errors import RedactedRunError, VersionMismatchError
+from wayline.errors import LeaseConflictError, RedactedRunError, VersionMismatchError
 from wayline.store.base import Store
 from wayline.store.records import AuditRecord
 
@@ -188,3 +188,14 @@ def test_classed_interrupts_and_effect_results_are_redacted_with_their_class(
     assert PII not in exported and '"cls": "pii"' in exported
     with pytest.raises(RedactedRunError):
         app.invoke(wayline.Command(resume={"ok": "yes"}), cfg)
+
+
+def test_a_run_being_executed_is_not_redacted_under_its_worker(store: Store) -> None:
+    app = build(store)
+    run(app, "r1", "alice")
+    store.claim("default", "r1", owner="worker-7", lease_seconds=60)  # a live lease
+    with pytest.raises(LeaseConflictError, match="worker-7"):
+        wayline.Wayline(store).redact("r1", ["pii"])
+    with pytest.raises(LeaseConflictError, match="cancel it"):
+        wayline.Wayline(store).erase_subject("alice", classes=["pii"])
+    assert state(app, "r1")["msgs"][0].startswith(PII)  # nothing was changed

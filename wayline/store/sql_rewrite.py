@@ -11,17 +11,20 @@ written, so the receipt counts only rows that held erased values.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from types import SimpleNamespace
 from typing import Any
 
+from wayline.errors import LeaseConflictError
 from wayline.store.base import RowRewriter
 from wayline.store.payloads import Payloads
 
 __all__ = ["RewriteMixin"]
 
 Q_INBOX = "SELECT inbox, inbox_crc FROM runs WHERE tenant_id = ? AND run_id = ?"
+Q_LEASE = "SELECT lease_owner, lease_expires_at FROM runs WHERE tenant_id = ? AND run_id = ?"
 Q_DELTAS = "SELECT step, payload, crc FROM deltas WHERE tenant_id = ? AND run_id = ?"
 Q_SNAPSHOTS = "SELECT step, payload, crc FROM snapshots WHERE tenant_id = ? AND run_id = ?"
 Q_PENDING = (
@@ -118,6 +121,13 @@ class RewriteMixin:
         counts = {"runs": 0, "deltas": 0, "snapshots": 0, "pending_writes": 0}
         counts.update(segments=0, blob_refs=0, blobs=0, interrupts=0, effects=0)
         with self._tx(tenant_id) as db:
+            lease = db.execute(self._ph(Q_LEASE), key).fetchone()
+            if lease is not None and lease[0] is not None and (lease[1] or 0) > time.time():
+                raise LeaseConflictError(
+                    f"run {run_id!r} is being executed by {lease[0]!r}: its worker holds the "
+                    "values in memory and would write them again. Cancel the run (or wait "
+                    "until it settles), then erase; nothing was changed"
+                )
             for inbox, crc in db.execute(self._ph(Q_INBOX), key).fetchall():
                 if inbox is None:
                     continue
