@@ -20,13 +20,12 @@ import time
 from collections.abc import Sequence
 
 from wayline.control.approvals import Actor
+from wayline.control.scopes import SCOPES, Scope, allows
 from wayline.errors import AuthError
 from wayline.store.server_tables import ApiKeyRecord, ServerTables
 
 __all__ = ["SCOPES", "Principal", "authenticate", "create_key", "hash_key"]
 
-SCOPES = ("read", "execute", "admin")
-_RANK = {s: i for i, s in enumerate(SCOPES)}
 DEFAULT_SCOPES = ("execute",)
 
 
@@ -40,10 +39,15 @@ class Principal:
     scopes: tuple[str, ...] = DEFAULT_SCOPES
     key_id: str | None = None
 
-    def allows(self, scope: str) -> bool:
-        return any(_RANK[s] >= _RANK[scope] for s in self.scopes if s in _RANK)
+    def allows(self, scope: Scope) -> bool:
+        return any(allows(s, scope) for s in self.scopes)
 
-    def require(self, scope: str) -> None:
+    @property
+    def scope(self) -> Scope:
+        """The widest scope the key holds: what a client acting for it may do."""
+        return next((s for s in reversed(SCOPES) if self.allows(s)), "read")
+
+    def require(self, scope: Scope) -> None:
         if not self.allows(scope):
             raise AuthError(
                 f"this key ({self.key_id or 'dev'}) has scopes {list(self.scopes)}; the request "

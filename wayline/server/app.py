@@ -22,7 +22,7 @@ from wayline.control.keys import Principal, authenticate
 from wayline.effects.retry import RetryPolicy
 from wayline.errors import AuthError, WaylineError
 from wayline.graph.compiled import CompiledGraph
-from wayline.server import api, operator
+from wayline.server import api, data_routes, operator
 from wayline.server.http import ApiError, call, error_response
 from wayline.server.registry import Registry, UnknownAssistant
 from wayline.server.service import Service
@@ -161,7 +161,7 @@ def create_app(
                 worker.stop()
                 await call(thread.join, 30)
 
-    routes = api.routes() + operator.routes()
+    routes = api.routes() + operator.routes() + data_routes.routes()
     if config.ui:
         from wayline.server.ui import routes as ui_routes
 

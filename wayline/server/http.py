@@ -20,6 +20,7 @@ from wayline.errors import (
     EffectError,
     ResumeError,
     RunNotFoundError,
+    ScopeError,
     VersionMismatchError,
     WaylineError,
 )
@@ -57,7 +58,7 @@ def _status_of(exc: BaseException) -> tuple[int, str]:
         return 404, str(exc.args[0])
     if isinstance(exc, RunNotFoundError):
         return 404, str(exc)
-    if isinstance(exc, ApprovalRefused):
+    if isinstance(exc, ApprovalRefused | ScopeError):
         return 403, str(exc)
     if isinstance(exc, ResumeError | VersionMismatchError | EffectError):
         return 409, str(exc)

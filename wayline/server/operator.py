@@ -74,7 +74,7 @@ def effect_json(e: EffectRecord) -> dict[str, Any]:
 def approvals_inbox(svc: Service, who: Principal) -> list[dict[str, Any]]:
     """Every open question of the tenant's waiting runs, with whether this actor may
     decide it (the policy decides again when the decision comes)."""
-    client = Wayline(svc.store, tenant=who.tenant)
+    client = Wayline(svc.store, tenant=who.tenant, scope=who.scope)
     out = []
     for run in svc.store.list_runs(who.tenant, status="interrupted", limit=500):
         for q in client.pending(run.run_id):
@@ -131,7 +131,7 @@ def decide(svc: Service, who: Principal, run_id: str, body: dict[str, Any]) -> d
     who.require("execute")
     if "decision" not in body:
         raise ApiError(422, "send {'decision': ..., 'digest': ...} (digest from the inbox)")
-    client = Wayline(svc.store, tenant=who.tenant)
+    client = Wayline(svc.store, tenant=who.tenant, scope=who.scope)
     _get_run(svc, who.tenant, run_id)
     client.resume(
         run_id,
@@ -249,7 +249,7 @@ async def bytes_(request: Request) -> Response:
 async def export(request: Request) -> Response:
     who = principal(request)
     who.require("admin")
-    client = Wayline(_svc(request).store, tenant=who.tenant)
+    client = Wayline(_svc(request).store, tenant=who.tenant, scope=who.scope)
     return reply(to_jsonable(await call(client.export, request.path_params["rid"])))
 
 

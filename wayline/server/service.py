@@ -333,6 +333,8 @@ class Service:
             graph_version=graph.version,
             durability=run.durability if run is not None else durability,
             schema_version=graph.schema_version,
+            subject=_subject(body),
+            classes=graph.schema.classes,
         )
 
     def _decide(self, who: Principal, thread_id: str, run: RunRecord | None, value: Any) -> None:
@@ -456,6 +458,17 @@ def _modes(body: dict[str, Any]) -> list[str]:
     if unknown:
         raise ApiError(422, f"unknown stream_mode {unknown}; wayline streams {list(STREAM_MODES)}")
     return modes
+
+
+def _subject(body: dict[str, Any]) -> str | None:
+    """The data subject a new run names: ``config.configurable.subject`` (docs/data.md)."""
+    config = body.get("config") or {}
+    subject = (
+        (config.get("configurable") or {}).get("subject") if isinstance(config, dict) else None
+    )
+    if subject is not None and not isinstance(subject, str):
+        raise ApiError(422, "config.configurable.subject must be a string")
+    return subject or None
 
 
 def _check_options(body: dict[str, Any]) -> None:
