@@ -199,3 +199,34 @@ def test_a_run_being_executed_is_not_redacted_under_its_worker(store: Store) -> 
     with pytest.raises(LeaseConflictError, match="cancel it"):
         wayline.Wayline(store).erase_subject("alice", classes=["pii"])
     assert state(app, "r1")["msgs"][0].startswith(PII)  # nothing was changed
+
+
+class Inner(TypedDict):
+    notes: Annotated[list[str], operator.add, Classified("pii")]
+    topic: str
+
+
+class Outer(TypedDict):
+    topic: str
+    notes: Annotated[list[str], operator.add, Classified("pii")]
+
+
+def test_subgraph_runs_name_the_subject_and_are_erased_with_it(store: Store) -> None:
+    inner = StateGraph(Inner)
+    inner.add_node("research", lambda s: {"notes": [f"{PII}-{s['topic']}"]})
+    inner.add_edge(START, "research")
+    inner.add_edge("research", END)
+    outer = StateGraph(Outer)
+    outer.add_node("child", inner.compile())
+    outer.add_edge(START, "child")
+    outer.add_edge("child", END)
+    app = outer.compile(store)
+    cfg = {"configurable": {"thread_id": "p1", "subject": "alice"}}
+    assert app.invoke({"topic": "t", "notes": []}, cfg)["notes"] == [f"{PII}-t"]
+    runs = store.runs_of_subject("default", "alice")
+    assert len(runs) == 2 and "p1" in runs  # the parent and its child run
+    child = store.get_run("default", next(r for r in runs if r != "p1"))
+    assert child is not None and dict(child.classes) == {"notes": "pii"}
+    wayline.Wayline(store).erase_subject("alice", classes=["pii"])
+    assert holding(store, PII) == []
+    assert isinstance(state(app, "p1")["notes"], Redacted) and state(app, "p1")["topic"] == "t"

@@ -177,6 +177,8 @@ class RunLoop:
         self.multi_task_step = False
         self.incarnation = ""
         self.seal: SubjectSeal | None = None
+        self.subject: str | None = None
+        """The run's data subject: its subgraphs' child runs name it too."""
         self.closed = False
         self.loaded = False
         """The run's committed state was read; until then a failure must not touch the
@@ -228,6 +230,7 @@ class RunLoop:
             )
         self.incarnation = run.incarnation
         self.origin = load_origin(self.store, self.tenant_id, self.run_id)
+        self.subject = run.subject
         if run.subject and run.classes:  # classified values sealed under the subject's keys
             self.seal = SubjectSeal(self.store, self.tenant_id, run.subject, run.classes)
         if not self.claimed:

@@ -115,6 +115,8 @@ def run_child(
     run_id = child_run_id(loop.run_id, node, scope.task_id, call)
     bound = as_child_of(child, loop.graph, loop.store)
     config = {**RunRef(loop.tenant_id, run_id).config(), "recursion_limit": loop.step_limit}
+    if loop.subject is not None:  # the child holds the same subject's data (docs/data.md)
+        config["configurable"] = {**config["configurable"], "subject": loop.subject}
     run = loop.store.get_run(loop.tenant_id, run_id)
     ledger = getattr(scope.config, "ledger", None)
     if run is None and ledger is not None:  # the parent remembers its child (for purge)
