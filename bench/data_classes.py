@@ -6,7 +6,8 @@ Workload: ``bench/_common.py``'s accumulating run (one ~500-byte item per step),
 durability, SQLite synchronous=FULL, snapshot_every 100; the item list is labelled
 ``Classified("pii")`` for the arms that need a class. Medians of the repeats.
 
-    python bench/data_classes.py [--quick]     # --quick: 200 steps x 3; default 1,000 x 3
+    python bench/data_classes.py [--quick]     # --quick: 200 steps x 3; default 1,000 x 5
+    python bench/data_classes.py --secure-delete-only   # the on/off pair, 500 steps x 9
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ def langgraph_run(path: Path, n: int) -> float:
     return seconds
 
 
+LG = "LangGraph plain, SqliteSaver"
 ARMS = {
     "wayline, secure_delete on (default)": dict(
         secure=True, labelled=False, sealed=False, subject=False
@@ -88,16 +90,30 @@ ARMS = {
 
 
 def main() -> None:
-    args = c.quick_flag(description=__doc__)
-    n, repeats = (200, 3) if args.quick else (1_000, 3)
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--quick", action="store_true", help="200 steps x 3")
+    p.add_argument(
+        "--secure-delete-only",
+        action="store_true",
+        help="only the secure_delete on/off pair and LangGraph, 500 steps x 9",
+    )
+    args = p.parse_args()
+    n, repeats = (200, 3) if args.quick else (1_000, 5)
+    if args.secure_delete_only:
+        n, repeats = 500, 9
+        for name in list(ARMS)[2:]:
+            del ARMS[name]
     c.prepare_items(n + 1)
     results: dict[str, Any] = {"steps": n, "repeats": repeats, "arms": {}, "erasure": {}}
     with c.temp_dir("data-classes") as tmp:
-        for a, (name, opts) in enumerate(ARMS.items()):
-            times, written = [], 0
-            for i in range(repeats):
-                store, seconds, written = wayline_run(tmp / f"arm{a}-{i}.db", n, **opts)
-                times.append(seconds)
+        times: dict[str, list[float]] = {name: [] for name in [*ARMS, LG]}
+        written: dict[str, int | None] = {LG: None}
+        for i in range(repeats):  # arms interleaved, so the machine's drift hits them alike
+            for a, (name, opts) in enumerate(ARMS.items()):
+                store, seconds, written[name] = wayline_run(tmp / f"arm{a}-{i}.db", n, **opts)
+                times[name].append(seconds)
                 if i == repeats - 1 and opts["labelled"]:
                     from wayline.control.erasure import erase_subject, redact_run
 
@@ -107,16 +123,13 @@ def main() -> None:
                         rows = receipt["rows"]
                     else:
                         rows = redact_run(store, "default", c.RUN_ID, ["pii"])
-                    results["erasure"][name] = {
-                        "seconds": time.perf_counter() - t,
-                        "rows": rows,
-                    }
+                    results["erasure"][name] = {"seconds": time.perf_counter() - t, "rows": rows}
                 store.close()
-            results["arms"][name] = {"seconds": times, "bytes": written}
-        lg = [langgraph_run(tmp / f"lg-{i}.db", n) for i in range(repeats)]
-        results["arms"]["LangGraph plain, SqliteSaver"] = {"seconds": lg, "bytes": None}
+            times[LG].append(langgraph_run(tmp / f"lg-{i}.db", n))
+        for name in times:
+            results["arms"][name] = {"seconds": times[name], "bytes": written[name]}
     base = c.median(results["arms"]["wayline, secure_delete on (default)"]["seconds"])
-    lg_rate = n / c.median(lg)
+    lg_rate = n / c.median(results["arms"][LG]["seconds"])
     rows = []
     for name, arm in results["arms"].items():
         rate = n / c.median(arm["seconds"])
@@ -134,20 +147,21 @@ def main() -> None:
         ["arm", "steps/s", "vs default", "vs LangGraph", "bytes written"],
         rows,
     )
-    c.print_table(
-        "erasing the pii class of the run",
-        ["arm", "seconds", "deltas", "snapshots", "segments"],
-        [
+    if results["erasure"]:
+        c.print_table(
+            "erasing the pii class of the run",
+            ["arm", "seconds", "deltas", "snapshots", "segments"],
             [
-                name,
-                c.fmt_num(e["seconds"], 3),
-                e["rows"].get("deltas"),
-                e["rows"].get("snapshots"),
-                e["rows"].get("segments"),
-            ]
-            for name, e in results["erasure"].items()
-        ],
-    )
+                [
+                    name,
+                    c.fmt_num(e["seconds"], 3),
+                    e["rows"].get("deltas"),
+                    e["rows"].get("snapshots"),
+                    e["rows"].get("segments"),
+                ]
+                for name, e in results["erasure"].items()
+            ],
+        )
     print(f"wrote {c.write_json('data_classes', {**results, 'env': c.environment()})}")
 
 
