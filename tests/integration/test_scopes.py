@@ -12,8 +12,8 @@ import pytest
 
 import wayline
 from wayline.control import Actor
+from wayline.demo.refund_agent import build_refund_agent, claim_input
 from wayline.errors import ScopeError
-from wayline.examples.refund_agent import build_refund_agent, claim_input
 
 CLI = [sys.executable, "-m", "wayline.cli.main"]
 

@@ -13,8 +13,8 @@ import pytest
 
 import wayline
 from wayline.control import Actor
+from wayline.demo.refund_agent import build_refund_agent, claim_input
 from wayline.errors import StoreError
-from wayline.examples.refund_agent import build_refund_agent, claim_input
 
 
 def refund(key: str, amount: int, customer: str) -> dict[str, Any]:
