@@ -324,9 +324,7 @@ def _reconstruct(
             else:
                 channels[key].restore(decoded)
         logs = {k: LogIndex.from_wire(w) for k, w in data["logs"].items()}
-        seg_rows, nbytes = _restore_logs(
-            store, codec, channels, logs, tenant_id, run_id, resolve
-        )
+        seg_rows, nbytes = _restore_logs(store, codec, channels, logs, tenant_id, run_id, resolve)
         rows += seg_rows
         next_tasks = [TaskSpec.from_wire(t) for t in decode_value(codec, data["next"], resolve)]
         base = snapshot.step

@@ -72,8 +72,8 @@ from wayline.store.records import (
     RunUpdate,
     check_durability,
 )
-from wayline.store.writer import CommitSink, Committer, make_sink
 from wayline.store.subject_keys import SubjectSeal
+from wayline.store.writer import CommitSink, Committer, make_sink
 
 if TYPE_CHECKING:
     from wayline.graph.compiled import CompiledGraph

@@ -1,4 +1,4 @@
--- 0007: data classes. A run names its data subject (indexed per tenant, for erasure and
+-- 0008: data classes. A run names its data subject (indexed per tenant, for erasure and
 -- export by subject), records the class of each labelled channel as its schema declared it
 -- (JSON {channel: class}; unlabelled channels are "default"), and which classes have been
 -- redacted from it and when (JSON {class: time}).
