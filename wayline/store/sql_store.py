@@ -372,8 +372,11 @@ class SQLStore(RewriteMixin, SubjectKeysMixin):
         now = time.time()
         stored, crc_ = inbox if inbox is not None else (None, None)
         row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, stored)
-        params = (*row, schema_version, crc_, uuid.uuid4().hex, subject, _classes_json(classes))
-        return bool(db.execute(self.q.Q_INSERT_RUN, params).rowcount == 1)
+        params = (*row, schema_version, crc_, uuid.uuid4().hex)
+        if subject is None and not classes:  # as before data classes: one row, by position
+            return bool(db.execute(self.q.Q_INSERT_RUN, params).rowcount == 1)
+        labelled = (*params, subject, _classes_json(classes))  # docs/data.md
+        return bool(db.execute(self.q.Q_INSERT_RUN_LABELLED, labelled).rowcount == 1)
 
     def _existing(self, tenant_id: str, run_id: str) -> RunRecord:
         run = self.get_run(tenant_id, run_id)

@@ -28,12 +28,21 @@ _RUN_COLUMNS = (
 RUN_COLUMN_NAMES = tuple(c.strip() for c in _RUN_COLUMNS.split(","))
 """Rows of ``runs`` are read by these names, never by position."""
 
+_INSERT_COLUMNS = ", ".join(RUN_COLUMN_NAMES[:22])
 Q_INSERT_RUN = f"""
-INSERT INTO runs ({_RUN_COLUMNS})
+INSERT INTO runs ({_INSERT_COLUMNS})
 VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, 0, NULL, NULL, NULL, NULL, ?, ?, 0, NULL, 0, ?, ?,
-    ?, ?, ?, ?, '{{}}')
+    ?, ?)
 ON CONFLICT (tenant_id, run_id) DO NOTHING
 """
+Q_INSERT_RUN_LABELLED = f"""
+INSERT INTO runs ({_INSERT_COLUMNS}, subject, classes)
+VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, 0, NULL, NULL, NULL, NULL, ?, ?, 0, NULL, 0, ?, ?,
+    ?, ?, ?, ?)
+ON CONFLICT (tenant_id, run_id) DO NOTHING
+"""
+"""``Q_INSERT_RUN`` for a run that names a data subject or labels channels (docs/data.md):
+the same one statement, two more columns."""
 Q_SET_INBOX = """
 UPDATE runs SET inbox = ?, inbox_crc = ?, wake_at = NULL, updated_at = ?,
     status = CASE WHEN status = 'running' THEN status ELSE 'pending' END
