@@ -25,12 +25,12 @@ from wayline import Classified
 
 
 class State(TypedDict):
-    log: Annotated[list, operator.add, Classified("pii")]
+    log: Annotated[list[str], operator.add, Classified("pii")]
     n: int
 
 
 def labelled_graph(n: int) -> Any:
-    def node(s: dict) -> dict:
+    def node(s: dict[str, Any]) -> dict[str, Any]:
         return {"log": [c.item(s["n"])], "n": s["n"] + 1}
 
     g = wayline.StateGraph(State)
@@ -46,7 +46,9 @@ def keys() -> Any:
     return StaticKeys({"default": {"k1": os.urandom(32)}}, {"default": "k1"})
 
 
-def wayline_run(path: Path, n: int, *, secure: bool, labelled: bool, sealed: bool, subject: bool):
+def wayline_run(
+    path: Path, n: int, *, secure: bool, labelled: bool, sealed: bool, subject: bool
+) -> tuple[wayline.Store, float, int]:
     url = f"sqlite:///{path}" + ("" if secure else "?secure_delete=off")
     store = wayline.connect(url, keys=keys() if sealed else None)
     graph = labelled_graph(n) if labelled else c.wayline_graph("accumulate", n)

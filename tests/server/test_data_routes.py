@@ -16,8 +16,7 @@ def _h(server: Running, key: str) -> dict[str, str]:
 def test_read_keys_cannot_execute_and_admins_erase_subjects(server: Running) -> None:
     c = get_sync_client(url=server.url, api_key=server.keys["alice"])
     sam = c.threads.create()["thread_id"]
-    subject = {"configurable": {"subject": "sam"}}
-    c.runs.wait(sam, "ask", input={"n": 0}, config=subject)
+    c.runs.wait(sam, "ask", input={"n": 0}, config={"configurable": {"subject": "sam"}})
     assert c.threads.get(sam)["status"] == "interrupted"
     tom = c.threads.create()["thread_id"]
     c.runs.wait(tom, "simple", input={"n": 0}, config={"configurable": {"subject": "tom"}})

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import ormsgpack
@@ -113,12 +113,8 @@ def encode_results(
     return out.done(ormsgpack.packb(wire))
 
 
-class Resolver(Protocol):
-    """Where a stored value's blob and subject key come from (``BlobCache``)."""
-
-    def __call__(self, digest: str) -> bytes: ...
-
-    def unseal(self, data: bytes) -> bytes | Redacted: ...
+Resolver = Callable[[str], bytes]
+"""A blob's bytes by digest (``BlobCache``, which also opens subject-sealed values)."""
 
 
 def decode_results(
@@ -141,7 +137,10 @@ def decode_value(codec: Codec, data: bytes, resolve: Resolver) -> Any:
     if len(data) == 35 and data.startswith(_REF_PREFIX):
         data = resolve(data[3:].hex())
     if is_sealed(data):
-        opened = resolve.unseal(data)
+        unseal = getattr(resolve, "unseal", None)
+        if unseal is None:
+            raise CodecError("a value is sealed under a subject key: read it through its store")
+        opened = unseal(data)
         if isinstance(opened, Redacted):
             return opened  # its subject's key was erased: crypto-shredded
         data = opened
@@ -371,7 +370,7 @@ def _restore_logs(
     logs: Mapping[str, LogIndex],
     tenant_id: str,
     run_id: str,
-    resolve: Resolver,
+    resolve: BlobCache,
 ) -> tuple[int, int]:
     """Rebuild append logs from their segments; return the rows and bytes read."""
     rows = nbytes = 0

@@ -146,7 +146,7 @@ class SubjectSeal:
         key_id, dek = found
         kid, c = key_id.encode(), cls.encode()
         nonce = os.urandom(12)
-        sealed = _aead(dek).encrypt(nonce, data, f"{self.tenant_id}|{key_id}|{cls}".encode())
+        sealed: bytes = _aead(dek).encrypt(nonce, data, f"{self.tenant_id}|{key_id}|{cls}".encode())
         return MAGIC + bytes([len(kid)]) + kid + bytes([len(c)]) + c + nonce + sealed
 
 
