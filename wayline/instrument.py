@@ -14,6 +14,9 @@ from wayline.store.records import MeterRow
 __all__ = ["ByteReport", "byte_report"]
 
 
+_WRITE_TABLES = ("deltas", "lg_writes")
+
+
 def is_state_key(channel: str) -> bool:
     """Keys the user declared; "" is framing and ``__...`` keys are routing and indexes."""
     return bool(channel) and not channel.startswith("__")
@@ -59,11 +62,12 @@ class ByteReport:
 
     @property
     def payload(self) -> int:
-        """Bytes of the values nodes wrote to state keys (a blob counts by its size)."""
+        """Bytes of the values nodes wrote to state keys (a blob counts by its size; for a
+        LangGraph thread, the tasks' writes to state keys)."""
         return sum(
             r.bytes
             for r in self.rows
-            if (r.table == "deltas" and is_state_key(r.channel)) or r.table == "blobs"
+            if (r.table in _WRITE_TABLES and is_state_key(r.channel)) or r.table == "blobs"
         )
 
     @property

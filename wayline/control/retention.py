@@ -12,6 +12,7 @@ import dataclasses
 import datetime as dt
 import decimal
 import enum
+import json
 import re
 import time
 import uuid
@@ -59,6 +60,9 @@ def export_run(store: Store, codec: Codec, tenant_id: str, run_id: str) -> dict[
         "interrupts": {"value": codec.loads, "resume": codec.loads},
         "effects": {"result": codec.loads},
         "blobs": {"payload": codec.loads},
+        "lg_checkpoints": {"payload": lg_payload},
+        "lg_values": {"payload": lg_payload},
+        "lg_writes": {"payload": lg_payload},
     }
     out: dict[str, Any] = {"tenant_id": tenant_id, "run_id": run_id, "exported_at": time.time()}
     for table, table_rows in rows.items():
@@ -76,6 +80,21 @@ def export_subject(store: Store, codec: Codec, tenant_id: str, subject: str) -> 
     ids = store.runs_of_subject(tenant_id, subject)
     runs = [export_run(store, codec, tenant_id, r) for r in ids]
     return {"tenant_id": tenant_id, "subject": subject, "runs": runs, "exported_at": time.time()}
+
+
+def lg_payload(data: bytes) -> Any:
+    """A LangGraph payload (``type NUL data`` of LangGraph's serializer) as plain data,
+    without LangGraph and without constructing any stored type: msgpack extension values
+    (LangGraph's encoding of objects) are shown as their code and raw bytes."""
+    type_, _, raw = data.partition(b"\x00")
+    kind = type_.decode(errors="replace")
+    if kind == "msgpack":
+        return ormsgpack.unpackb(raw, ext_hook=lambda code, b: {"ext": code, "data": bytes(b)})
+    if kind == "json":
+        return json.loads(raw)
+    if kind in ("null", "empty", "writes"):
+        return {"type": kind}
+    return {"type": kind, "data": raw}
 
 
 def purge_older_than(

@@ -43,8 +43,12 @@ METERED_TABLES = (
     "blobs",
     "effects",
     "runs",
+    "lg_checkpoints",
+    "lg_values",
+    "lg_writes",
 )
-"""Every table that holds run payload (for ``runs``: the inbox of input not yet applied).
+"""Every table that holds run payload (for ``runs``: the inbox of input not yet applied;
+``lg_*``: LangGraph threads kept by ``wayline.langgraph.WaylineSaver``).
 Each byte written to one has a meter row."""
 
 ChannelBytes = tuple[tuple[str, int], ...]

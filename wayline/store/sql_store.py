@@ -28,6 +28,7 @@ from wayline.errors import (
     SchemaError,
     StoreNotFoundError,
 )
+from wayline.store.lg_sql import LangGraphSQL, lg_payload_columns
 from wayline.store.payloads import Payloads
 from wayline.store.payloads import checksum as crc
 from wayline.store.records import (
@@ -43,7 +44,7 @@ from wayline.store.records import (
     RunStatus,
     SnapshotRecord,
 )
-from wayline.store.sql import queries
+from wayline.store.sql import lg_queries, queries
 from wayline.store.sql_rewrite import RewriteMixin
 from wayline.store.sql_subject_keys import SubjectKeysMixin
 from wayline.store.urls import redact_url
@@ -109,9 +110,8 @@ def load_queries(placeholder: str = "?") -> SimpleNamespace:
             return {k: convert(v) for k, v in value.items()}
         return value
 
-    names = {
-        k: v for k, v in vars(queries).items() if k.startswith(("Q_", "HELD_", "RUN_", "EFFECT_"))
-    }
+    found = {**vars(queries), **vars(lg_queries)}
+    names = {k: v for k, v in found.items() if k.startswith(("Q_", "HELD_", "RUN_", "EFFECT_"))}
     return SimpleNamespace(**{k: convert(v) for k, v in names.items()})
 
 
@@ -120,7 +120,7 @@ def split_statements(script: str) -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
-class SQLStore(RewriteMixin, SubjectKeysMixin):
+class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL):
     """The Store protocol over SQL. Subclasses implement ``_tx``, ``_read`` and
     ``table_names``, and set ``q`` (from ``load_queries``) and ``url``."""
 
@@ -1068,7 +1068,7 @@ def _payload_columns(
     if table == "effects":
         key = row["effect_key"]
         return [("result", "result_crc", ("effects", t, key), f"e|{key}")]
-    return []
+    return lg_payload_columns(table, t, r, row)
 
 
 def _audit_row(e: AuditRecord, now: float) -> tuple[Any, ...]:

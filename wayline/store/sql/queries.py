@@ -248,8 +248,14 @@ UNION ALL SELECT 'effects', COALESCE(SUM(COALESCE(LENGTH(result), 0)), 0) FROM e
     WHERE tenant_id = ? AND run_id = ?
 UNION ALL SELECT 'runs', COALESCE(SUM(COALESCE(LENGTH(inbox), 0)), 0) FROM runs
     WHERE tenant_id = ? AND run_id = ?
+UNION ALL SELECT 'lg_checkpoints', COALESCE(SUM(LENGTH(payload)), 0) FROM lg_checkpoints
+    WHERE tenant_id = ? AND run_id = ?
+UNION ALL SELECT 'lg_values', COALESCE(SUM(LENGTH(payload)), 0) FROM lg_values
+    WHERE tenant_id = ? AND run_id = ?
+UNION ALL SELECT 'lg_writes', COALESCE(SUM(LENGTH(payload)), 0) FROM lg_writes
+    WHERE tenant_id = ? AND run_id = ?
 """
-HELD_BYTES_PARAMS = 8
+HELD_BYTES_PARAMS = 11
 """Q_HELD_BYTES takes (tenant_id, run_id) this many times."""
 Q_PURGE = [
     "DELETE FROM deltas WHERE tenant_id = ? AND run_id = ?",
@@ -261,6 +267,9 @@ Q_PURGE = [
     "DELETE FROM meter WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM audit WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM blob_refs WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM lg_checkpoints WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM lg_values WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM lg_writes WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM runs WHERE tenant_id = ? AND run_id = ?",
 ]
 Q_PURGE_ORPHAN_BLOBS = """
@@ -318,6 +327,9 @@ RUN_TABLES = (
     "audit",
     "meter",
     "blob_refs",
+    "lg_checkpoints",
+    "lg_values",
+    "lg_writes",
 )
 """Tables keyed by (tenant_id, run_id): everything a run owns, bar shared blobs."""
 Q_DUMP = "SELECT * FROM {table} WHERE tenant_id = ? AND run_id = ?"

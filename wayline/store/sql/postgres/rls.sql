@@ -50,3 +50,15 @@ ALTER TABLE subject_keys ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS wayline_tenant ON subject_keys;
 CREATE POLICY wayline_tenant ON subject_keys USING (tenant_id = current_setting('wayline.tenant', true))
     WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE lg_checkpoints ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON lg_checkpoints;
+CREATE POLICY wayline_tenant ON lg_checkpoints USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE lg_values ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON lg_values;
+CREATE POLICY wayline_tenant ON lg_values USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE lg_writes ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON lg_writes;
+CREATE POLICY wayline_tenant ON lg_writes USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));

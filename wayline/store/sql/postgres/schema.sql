@@ -1,4 +1,4 @@
--- The current wayline PostgreSQL schema (version 8): what the numbered migrations
+-- The current wayline PostgreSQL schema (version 9): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -232,3 +232,49 @@ CREATE TABLE IF NOT EXISTS subject_keys (
 );
 
 CREATE UNIQUE INDEX IF NOT EXISTS subject_keys_by_subject ON subject_keys (tenant_id, subject_digest, cls);
+
+-- LangGraph threads (wayline.langgraph): a thread is a run; values by (thread, namespace,
+-- channel, version), an append-only value as its suffix over base (root: its full copy)
+-- or by reference to the writes it is made of (writes_of).
+CREATE TABLE IF NOT EXISTS lg_checkpoints (
+    tenant_id     TEXT    NOT NULL,
+    run_id        TEXT    NOT NULL,
+    checkpoint_ns TEXT    NOT NULL,
+    checkpoint_id TEXT    NOT NULL,
+    parent_id     TEXT,
+    lg_run_id     TEXT,
+    step          BIGINT NOT NULL,
+    payload       BYTEA   NOT NULL,
+    crc           BIGINT,
+    created_at    DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (tenant_id, run_id, checkpoint_ns, checkpoint_id)
+);
+CREATE INDEX IF NOT EXISTS lg_checkpoints_by_lg_run ON lg_checkpoints (tenant_id, lg_run_id);
+CREATE TABLE IF NOT EXISTS lg_values (
+    tenant_id     TEXT    NOT NULL,
+    run_id        TEXT    NOT NULL,
+    checkpoint_ns TEXT    NOT NULL,
+    channel       TEXT    NOT NULL,
+    version       TEXT    NOT NULL,
+    base          TEXT,
+    root          TEXT    NOT NULL,
+    writes_of     TEXT,
+    payload       BYTEA   NOT NULL,
+    crc           BIGINT,
+    PRIMARY KEY (tenant_id, run_id, checkpoint_ns, channel, root, version)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS lg_values_by_version
+    ON lg_values (tenant_id, run_id, checkpoint_ns, channel, version);
+CREATE TABLE IF NOT EXISTS lg_writes (
+    tenant_id     TEXT    NOT NULL,
+    run_id        TEXT    NOT NULL,
+    checkpoint_ns TEXT    NOT NULL,
+    checkpoint_id TEXT    NOT NULL,
+    task_id       TEXT    NOT NULL,
+    idx           BIGINT NOT NULL,
+    channel       TEXT    NOT NULL,
+    task_path     TEXT    NOT NULL,
+    payload       BYTEA   NOT NULL,
+    crc           BIGINT,
+    PRIMARY KEY (tenant_id, run_id, checkpoint_ns, checkpoint_id, task_id, idx)
+);

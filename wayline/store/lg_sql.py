@@ -1,0 +1,371 @@
+"""The Store methods of LangGraph threads over SQL (``wayline.langgraph.WaylineSaver``),
+written once for SQLite and PostgreSQL over the named queries in ``sql/lg_queries.py``.
+
+Kept apart from ``sql_store`` so the LangGraph tables stay self-contained: ``SQLStore``
+inherits these methods; they use only its ``_tx``, ``_read``, ``q``, ``placeholder`` and
+``payloads``. Every payload goes through ``payloads`` (sealed when the store is encrypted,
+checksummed over its identity always), and every write meters the bytes it stored in the
+same transaction (``meter`` rows, run = thread).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from types import SimpleNamespace
+from typing import Any
+
+from wayline.store.lg_records import LgCheckpoint, LgThreadRows, LgValue, LgWrite
+from wayline.store.payloads import Payloads
+from wayline.store.records import MeterRow
+
+__all__ = ["LangGraphSQL", "lg_payload_columns"]
+
+LgRecord = LgCheckpoint | LgValue | LgWrite
+
+
+class LangGraphSQL:
+    q: SimpleNamespace
+    placeholder: str
+    payloads: Payloads
+
+    def _tx(self, tenant: str | None = None) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _read(self, query: str, params: Sequence[Any], tenant: str | None = None) -> list[Any]:
+        raise NotImplementedError
+
+    # -- the payload seam -------------------------------------------------------------
+
+    def _stored(self, t: str, thread: str, rec: Any) -> tuple[Any, int]:
+        """The record with its payload as stored (sealed when encrypted), and its checksum."""
+        ident, aad = _identity(t, thread, rec)
+        stored, check = self.payloads.put(ident, t, aad, rec.payload)
+        return dataclasses.replace(rec, payload=stored), check
+
+    def _opened(self, t: str, thread: str, rec: Any, check: int | None) -> Any:
+        """The record as written: its checksum verified, its payload opened."""
+        ident, aad = _identity(t, thread, rec)
+        return dataclasses.replace(
+            rec, payload=self.payloads.get(ident, t, aad, rec.payload, check)
+        )
+
+    def _ensure_run(self, db: Any, key: tuple[str, str], now: float) -> None:
+        db.execute(self.q.Q_LG_ENSURE_RUN, (*key, now, now, uuid.uuid4().hex))
+
+    # -- writes -----------------------------------------------------------------------
+
+    def lg_put(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        checkpoint: LgCheckpoint,
+        values: Sequence[LgValue],
+        writes: Sequence[LgWrite] = (),
+    ) -> None:
+        """Store a checkpoint and the channel versions it introduced, in one transaction
+        (creating the thread's run row on its first checkpoint). ``writes``: pending writes
+        of the parent that values refer to, stored here too unless already stored, so a
+        value is never durable without the writes it is made of."""
+        q = self.q
+        now = time.time()
+        key = (tenant_id, thread_id)
+        c, c_crc = self._stored(tenant_id, thread_id, checkpoint)
+        sealed_values = [self._stored(tenant_id, thread_id, v) for v in values]
+        sealed_writes = [self._stored(tenant_id, thread_id, w) for w in writes]
+        with self._tx(tenant_id) as db:
+            self._ensure_run(db, key, now)
+            db.execute(q.Q_LG_PUT_CHECKPOINT, (*key, *_checkpoint_row(c, c_crc, now)))
+            meter = c.meter()
+            for v, v_crc in sealed_values:
+                if db.execute(q.Q_LG_PUT_VALUE, (*key, *_value_row(v, v_crc))).rowcount == 1:
+                    meter.extend(v.meter())
+            for w, w_crc in sealed_writes:
+                if db.execute(q.Q_LG_PUT_WRITE, (*key, *_write_row(w, w_crc))).rowcount == 1:
+                    meter.extend(w.meter())
+            _meter(db, q, key, meter)
+
+    def lg_put_writes(
+        self, tenant_id: str, thread_id: str, writes: Sequence[LgWrite], *, replace: bool
+    ) -> None:
+        """Store a task's pending writes; ``replace``: special writes, which overwrite the
+        task's earlier ones at the same index (regular writes keep the first)."""
+        if not writes:
+            return
+        q = self.q
+        key = (tenant_id, thread_id)
+        query = q.Q_LG_REPLACE_WRITE if replace else q.Q_LG_PUT_WRITE
+        sealed = [self._stored(tenant_id, thread_id, w) for w in writes]
+        meter: list[MeterRow] = []
+        with self._tx(tenant_id) as db:
+            self._ensure_run(db, key, time.time())
+            for w, w_crc in sealed:
+                if db.execute(query, (*key, *_write_row(w, w_crc))).rowcount == 1:
+                    meter.extend(w.meter())
+            _meter(db, q, key, meter)
+
+    def lg_checkpoints_of_runs(
+        self, tenant_id: str, lg_run_ids: Sequence[str]
+    ) -> list[tuple[str, str, str]]:
+        """(thread, namespace, checkpoint id) of every checkpoint these LangGraph runs made."""
+        if not lg_run_ids:
+            return []
+        marks = ", ".join([self.placeholder] * len(lg_run_ids))
+        query = self.q.Q_LG_CHECKPOINTS_OF_RUNS.format(marks=marks)
+        rows = self._read(query, (tenant_id, *lg_run_ids), tenant=tenant_id)
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def lg_delete_runs(self, tenant_id: str, lg_run_ids: Sequence[str]) -> int:
+        """Delete the checkpoints (and their writes) LangGraph runs made, in every thread
+        and namespace of the tenant. Returns the checkpoints deleted."""
+        if not lg_run_ids:
+            return 0
+        marks = ", ".join([self.placeholder] * len(lg_run_ids))
+        found = self.q.Q_LG_CHECKPOINTS_OF_RUNS.format(marks=marks)
+        with self._tx(tenant_id) as db:
+            rows = db.execute(found, (tenant_id, *lg_run_ids)).fetchall()
+            for thread, ns, cp_id in rows:
+                db.execute(self.q.Q_LG_DELETE_CHECKPOINT_WRITES, (tenant_id, thread, ns, cp_id))
+                db.execute(self.q.Q_LG_DELETE_CHECKPOINT, (tenant_id, thread, ns, cp_id))
+        return len(rows)
+
+    def lg_values_over_writes(
+        self, tenant_id: str, thread_id: str, checkpoint_ns: str, checkpoint_ids: Sequence[str]
+    ) -> list[LgValue]:
+        """Values stored by reference to the writes of these checkpoints."""
+        if not checkpoint_ids:
+            return []
+        marks = ", ".join([self.placeholder] * len(checkpoint_ids))
+        query = self.q.Q_LG_VALUES_OVER_WRITES.format(marks=marks)
+        params = (tenant_id, thread_id, checkpoint_ns, *checkpoint_ids)
+        return [self._value(tenant_id, thread_id, r) for r in self._read(query, params, tenant_id)]
+
+    def lg_inline_value(self, tenant_id: str, thread_id: str, value: LgValue) -> None:
+        """Store a value's items in its own row (``value.payload``) instead of by reference
+        to writes: the same value, before those writes are deleted."""
+        key = (tenant_id, thread_id)
+        v, v_crc = self._stored(tenant_id, thread_id, value)
+        with self._tx(tenant_id) as db:
+            params = (v.payload, v_crc, *key, v.checkpoint_ns, v.channel, v.version)
+            db.execute(self.q.Q_LG_REWRITE_VALUE, params)
+            _meter(db, self.q, key, v.meter())
+
+    def lg_replace_thread(self, tenant_id: str, thread_id: str, rows: LgThreadRows) -> None:
+        """Make ``rows`` the thread's whole LangGraph content, atomically (copy_thread into
+        it, prune it). Payloads are sealed and checksummed for this thread."""
+        q = self.q
+        now = time.time()
+        key = (tenant_id, thread_id)
+        t, r = key
+        checkpoints = [self._stored(t, r, c) for c in rows.checkpoints]
+        values = [self._stored(t, r, v) for v in rows.values]
+        writes = [self._stored(t, r, w) for w in rows.writes]
+        meter: list[MeterRow] = []
+        with self._tx(tenant_id) as db:
+            for query in q.Q_LG_DELETE_THREAD:
+                db.execute(query, key)
+            if not checkpoints:
+                return
+            self._ensure_run(db, key, now)
+            for c, c_crc in checkpoints:
+                db.execute(q.Q_LG_PUT_CHECKPOINT, (*key, *_checkpoint_row(c, c_crc, c.created_at)))
+                meter.extend(c.meter())
+            for v, v_crc in values:
+                db.execute(q.Q_LG_PUT_VALUE, (*key, *_value_row(v, v_crc)))
+                meter.extend(v.meter())
+            for w, w_crc in writes:
+                db.execute(q.Q_LG_REPLACE_WRITE, (*key, *_write_row(w, w_crc)))
+                meter.extend(w.meter())
+            _meter(db, q, key, meter)
+
+    # -- reads ------------------------------------------------------------------------
+
+    def lg_get_checkpoint(
+        self, tenant_id: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
+    ) -> LgCheckpoint | None:
+        """The checkpoint with this id, or the namespace's latest (``checkpoint_id`` None)."""
+        if checkpoint_id is None:
+            params: tuple[Any, ...] = (tenant_id, thread_id, checkpoint_ns)
+            rows = self._read(self.q.Q_LG_LATEST_CHECKPOINT, params, tenant=tenant_id)
+        else:
+            params = (tenant_id, thread_id, checkpoint_ns, checkpoint_id)
+            rows = self._read(self.q.Q_LG_GET_CHECKPOINT, params, tenant=tenant_id)
+        return self._checkpoint(tenant_id, thread_id, rows[0]) if rows else None
+
+    def lg_list_checkpoints(
+        self,
+        tenant_id: str,
+        *,
+        thread_id: str | None,
+        checkpoint_ns: str | None,
+        before_id: str | None,
+        limit: int | None,
+    ) -> list[tuple[str, LgCheckpoint]]:
+        """(thread, checkpoint), newest first, of a thread (or every thread of the tenant),
+        of a namespace (or all), older than ``before_id``, at most ``limit``."""
+        params = (
+            tenant_id,
+            thread_id,
+            thread_id,
+            checkpoint_ns,
+            checkpoint_ns,
+            before_id,
+            before_id,
+            limit if limit is not None else 2**62,
+        )
+        rows = self._read(self.q.Q_LG_LIST, params, tenant=tenant_id)
+        return [(r[0], self._checkpoint(tenant_id, r[0], r[1:])) for r in rows]
+
+    def lg_load_value(
+        self, tenant_id: str, thread_id: str, checkpoint_ns: str, channel: str, version: str
+    ) -> LgValue | None:
+        params = (tenant_id, thread_id, checkpoint_ns, channel, version)
+        rows = self._read(self.q.Q_LG_LOAD_VALUE, params, tenant=tenant_id)
+        return self._value(tenant_id, thread_id, rows[0]) if rows else None
+
+    def lg_load_chain(
+        self, tenant_id: str, thread_id: str, checkpoint_ns: str, channel: str, root: str
+    ) -> list[LgValue]:
+        """Every stored version of a channel whose chain starts at the full copy ``root``:
+        one range read of the primary key, whatever the chain's length (bounded by the
+        saver's full-copy rule)."""
+        params = (tenant_id, thread_id, checkpoint_ns, channel, root)
+        rows = self._read(self.q.Q_LG_LOAD_CHAIN, params, tenant=tenant_id)
+        return [self._value(tenant_id, thread_id, r) for r in rows]
+
+    def lg_load_writes(
+        self, tenant_id: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str
+    ) -> list[LgWrite]:
+        """A checkpoint's pending writes in LangGraph's ``writes_sort_key`` order."""
+        params = (tenant_id, thread_id, checkpoint_ns, checkpoint_id)
+        rows = self._read(self.q.Q_LG_LOAD_WRITES, params, tenant=tenant_id)
+        return [self._write(tenant_id, thread_id, r) for r in rows]
+
+    def lg_load_channel_writes(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        channel: str,
+        checkpoint_ids: Sequence[str],
+    ) -> list[LgWrite]:
+        """One channel's pending writes of these checkpoints, by checkpoint in LangGraph's
+        order: one range read (checkpoint ids grow with time), rows outside the set skipped."""
+        wanted = set(checkpoint_ids)
+        if not wanted:
+            return []
+        params = (tenant_id, thread_id, checkpoint_ns, min(wanted), max(wanted), channel)
+        rows = self._read(self.q.Q_LG_CHANNEL_WRITES, params, tenant=tenant_id)
+        return [self._write(tenant_id, thread_id, r) for r in rows if r[1] in wanted]
+
+    def lg_thread_rows(self, tenant_id: str, thread_id: str) -> LgThreadRows:
+        """Every LangGraph row of a thread, opened (copy_thread, prune)."""
+        t, r = tenant_id, thread_id
+        key = (t, r)
+        return LgThreadRows(
+            checkpoints=[
+                self._checkpoint(t, r, row)
+                for row in self._read(self.q.Q_LG_THREAD_CHECKPOINTS, key, tenant=t)
+            ],
+            values=[
+                self._value(t, r, row)
+                for row in self._read(self.q.Q_LG_THREAD_VALUES, key, tenant=t)
+            ],
+            writes=[
+                self._write(t, r, row)
+                for row in self._read(self.q.Q_LG_THREAD_WRITES, key, tenant=t)
+            ],
+        )
+
+    # -- rows -------------------------------------------------------------------------
+
+    def _checkpoint(self, t: str, thread: str, r: Sequence[Any]) -> LgCheckpoint:
+        ns, cp_id, parent, lg_run, step, payload, check, created = r
+        rec = LgCheckpoint(ns, cp_id, parent, lg_run, int(step), bytes(payload), float(created))
+        opened: LgCheckpoint = self._opened(t, thread, rec, check)
+        return opened
+
+    def _value(self, t: str, thread: str, r: Sequence[Any]) -> LgValue:
+        ns, channel, version, base, root, writes_of, payload, check = r
+        rec = LgValue(ns, channel, version, base, root, writes_of, bytes(payload))
+        opened: LgValue = self._opened(t, thread, rec, check)
+        return opened
+
+    def _write(self, t: str, thread: str, r: Sequence[Any]) -> LgWrite:
+        ns, cp_id, task_id, idx, channel, path, payload, check = r
+        rec = LgWrite(ns, cp_id, task_id, int(idx), channel, path, bytes(payload))
+        opened: LgWrite = self._opened(t, thread, rec, check)
+        return opened
+
+
+def _identity(t: str, thread: str, rec: LgRecord) -> tuple[tuple[Any, ...], str]:
+    """A row's identity (table first; its checksum covers it) and sealing context (a
+    ciphertext moved to another thread, namespace, version or checkpoint does not open)."""
+    parts: tuple[Any, ...]
+    if isinstance(rec, LgCheckpoint):
+        table, tag, parts = "lg_checkpoints", "lgc", (rec.checkpoint_ns, rec.checkpoint_id)
+    elif isinstance(rec, LgValue):
+        table, tag = "lg_values", "lgv"
+        parts = (rec.checkpoint_ns, rec.channel, rec.version)
+    else:
+        table, tag = "lg_writes", "lgw"
+        parts = (rec.checkpoint_ns, rec.checkpoint_id, rec.task_id, rec.idx)
+    return (table, t, thread, *parts), "|".join(map(str, (thread, tag, *parts)))
+
+
+def lg_payload_columns(
+    table: str, t: str, r: str, row: dict[str, Any]
+) -> list[tuple[str, str, tuple[Any, ...], str]]:
+    """(column, checksum column, identity, sealing context) of a dumped LangGraph row, for
+    export and ``check_rows``: the same identities the write path uses."""
+    rec: LgRecord
+    if table == "lg_checkpoints":
+        rec = LgCheckpoint(row["checkpoint_ns"], row["checkpoint_id"], None, None, 0, b"")
+    elif table == "lg_values":
+        rec = LgValue(row["checkpoint_ns"], row["channel"], row["version"], None, "", None, b"")
+    elif table == "lg_writes":
+        ns, cp, task, idx = row["checkpoint_ns"], row["checkpoint_id"], row["task_id"], row["idx"]
+        rec = LgWrite(ns, cp, task, int(idx), "", "", b"")
+    else:
+        return []
+    ident, aad = _identity(t, r, rec)
+    return [("payload", "crc", ident, aad)]
+
+
+def _meter(db: Any, q: SimpleNamespace, key: tuple[str, str], meter: list[MeterRow]) -> None:
+    if meter:
+        rows = [(*key, m.step, m.table, m.channel, m.bytes) for m in meter]
+        db.executemany(q.Q_PUT_METER, rows)
+
+
+def _checkpoint_row(c: LgCheckpoint, check: int, now: float) -> tuple[Any, ...]:
+    return (
+        c.checkpoint_ns,
+        c.checkpoint_id,
+        c.parent_id,
+        c.lg_run_id,
+        c.step,
+        c.payload,
+        check,
+        now,
+    )
+
+
+def _value_row(v: LgValue, check: int) -> tuple[Any, ...]:
+    return (v.checkpoint_ns, v.channel, v.version, v.base, v.root, v.writes_of, v.payload, check)
+
+
+def _write_row(w: LgWrite, check: int) -> tuple[Any, ...]:
+    return (
+        w.checkpoint_ns,
+        w.checkpoint_id,
+        w.task_id,
+        w.idx,
+        w.channel,
+        w.task_path,
+        w.payload,
+        check,
+    )

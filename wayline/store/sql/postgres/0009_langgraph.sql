@@ -1,0 +1,47 @@
+-- 0009: LangGraph threads on wayline's store (wayline.langgraph.WaylineSaver). A thread is
+-- a run (run_id = thread id), so the meter, purge, export and retention cover it. Channel
+-- values are stored once per (thread, namespace, channel, version); an append-only value is
+-- stored as its suffix over base (root: the full copy its chain starts from); when that
+-- suffix is exactly the writes the tasks made (writes_of: their checkpoint), by reference.
+CREATE TABLE IF NOT EXISTS lg_checkpoints (
+    tenant_id     TEXT    NOT NULL,
+    run_id        TEXT    NOT NULL,
+    checkpoint_ns TEXT    NOT NULL,
+    checkpoint_id TEXT    NOT NULL,
+    parent_id     TEXT,
+    lg_run_id     TEXT,
+    step          BIGINT NOT NULL,
+    payload       BYTEA   NOT NULL,
+    crc           BIGINT,
+    created_at    DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (tenant_id, run_id, checkpoint_ns, checkpoint_id)
+);
+CREATE INDEX IF NOT EXISTS lg_checkpoints_by_lg_run ON lg_checkpoints (tenant_id, lg_run_id);
+CREATE TABLE IF NOT EXISTS lg_values (
+    tenant_id     TEXT    NOT NULL,
+    run_id        TEXT    NOT NULL,
+    checkpoint_ns TEXT    NOT NULL,
+    channel       TEXT    NOT NULL,
+    version       TEXT    NOT NULL,
+    base          TEXT,
+    root          TEXT    NOT NULL,
+    writes_of     TEXT,
+    payload       BYTEA   NOT NULL,
+    crc           BIGINT,
+    PRIMARY KEY (tenant_id, run_id, checkpoint_ns, channel, root, version)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS lg_values_by_version
+    ON lg_values (tenant_id, run_id, checkpoint_ns, channel, version);
+CREATE TABLE IF NOT EXISTS lg_writes (
+    tenant_id     TEXT    NOT NULL,
+    run_id        TEXT    NOT NULL,
+    checkpoint_ns TEXT    NOT NULL,
+    checkpoint_id TEXT    NOT NULL,
+    task_id       TEXT    NOT NULL,
+    idx           BIGINT NOT NULL,
+    channel       TEXT    NOT NULL,
+    task_path     TEXT    NOT NULL,
+    payload       BYTEA   NOT NULL,
+    crc           BIGINT,
+    PRIMARY KEY (tenant_id, run_id, checkpoint_ns, checkpoint_id, task_id, idx)
+);
