@@ -163,6 +163,15 @@ def test_runs_bytes_command_reads_a_langgraph_thread(tmp_path: Path) -> None:
     assert "lg_values" in done.stdout and "lg_writes" in done.stdout
     amp = float(done.stdout.split("write amplification")[1].split()[0])
     assert 1.0 < amp < 3.0
+    verified = subprocess.run(
+        [sys.executable, "-m", "wayline.cli.main", "runs", "verify", "chat-9", "--db", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "intact" in verified.stdout
 
 
 def test_payloads_are_sealed_at_rest(tmp_path: Path) -> None:
