@@ -364,3 +364,13 @@ def test_a_damaged_row_is_reported_not_read(tmp_path: Path) -> None:
     checked, problems = store.check_rows("default", "t")  # type: ignore[attr-defined]
     assert checked > 0 and [p for p in problems if "lg_values" in str(p)]
     store.close()
+
+
+def test_list_narrows_to_a_checkpoint_id_as_langgraph_savers_do(store: Store) -> None:
+    saver = WaylineSaver(store)
+    growing(saver, 4).invoke({"log": [], "n": 0}, cfg())
+    ids = [t.checkpoint["id"] for t in saver.list(cfg())]
+    assert len(ids) == 6 and ids == sorted(ids, reverse=True)
+    [one] = saver.list(cfg(checkpoint_id=ids[2], checkpoint_ns=""))
+    assert one.checkpoint["id"] == ids[2]
+    assert len(one.checkpoint["channel_values"]["log"]) == 2

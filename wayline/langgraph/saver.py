@@ -360,21 +360,27 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
+        """Newest first; ``config`` narrows to a thread, a namespace and a checkpoint id
+        (as LangGraph's savers do); ``filter`` matches metadata keys (decoded here, since
+        metadata is sealed with the rest of the checkpoint when the store is encrypted)."""
         conf = (config or {}).get("configurable") or {}
         tenant = str(conf.get("tenant", self.tenant))
         thread = conf.get("thread_id")
         ns = conf.get("checkpoint_ns")
+        only = conf.get("checkpoint_id")
         rows = self.store.lg_list_checkpoints(
             tenant,
             thread_id=None if thread is None else str(thread),
             checkpoint_ns=None if ns is None else str(ns),
             before_id=get_checkpoint_id(before) if before else None,
-            limit=None if filter else limit,
+            limit=None if filter or only else limit,
         )
         given = 0
         for row_thread, row in rows:
             if limit is not None and given >= limit:
                 return
+            if only is not None and row.checkpoint_id != only:
+                continue
             if filter:
                 meta = self._decode_checkpoint(row)["metadata"]
                 if any(meta.get(k) != v for k, v in filter.items()):
