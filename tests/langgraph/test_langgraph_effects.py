@@ -106,3 +106,12 @@ def test_effect_needs_a_wayline_saver() -> None:
     app = one_node(InMemorySaver(), lambda s: {"receipt": effect("charge", lambda key: key)})
     with pytest.raises(WaylineError, match="checkpointer=WaylineSaver"):
         app.invoke({"amount": 5}, CFG)
+
+
+def test_under_durability_async_effect_waits_for_its_step_checkpoint(saver: WaylineSaver) -> None:
+    calls: list[str] = []
+    app = one_node(saver, lambda s: {"receipt": effect("c", lambda k: calls.append(k) or k)})
+    out = app.invoke({"amount": 5}, CFG, durability="async")
+    assert out["receipt"] == calls[0] and len(calls) == 1
+    [rec] = saver.store.list_effects("default", "pay-1")
+    assert rec.status == "SUCCEEDED"
