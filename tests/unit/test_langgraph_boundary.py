@@ -1,5 +1,6 @@
 """wayline itself never imports LangGraph: only ``wayline.langgraph`` does (the optional
-``[langgraph]`` extra). Checked in a fresh interpreter that imports every other module."""
+``[langgraph]`` extra). Checked in a fresh interpreter that imports every other module
+(langchain-core, the ``[langchain]`` extra, is another matter: docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ for path in sorted(root.rglob("*.py")):
     name = name.removesuffix(".__init__")
     if not name.startswith("wayline.langgraph"):
         importlib.import_module(name)
-loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("langgraph", "langchain_core"))
+loaded = sorted(m for m in sys.modules if m.split(".")[0] == "langgraph")
 print(loaded)
 """
 
