@@ -14,7 +14,7 @@ from typing import Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 
-from wayline.examples.payment_flow import KillSwitch, post_charge
+from wayline.demo.payment_flow import KillSwitch, post_charge
 from wayline.langgraph import WaylineSaver, effect
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from wayline.examples.payments import PaymentsService
+from wayline.demo.payments import PaymentsService
 
 pytest.importorskip("langgraph.graph", reason="needs the wayline[langgraph] extra")
 pytestmark = pytest.mark.crash
