@@ -40,20 +40,20 @@ class LangGraphSQL:
 
     # -- the payload seam -------------------------------------------------------------
 
-    def _stored(self, t: str, thread: str, rec: Any) -> tuple[Any, int]:
+    def _lg_stored(self, t: str, thread: str, rec: Any) -> tuple[Any, int]:
         """The record with its payload as stored (sealed when encrypted), and its checksum."""
         ident, aad = _identity(t, thread, rec)
         stored, check = self.payloads.put(ident, t, aad, rec.payload)
         return dataclasses.replace(rec, payload=stored), check
 
-    def _opened(self, t: str, thread: str, rec: Any, check: int | None) -> Any:
+    def _lg_opened(self, t: str, thread: str, rec: Any, check: int | None) -> Any:
         """The record as written: its checksum verified, its payload opened."""
         ident, aad = _identity(t, thread, rec)
         return dataclasses.replace(
             rec, payload=self.payloads.get(ident, t, aad, rec.payload, check)
         )
 
-    def _ensure_run(self, db: Any, key: tuple[str, str], now: float) -> None:
+    def _lg_ensure_run(self, db: Any, key: tuple[str, str], now: float) -> None:
         db.execute(self.q.Q_LG_ENSURE_RUN, (*key, now, now, uuid.uuid4().hex))
 
     # -- writes -----------------------------------------------------------------------
@@ -73,11 +73,11 @@ class LangGraphSQL:
         q = self.q
         now = time.time()
         key = (tenant_id, thread_id)
-        c, c_crc = self._stored(tenant_id, thread_id, checkpoint)
-        sealed_values = [self._stored(tenant_id, thread_id, v) for v in values]
-        sealed_writes = [self._stored(tenant_id, thread_id, w) for w in writes]
+        c, c_crc = self._lg_stored(tenant_id, thread_id, checkpoint)
+        sealed_values = [self._lg_stored(tenant_id, thread_id, v) for v in values]
+        sealed_writes = [self._lg_stored(tenant_id, thread_id, w) for w in writes]
         with self._tx(tenant_id) as db:
-            self._ensure_run(db, key, now)
+            self._lg_ensure_run(db, key, now)
             db.execute(q.Q_LG_PUT_CHECKPOINT, (*key, *_checkpoint_row(c, c_crc, now)))
             meter = c.meter()
             for v, v_crc in sealed_values:
@@ -98,10 +98,10 @@ class LangGraphSQL:
         q = self.q
         key = (tenant_id, thread_id)
         query = q.Q_LG_REPLACE_WRITE if replace else q.Q_LG_PUT_WRITE
-        sealed = [self._stored(tenant_id, thread_id, w) for w in writes]
+        sealed = [self._lg_stored(tenant_id, thread_id, w) for w in writes]
         meter: list[MeterRow] = []
         with self._tx(tenant_id) as db:
-            self._ensure_run(db, key, time.time())
+            self._lg_ensure_run(db, key, time.time())
             for w, w_crc in sealed:
                 if db.execute(query, (*key, *_write_row(w, w_crc))).rowcount == 1:
                     meter.extend(w.meter())
@@ -141,13 +141,15 @@ class LangGraphSQL:
         marks = ", ".join([self.placeholder] * len(checkpoint_ids))
         query = self.q.Q_LG_VALUES_OVER_WRITES.format(marks=marks)
         params = (tenant_id, thread_id, checkpoint_ns, *checkpoint_ids)
-        return [self._value(tenant_id, thread_id, r) for r in self._read(query, params, tenant_id)]
+        return [
+            self._lg_value(tenant_id, thread_id, r) for r in self._read(query, params, tenant_id)
+        ]
 
     def lg_inline_value(self, tenant_id: str, thread_id: str, value: LgValue) -> None:
         """Store a value's items in its own row (``value.payload``) instead of by reference
         to writes: the same value, before those writes are deleted."""
         key = (tenant_id, thread_id)
-        v, v_crc = self._stored(tenant_id, thread_id, value)
+        v, v_crc = self._lg_stored(tenant_id, thread_id, value)
         with self._tx(tenant_id) as db:
             params = (v.payload, v_crc, *key, v.checkpoint_ns, v.channel, v.version)
             db.execute(self.q.Q_LG_REWRITE_VALUE, params)
@@ -160,16 +162,16 @@ class LangGraphSQL:
         now = time.time()
         key = (tenant_id, thread_id)
         t, r = key
-        checkpoints = [self._stored(t, r, c) for c in rows.checkpoints]
-        values = [self._stored(t, r, v) for v in rows.values]
-        writes = [self._stored(t, r, w) for w in rows.writes]
+        checkpoints = [self._lg_stored(t, r, c) for c in rows.checkpoints]
+        values = [self._lg_stored(t, r, v) for v in rows.values]
+        writes = [self._lg_stored(t, r, w) for w in rows.writes]
         meter: list[MeterRow] = []
         with self._tx(tenant_id) as db:
             for query in q.Q_LG_DELETE_THREAD:
                 db.execute(query, key)
             if not checkpoints:
                 return
-            self._ensure_run(db, key, now)
+            self._lg_ensure_run(db, key, now)
             for c, c_crc in checkpoints:
                 db.execute(q.Q_LG_PUT_CHECKPOINT, (*key, *_checkpoint_row(c, c_crc, c.created_at)))
                 meter.extend(c.meter())
@@ -193,7 +195,7 @@ class LangGraphSQL:
         else:
             params = (tenant_id, thread_id, checkpoint_ns, checkpoint_id)
             rows = self._read(self.q.Q_LG_GET_CHECKPOINT, params, tenant=tenant_id)
-        return self._checkpoint(tenant_id, thread_id, rows[0]) if rows else None
+        return self._lg_checkpoint(tenant_id, thread_id, rows[0]) if rows else None
 
     def lg_list_checkpoints(
         self,
@@ -217,14 +219,14 @@ class LangGraphSQL:
             limit if limit is not None else 2**62,
         )
         rows = self._read(self.q.Q_LG_LIST, params, tenant=tenant_id)
-        return [(r[0], self._checkpoint(tenant_id, r[0], r[1:])) for r in rows]
+        return [(r[0], self._lg_checkpoint(tenant_id, r[0], r[1:])) for r in rows]
 
     def lg_load_value(
         self, tenant_id: str, thread_id: str, checkpoint_ns: str, channel: str, version: str
     ) -> LgValue | None:
         params = (tenant_id, thread_id, checkpoint_ns, channel, version)
         rows = self._read(self.q.Q_LG_LOAD_VALUE, params, tenant=tenant_id)
-        return self._value(tenant_id, thread_id, rows[0]) if rows else None
+        return self._lg_value(tenant_id, thread_id, rows[0]) if rows else None
 
     def lg_load_chain(
         self, tenant_id: str, thread_id: str, checkpoint_ns: str, channel: str, root: str
@@ -234,7 +236,7 @@ class LangGraphSQL:
         saver's full-copy rule)."""
         params = (tenant_id, thread_id, checkpoint_ns, channel, root)
         rows = self._read(self.q.Q_LG_LOAD_CHAIN, params, tenant=tenant_id)
-        return [self._value(tenant_id, thread_id, r) for r in rows]
+        return [self._lg_value(tenant_id, thread_id, r) for r in rows]
 
     def lg_load_writes(
         self, tenant_id: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str
@@ -242,7 +244,7 @@ class LangGraphSQL:
         """A checkpoint's pending writes in LangGraph's ``writes_sort_key`` order."""
         params = (tenant_id, thread_id, checkpoint_ns, checkpoint_id)
         rows = self._read(self.q.Q_LG_LOAD_WRITES, params, tenant=tenant_id)
-        return [self._write(tenant_id, thread_id, r) for r in rows]
+        return [self._lg_write(tenant_id, thread_id, r) for r in rows]
 
     def lg_load_channel_writes(
         self,
@@ -259,7 +261,7 @@ class LangGraphSQL:
             return []
         params = (tenant_id, thread_id, checkpoint_ns, min(wanted), max(wanted), channel)
         rows = self._read(self.q.Q_LG_CHANNEL_WRITES, params, tenant=tenant_id)
-        return [self._write(tenant_id, thread_id, r) for r in rows if r[1] in wanted]
+        return [self._lg_write(tenant_id, thread_id, r) for r in rows if r[1] in wanted]
 
     def lg_thread_rows(self, tenant_id: str, thread_id: str) -> LgThreadRows:
         """Every LangGraph row of a thread, opened (copy_thread, prune)."""
@@ -267,37 +269,37 @@ class LangGraphSQL:
         key = (t, r)
         return LgThreadRows(
             checkpoints=[
-                self._checkpoint(t, r, row)
+                self._lg_checkpoint(t, r, row)
                 for row in self._read(self.q.Q_LG_THREAD_CHECKPOINTS, key, tenant=t)
             ],
             values=[
-                self._value(t, r, row)
+                self._lg_value(t, r, row)
                 for row in self._read(self.q.Q_LG_THREAD_VALUES, key, tenant=t)
             ],
             writes=[
-                self._write(t, r, row)
+                self._lg_write(t, r, row)
                 for row in self._read(self.q.Q_LG_THREAD_WRITES, key, tenant=t)
             ],
         )
 
     # -- rows -------------------------------------------------------------------------
 
-    def _checkpoint(self, t: str, thread: str, r: Sequence[Any]) -> LgCheckpoint:
+    def _lg_checkpoint(self, t: str, thread: str, r: Sequence[Any]) -> LgCheckpoint:
         ns, cp_id, parent, lg_run, step, payload, check, created = r
         rec = LgCheckpoint(ns, cp_id, parent, lg_run, int(step), bytes(payload), float(created))
-        opened: LgCheckpoint = self._opened(t, thread, rec, check)
+        opened: LgCheckpoint = self._lg_opened(t, thread, rec, check)
         return opened
 
-    def _value(self, t: str, thread: str, r: Sequence[Any]) -> LgValue:
+    def _lg_value(self, t: str, thread: str, r: Sequence[Any]) -> LgValue:
         ns, channel, version, base, root, writes_of, payload, check = r
         rec = LgValue(ns, channel, version, base, root, writes_of, bytes(payload))
-        opened: LgValue = self._opened(t, thread, rec, check)
+        opened: LgValue = self._lg_opened(t, thread, rec, check)
         return opened
 
-    def _write(self, t: str, thread: str, r: Sequence[Any]) -> LgWrite:
+    def _lg_write(self, t: str, thread: str, r: Sequence[Any]) -> LgWrite:
         ns, cp_id, task_id, idx, channel, path, payload, check = r
         rec = LgWrite(ns, cp_id, task_id, int(idx), channel, path, bytes(payload))
-        opened: LgWrite = self._opened(t, thread, rec, check)
+        opened: LgWrite = self._lg_opened(t, thread, rec, check)
         return opened
 
 
