@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,7 @@ def _child(tmp: Path, service: str, strategy: str, *extra: str) -> subprocess.Po
     return subprocess.Popen(argv, stderr=err, env=dict(os.environ))
 
 
-def crash_and_resume(tmp: Path, strategy: str) -> tuple[dict[str, int], dict]:
+def crash_and_resume(tmp: Path, strategy: str) -> tuple[dict[str, int], dict[str, Any]]:
     with PaymentsService(tmp / "ledger.db") as svc:
         run = _child(tmp, svc.url, strategy, "--marker", str(tmp / "marker.jsonl"))
         try:

@@ -37,23 +37,23 @@ def build(checkpointer: Any, exec_log: str | None, fail_b: bool) -> Any:
             with open(exec_log, "a") as f:
                 f.write(name + "\n")
 
-    def a(s: State) -> dict[str, Any]:
+    def a(state: State) -> dict[str, Any]:
         note("a")
         return {"log": ["a" * 300]}
 
-    def b(s: State) -> dict[str, Any]:
+    def b(state: State) -> dict[str, Any]:
         note("b")
         if fail_b:
             raise RuntimeError("b fails on its first run")
-        return {"log": ["b"], "n": s["n"] + 1}
+        return {"log": ["b"], "n": state["n"] + 1}
 
-    def ask(s: Sub) -> dict[str, Any]:
+    def ask(state: Sub) -> dict[str, Any]:
         note("ask")
-        return {"answer": interrupt({"question": "ship?", "seen": len(s["log"])})}
+        return {"answer": interrupt({"question": "ship?", "seen": len(state["log"])})}
 
-    def after(s: Sub) -> dict[str, Any]:
+    def after(state: Sub) -> dict[str, Any]:
         note("after")
-        return {"log": [f"answered {s['answer']}"]}
+        return {"log": [f"answered {state['answer']}"]}
 
     sg = StateGraph(Sub)
     sg.add_node("ask", ask)
@@ -62,9 +62,9 @@ def build(checkpointer: Any, exec_log: str | None, fail_b: bool) -> Any:
     sg.add_edge("ask", "after")
     sg.add_edge("after", END)
 
-    def tail(s: State) -> dict[str, Any]:
+    def tail(state: State) -> dict[str, Any]:
         note("tail")
-        return {"log": [f"tail {len(s['log'])}"], "n": s["n"] + 1}
+        return {"log": [f"tail {len(state['log'])}"], "n": state["n"] + 1}
 
     g = StateGraph(State)
     g.add_node("a", a)

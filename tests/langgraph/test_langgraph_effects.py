@@ -48,9 +48,12 @@ def test_a_node_that_runs_again_gets_the_recorded_outcome(saver: WaylineSaver) -
     calls: list[str] = []
     fail = [True]
 
+    def charge_once(key: str) -> dict[str, Any]:
+        calls.append(key)
+        return {"id": "ch_1"}
+
     def pay(s: S) -> dict[str, Any]:
-        receipt = effect("charge", lambda key: calls.append(key) or {"id": "ch_1"},
-                         request={"amount": s["amount"]})  # fmt: skip
+        receipt = effect("charge", charge_once, request={"amount": s["amount"]})
         drawn = record("draw", lambda: len(calls) * 10)
         if fail[0]:
             fail[0] = False
@@ -110,7 +113,12 @@ def test_effect_needs_a_wayline_saver() -> None:
 
 def test_under_durability_async_effect_waits_for_its_step_checkpoint(saver: WaylineSaver) -> None:
     calls: list[str] = []
-    app = one_node(saver, lambda s: {"receipt": effect("c", lambda k: calls.append(k) or k)})
+
+    def send(key: str) -> str:
+        calls.append(key)
+        return key
+
+    app = one_node(saver, lambda s: {"receipt": effect("c", send)})
     out = app.invoke({"amount": 5}, CFG, durability="async")
     assert out["receipt"] == calls[0] and len(calls) == 1
     [rec] = saver.store.list_effects("default", "pay-1")

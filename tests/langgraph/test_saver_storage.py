@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 import wayline
@@ -40,8 +41,8 @@ def item(i: int) -> str:
 
 
 def growing(saver: WaylineSaver, steps: int) -> Any:
-    def step(s: State) -> dict[str, Any]:
-        return {"log": [item(s["n"])], "n": s["n"] + 1}
+    def step(state: State) -> dict[str, Any]:
+        return {"log": [item(state["n"])], "n": state["n"] + 1}
 
     g = StateGraph(State)
     g.add_node("step", step)
@@ -50,7 +51,7 @@ def growing(saver: WaylineSaver, steps: int) -> Any:
     return g.compile(checkpointer=saver)
 
 
-def cfg(thread: str = "t", **extra: Any) -> dict[str, Any]:
+def cfg(thread: str = "t", **extra: Any) -> RunnableConfig:
     return {"configurable": {"thread_id": thread, **extra}, "recursion_limit": 10_000}
 
 
@@ -230,9 +231,9 @@ def test_no_pickle_and_user_types_only_when_allowed(store: Store, tmp_path: Path
     row = store.lg_load_value("default", "types", "", "p", "1")
     assert row is not None
     tampered = dataclasses.replace(row, version="2", payload=b"pickle\x00" + pickle.dumps(Boom()))
-    store.lg_put("default", "types", dataclasses.replace(
-        store.lg_get_checkpoint("default", "types", "", "1"),  # type: ignore[arg-type]
-        checkpoint_id="2"), [tampered])  # fmt: skip
+    first = store.lg_get_checkpoint("default", "types", "", "1")
+    assert first is not None
+    store.lg_put("default", "types", dataclasses.replace(first, checkpoint_id="2"), [tampered])
     checkpoint2 = {**checkpoint, "id": "2", "channel_versions": {"p": 2}}
     plain.put(conf, checkpoint2, {"source": "loop", "step": 0}, {})  # type: ignore[arg-type]
     cwd = os.getcwd()
@@ -283,8 +284,8 @@ def test_messages_round_trip_by_reference(store: Store) -> None:
     from langchain_core.messages import AIMessage, HumanMessage
     from langgraph.graph.message import MessagesState
 
-    def reply(s: MessagesState) -> dict[str, Any]:
-        return {"messages": [AIMessage(content=f"reply {len(s['messages'])}")]}
+    def reply(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [AIMessage(content=f"reply {len(state['messages'])}")]}
 
     g = StateGraph(MessagesState)
     g.add_node("reply", reply)
@@ -313,8 +314,8 @@ class Stamped(TypedDict):
 def test_a_reducer_that_changes_written_objects_reads_back_what_the_channel_held(
     store: Store,
 ) -> None:
-    def step(s: Stamped) -> dict[str, Any]:
-        return {"log": [{"i": s["n"]}], "n": s["n"] + 1}
+    def step(state: Stamped) -> dict[str, Any]:
+        return {"log": [{"i": state["n"]}], "n": state["n"] + 1}
 
     g = StateGraph(Stamped)
     g.add_node("step", step)
@@ -349,7 +350,7 @@ def test_a_damaged_row_is_reported_not_read(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'lg.db'}"
     store = wayline.connect(url)
     growing(WaylineSaver(store), 6).invoke({"log": [], "n": 0}, cfg())
-    assert store.check_rows("default", "t")[1] == []  # type: ignore[attr-defined]
+    assert store.check_rows("default", "t")[1] == []
     raw = sqlite3.connect(tmp_path / "lg.db")
     (version, payload) = raw.execute(
         "SELECT version, payload FROM lg_values WHERE channel = 'log' AND base IS NULL "
@@ -361,7 +362,7 @@ def test_a_damaged_row_is_reported_not_read(tmp_path: Path) -> None:
     raw.close()
     with pytest.raises(CorruptionError, match="lg_values"):
         WaylineSaver(store).get_tuple(cfg())
-    checked, problems = store.check_rows("default", "t")  # type: ignore[attr-defined]
+    checked, problems = store.check_rows("default", "t")
     assert checked > 0 and [p for p in problems if "lg_values" in str(p)]
     store.close()
 
