@@ -158,7 +158,7 @@ def langgraph_graph(variant: str, n: int) -> Any:
     g = StateGraph(_lg_schema(variant))
     # LangGraph types a node's input as its state class; these plain-dict nodes serve all
     # three schemas (annotating them would make LangGraph read them as input schemas).
-    g.add_node("step", _repl_node if variant == "replace" else _acc_node)  # type: ignore[call-overload]
+    g.add_node("step", _repl_node if variant == "replace" else _acc_node)  # type: ignore[call-overload, arg-type, unused-ignore]
     g.add_edge(START, "step")
     g.add_conditional_edges("step", _router(n, END))
     return g
