@@ -82,10 +82,15 @@ class Wayline:
         tenant: str | None = None,
         durability: str = "sync",
         subject: str | None = None,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
     ) -> str:
         """Queue a new run of ``graph``; returns its id. Starting an existing id again hands
         it a new input (as ``invoke`` on a finished thread would). ``subject``: the data
-        subject the run's classified values are about (erasure and export by subject)."""
+        subject the run's classified values are about (erasure and export by subject).
+        ``interrupt_before`` / ``interrupt_after`` (node names or ``"*"``) travel with the
+        input: the worker pauses there, the run waits ``interrupted``, and ``continue_run``
+        takes it on."""
         require(self.scope, "execute", "start a run")
         check_durability(durability)  # refused here, not by a worker after queueing
         if input is None:
@@ -97,7 +102,7 @@ class Wayline:
         self.store.enqueue(
             self._tenant(tenant),
             run_id,
-            encode_inbox(self.codec, input),
+            encode_inbox(self.codec, input, (interrupt_before, interrupt_after)),
             graph_name=graph.name,
             graph_version=graph.version,
             durability=durability,
@@ -106,6 +111,26 @@ class Wayline:
             classes=graph.schema.classes,
         )
         return run_id
+
+    def continue_run(
+        self,
+        run_id: str,
+        *,
+        tenant: str | None = None,
+        interrupt_before: Sequence[str] | str | None = None,
+        interrupt_after: Sequence[str] | str | None = None,
+    ) -> None:
+        """Queue a run paused at a breakpoint (or settled) to go on with no new input, as
+        ``invoke(None, config)`` would, pausing at the breakpoints given (if any)."""
+        run = self.get(run_id, tenant=tenant)
+        self.store.enqueue(
+            run.tenant_id,
+            run_id,
+            encode_inbox(self.codec, None, (interrupt_before, interrupt_after)),
+            graph_name=run.graph_name,
+            graph_version=run.graph_version,
+            durability=run.durability,
+        )
 
     def resume(
         self,

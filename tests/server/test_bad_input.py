@@ -46,7 +46,7 @@ def _state(server: Running, tid: str) -> dict[str, Any]:
         (b'{"assistant_id": "nope", "input": {}}', "application/json", 422, "no assistant"),
         (b'{"input": {}}', "application/json", 422, "no assistant"),
         (
-            b'{"assistant_id": "simple", "input": {}, "interrupt_before": ["b"]}',
+            b'{"assistant_id": "simple", "input": {}, "interrupt_before": 5}',
             "application/json",
             422,
             "interrupt_before",

@@ -16,7 +16,7 @@ import dataclasses
 import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 import ormsgpack
 
@@ -34,6 +34,7 @@ from wayline.store.subject_keys import SubjectUnseal, is_sealed
 
 __all__ = [
     "DEFAULT_BLOB_THRESHOLD",
+    "Breakpoints",
     "Encoded",
     "Reconstructed",
     "decode_inbox",
@@ -42,6 +43,7 @@ __all__ = [
     "encode_inbox",
     "encode_results",
     "encode_snapshot",
+    "inbox_breakpoints",
     "reconstruct",
     "state_digest",
     "write_snapshot",
@@ -394,17 +396,48 @@ def _restore_logs(
     return rows, nbytes
 
 
-def encode_inbox(codec: Codec, value: Any) -> bytes:
-    """A run's next input as stored for a worker: new input, or a Command (resume etc.)."""
+BreakpointNames: TypeAlias = "Sequence[str] | str | None"
+Breakpoints: TypeAlias = "tuple[BreakpointNames, BreakpointNames]"
+"""``(interrupt_before, interrupt_after)`` as given to a run: node names, ``"*"``, or None
+(the graph's compiled-in ones)."""
+
+
+def encode_inbox(codec: Codec, value: Any, breakpoints: Breakpoints | None = None) -> bytes:
+    """A run's next input as stored for a worker: new input, or a Command (resume etc.),
+    and the breakpoints the worker pauses at (``interrupt_before``/``interrupt_after``
+    given with it). The breakpoints ride as one trailing element, only when given, so an
+    inbox written before they existed decodes unchanged."""
     if isinstance(value, Command):
         goto = [value.goto] if isinstance(value.goto, str | Send) else list(value.goto)
-        return codec.dumps(["command", value.resume, value.update, goto])
-    return codec.dumps(["input", value])
+        items: list[Any] = ["command", value.resume, value.update, goto]
+    else:
+        items = ["input", value]
+    if breakpoints is not None and breakpoints != (None, None):
+        before, after = breakpoints
+        items.append({"interrupt_before": _names(before), "interrupt_after": _names(after)})
+    return codec.dumps(items)
 
 
 def decode_inbox(codec: Codec, data: bytes) -> Any:
     kind, *rest = codec.loads(data)
     if kind == "command":
-        resume, update, goto = rest
+        resume, update, goto = rest[:3]
         return Command(resume=resume, update=update, goto=goto)
     return rest[0]
+
+
+def inbox_breakpoints(codec: Codec, data: bytes) -> Breakpoints | None:
+    """The breakpoints queued with an inbox (None: none given, the graph's own apply)."""
+    kind, *rest = codec.loads(data)
+    options = rest[3] if kind == "command" and len(rest) > 3 else None
+    if kind != "command" and len(rest) > 1:
+        options = rest[1]
+    if not isinstance(options, dict):
+        return None
+    return options.get("interrupt_before"), options.get("interrupt_after")
+
+
+def _names(given: BreakpointNames) -> list[str] | str | None:
+    if given is None or isinstance(given, str):
+        return given
+    return [str(n) for n in given]

@@ -226,7 +226,7 @@ class CompiledGraph:
         if _inside_task(config):
             return run_child(self, input, context=context)
         loop = self.make_loop(config, durability, context=context)
-        breaks = self._breakpoints(interrupt_before, interrupt_after)
+        breaks = self.breakpoints(interrupt_before, interrupt_after)
         for _ in self.run_loop(loop, input, breakpoints=breaks):
             pass
         return self._result(loop)
@@ -249,7 +249,7 @@ class CompiledGraph:
         modes, single = parse_modes(stream_mode or "updates")
         loop = self.make_loop(config, durability, context=context)
         fmt = self._streaming(loop, modes, single, subgraphs)
-        breaks = self._breakpoints(interrupt_before, interrupt_after)
+        breaks = self.breakpoints(interrupt_before, interrupt_after)
         for mode, chunk in self.run_loop(loop, input, breakpoints=breaks):
             yield from fmt(mode, chunk)
             if mode == "values" and "__interrupt__" not in chunk and fmt.wants_checkpoints:
@@ -270,7 +270,7 @@ class CompiledGraph:
         **kwargs: Any,
     ) -> dict[str, Any]:
         loop = self.make_loop(config, durability, context=context)
-        breaks = self._breakpoints(interrupt_before, interrupt_after)
+        breaks = self.breakpoints(interrupt_before, interrupt_after)
         async for _ in self._adrive(loop, input, breaks):
             pass
         return self._result(loop)
@@ -291,7 +291,7 @@ class CompiledGraph:
         modes, single = parse_modes(stream_mode or "updates")
         loop = self.make_loop(config, durability, context=context)
         fmt = self._streaming(loop, modes, single, subgraphs)
-        breaks = self._breakpoints(interrupt_before, interrupt_after)
+        breaks = self.breakpoints(interrupt_before, interrupt_after)
         async for mode, chunk in self._adrive(loop, input, breaks):
             for item in fmt(mode, chunk):
                 yield item
@@ -349,9 +349,11 @@ class CompiledGraph:
                 loop.invocation.chat_callbacks = ChatStream(loop.invocation.emit)
         return fmt
 
-    def _breakpoints(
+    def breakpoints(
         self, before: Sequence[str] | str | None, after: Sequence[str] | str | None
     ) -> tuple[frozenset[str], frozenset[str]]:
+        """The nodes to pause before and after for ``interrupt_before``/``interrupt_after``
+        as given (``"*"``: every node; None: the compiled-in ones); ``run_loop`` takes it."""
         return breakpoint_sets(
             self.nodes, before, after, self.interrupt_before, self.interrupt_after
         )

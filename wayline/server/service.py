@@ -14,7 +14,7 @@ from typing import Any
 from wayline.codec import default_codec
 from wayline.control.approvals import decide
 from wayline.control.keys import Principal
-from wayline.graph.checkpoint import encode_inbox
+from wayline.graph.checkpoint import BreakpointNames, Breakpoints, encode_inbox
 from wayline.graph.types import Command, StateSnapshot
 from wayline.ids import RunRef
 from wayline.server.http import ApiError
@@ -40,7 +40,7 @@ STREAM_MODES = ("values", "updates")
 QUIET_MODES = ("messages", "messages-tuple", "custom", "events", "debug", "tasks", "checkpoints")
 """Accepted so that chat UIs asking for them work, but they carry nothing yet: wayline's
 graph API has no token or custom streams."""
-_UNSUPPORTED = ("interrupt_before", "interrupt_after", "checkpoint", "checkpoint_id", "webhook")
+_UNSUPPORTED = ("checkpoint", "checkpoint_id", "webhook")
 
 
 class RunStart:
@@ -228,9 +228,14 @@ class Service:
                 raise ApiError(404, f"Thread with ID {thread_id} not found")
             self.tables.insert_thread(who.tenant, thread_id, {})
         resumed = command is not None and "resume" in command
+        breakpoints = (_names(body, "interrupt_before"), _names(body, "interrupt_after"))
         with self._thread_lock(who.tenant, thread_id):
             run = self.store.get_run(who.tenant, thread_id)
             self._check_free(who, thread_id, run, assistant)
+            # no input and no command continues the thread (past a breakpoint, say); its
+            # stream, as a resume's, opens with the state it continues from
+            continued = command is None and body.get("input") is None
+            opens_with_state = resumed or (continued and run is not None and run.step >= 0)
             now = time.time()
             record = ThreadRunRecord(
                 tenant_id=who.tenant,
@@ -250,7 +255,9 @@ class Service:
                     "stream_mode": _modes(body),
                     "durability": durability,
                     "actor": who.actor,
-                    "resumed": resumed,  # its stream opens with the state it resumed from
+                    "interrupt_before": breakpoints[0],
+                    "interrupt_after": breakpoints[1],
+                    "resumed": opens_with_state,  # its stream opens with the current state
                     "on_disconnect": body.get("on_disconnect") or "continue",
                 },
                 created_at=now,
@@ -267,11 +274,11 @@ class Service:
             self.tables.insert_run(record)
             self._tag_thread(who, thread_id, assistant)
             try:
-                self._queue(who, thread_id, run, assistant, body, durability)
+                self._queue(who, thread_id, run, assistant, body, durability, breakpoints)
             except BaseException:
                 self.tables.settle_run(who.tenant, record.run_id, "error")
                 raise
-        return RunStart(record, assistant, resumed)
+        return RunStart(record, assistant, opens_with_state)
 
     def _tag_thread(self, who: Principal, thread_id: str, assistant: Assistant) -> None:
         """As LangGraph: a thread's metadata names the graph and assistant that ran on it."""
@@ -317,6 +324,7 @@ class Service:
         assistant: Assistant,
         body: dict[str, Any],
         durability: str,
+        breakpoints: Breakpoints,
     ) -> None:
         command = body.get("command") or {}
         inbox: Any = None if "resume" in command else body.get("input")
@@ -328,7 +336,7 @@ class Service:
         self.store.enqueue(
             who.tenant,
             thread_id,
-            encode_inbox(graph.codec, inbox),
+            encode_inbox(graph.codec, inbox, breakpoints),
             graph_name=graph.name,
             graph_version=graph.version,
             durability=run.durability if run is not None else durability,
@@ -481,3 +489,15 @@ def _check_options(body: dict[str, Any]) -> None:
             )
     if body.get("input") is not None and body.get("command") is not None:
         raise ApiError(422, "send either input or command, not both")
+
+
+def _names(body: dict[str, Any], field: str) -> BreakpointNames:
+    """``interrupt_before``/``interrupt_after`` as langgraph-sdk sends them: ``"*"`` or a
+    list of node names (a name LangGraph does not check against the graph; neither do we:
+    it never matches)."""
+    given = body.get(field)
+    if given is None or given == "*":
+        return given
+    if isinstance(given, list) and all(isinstance(n, str) for n in given):
+        return given
+    raise ApiError(422, f'{field} must be "*" or a list of node names, not {given!r}')

@@ -110,6 +110,8 @@ class RunWatch:
                 if i.resume is None
             ]
             assert self.channels is not None
+            if not raised:  # a breakpoint (interrupt_before/after): LangGraph sends just this
+                return [("updates", {"__interrupt__": []})]
             return [
                 ("updates", {"__interrupt__": raised}),
                 ("values", {**values_of(self.channels), "__interrupt__": raised}),

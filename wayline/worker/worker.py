@@ -26,6 +26,7 @@ from wayline.errors import (
     VersionMismatchError,
     WaylineError,
 )
+from wayline.graph.checkpoint import inbox_breakpoints
 from wayline.graph.compiled import CompiledGraph
 from wayline.graph.loop import RunLoop, default_owner
 from wayline.ids import RunRef
@@ -206,7 +207,7 @@ class Worker:
             if self.stopping.is_set():
                 held.stop.set()
         try:
-            for _ in graph.run_loop(loop, None):
+            for _ in graph.run_loop(loop, None, breakpoints=_queued_breakpoints(graph, run)):
                 pass
         except RunParkedError as exc:
             log.warning("run %s: %s", run.run_id, exc)
@@ -287,3 +288,12 @@ class Worker:
             elif cancel and h.loop is not None:
                 h.loop.cancelled = True
                 h.stop.set()
+
+
+def _queued_breakpoints(
+    graph: CompiledGraph, run: RunRecord
+) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The ``interrupt_before``/``interrupt_after`` queued with the run's input (None: the
+    graph's compiled-in ones). They hold for the invocation that takes this inbox."""
+    given = None if run.inbox is None else inbox_breakpoints(graph.codec, run.inbox)
+    return None if given is None else graph.breakpoints(*given)
