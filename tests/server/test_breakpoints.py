@@ -10,7 +10,6 @@ import asyncio
 
 import httpx
 import pytest
-
 from harness import Running, as_dict
 from langgraph_sdk import get_client, get_sync_client
 
@@ -43,7 +42,11 @@ def test_interrupt_after_star_in_a_stream_and_a_background_run(server: Running) 
         parts = [
             p
             async for p in c.runs.stream(
-                tid, "simple", input={"n": 0}, interrupt_after="*", stream_mode=["values", "updates"]
+                tid,
+                "simple",
+                input={"n": 0},
+                interrupt_after="*",
+                stream_mode=["values", "updates"],
             )
         ]
         assert [p.event for p in parts] == ["metadata", "values", "updates", "values", "updates"]
