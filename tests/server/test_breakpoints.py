@@ -21,7 +21,9 @@ def test_interrupt_before_pauses_and_a_run_without_input_continues(server: Runni
     assert out == {"items": ["a"], "n": 1}  # b has not run; no __interrupt__ (none asked)
     assert c.threads.get(tid)["status"] == "interrupted"
     [run] = c.runs.list(tid)
-    assert run["status"] == "success" and as_dict(run["kwargs"])["interrupt_before"] == ["b"]
+    assert run["status"] == "success" and as_dict(as_dict(run)["kwargs"])["interrupt_before"] == [
+        "b"
+    ]
     state = c.threads.get_state(tid)
     assert state["next"] == ["b"] and state["interrupts"] == []
     assert [t["name"] for t in state["tasks"]] == ["b"]
