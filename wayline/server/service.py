@@ -38,8 +38,9 @@ __all__ = ["STREAM_MODES", "RunStart", "Service"]
 
 STREAM_MODES = ("values", "updates")
 QUIET_MODES = ("messages", "messages-tuple", "custom", "events", "debug", "tasks", "checkpoints")
-"""Accepted so that chat UIs asking for them work, but they carry nothing yet: wayline's
-graph API has no token or custom streams."""
+"""Accepted so that chat UIs asking for them work, but they carry nothing yet: the graph
+API emits custom and token events in process, and the server's streams are read from the
+store, where those are not written (docs/server.md says what it takes)."""
 _UNSUPPORTED = ("checkpoint", "checkpoint_id", "webhook")
 
 
