@@ -122,6 +122,7 @@ class Wayline:
     ) -> None:
         """Queue a run paused at a breakpoint (or settled) to go on with no new input, as
         ``invoke(None, config)`` would, pausing at the breakpoints given (if any)."""
+        require(self.scope, "execute", "continue a run")
         run = self.get(run_id, tenant=tenant)
         self.store.enqueue(
             run.tenant_id,
