@@ -8,7 +8,7 @@ import signal
 import time
 from typing import Annotated, Any, TypedDict
 
-from wayline import END, START, StateGraph, interrupt
+from wayline import END, START, StateGraph, get_stream_writer, interrupt
 from wayline.graph.context import NodeContext
 
 
@@ -39,6 +39,38 @@ def ask() -> Any:
     g.add_edge("a", "ask")
     g.add_edge("ask", "b")
     g.add_edge("b", END)
+    return g
+
+
+def _chatty_a(s: State) -> dict[str, Any]:
+    write = get_stream_writer()
+    write({"progress": "a started"})
+    write({"progress": "a done", "n": s.get("n", 0)})
+    return {"items": ["a"], "n": s.get("n", 0) + 1}
+
+
+def _chatty_b(s: State) -> dict[str, Any]:
+    get_stream_writer()("b says hi")
+    return {"items": ["b"]}
+
+
+def _chatty_ask(s: State) -> dict[str, Any]:
+    get_stream_writer()({"asking": s["n"]})
+    answer = interrupt("go on?")
+    return {"items": [f"answer:{answer}"]}
+
+
+def chatty() -> Any:
+    """Nodes that emit ``custom`` chunks with ``get_stream_writer()``; ``ask`` pauses after
+    emitting (its step commits no delta)."""
+    g = StateGraph(State, name="chatty")
+    g.add_node("a", _chatty_a)
+    g.add_node("b", _chatty_b)
+    g.add_node("ask", _chatty_ask)
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_conditional_edges("b", lambda s: "ask" if s.get("n", 0) > 1 else END, ["ask", END])
+    g.add_edge("ask", END)
     return g
 
 
@@ -150,6 +182,7 @@ def compiled(store: Any) -> dict[str, Any]:
         for name, fn in {
             "ask": ask,
             "simple": simple,
+            "chatty": chatty,
             "slow": slow,
             "refund": refund,
             "failing": failing,

@@ -55,6 +55,7 @@ def node_call(loop: RunLoop, task: ExecTask) -> tuple[Callable[..., Any], tuple[
     scope = task.scope
     scope.loop = loop
     scope.config = task.ctx
+    scope.node = task.spec.name
     scope.writer = _writer(loop, task)
     scope.runtime = None  # built on first use (get_runtime or a runtime parameter)
     args = (arg, task.ctx) if spec.takes_ctx else (arg,)

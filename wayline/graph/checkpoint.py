@@ -44,6 +44,7 @@ __all__ = [
     "encode_results",
     "encode_snapshot",
     "inbox_breakpoints",
+    "inbox_stream_modes",
     "reconstruct",
     "state_digest",
     "write_snapshot",
@@ -402,19 +403,31 @@ Breakpoints: TypeAlias = "tuple[BreakpointNames, BreakpointNames]"
 (the graph's compiled-in ones)."""
 
 
-def encode_inbox(codec: Codec, value: Any, breakpoints: Breakpoints | None = None) -> bytes:
+def encode_inbox(
+    codec: Codec,
+    value: Any,
+    breakpoints: Breakpoints | None = None,
+    stream_modes: Sequence[str] = (),
+) -> bytes:
     """A run's next input as stored for a worker: new input, or a Command (resume etc.),
-    and the breakpoints the worker pauses at (``interrupt_before``/``interrupt_after``
-    given with it). The breakpoints ride as one trailing element, only when given, so an
-    inbox written before they existed decodes unchanged."""
+    and the options the invocation that takes it runs with: the breakpoints the worker
+    pauses at (``interrupt_before``/``interrupt_after`` given with it) and the stream modes
+    of what nodes emit that it records for the server (``custom``, ``messages``). The
+    options ride as one trailing element, only when given, so an inbox written before they
+    existed decodes unchanged (and an older worker ignores a key it does not know)."""
     if isinstance(value, Command):
         goto = [value.goto] if isinstance(value.goto, str | Send) else list(value.goto)
         items: list[Any] = ["command", value.resume, value.update, goto]
     else:
         items = ["input", value]
+    options: dict[str, Any] = {}
     if breakpoints is not None and breakpoints != (None, None):
         before, after = breakpoints
-        items.append({"interrupt_before": _names(before), "interrupt_after": _names(after)})
+        options.update(interrupt_before=_names(before), interrupt_after=_names(after))
+    if stream_modes:
+        options["stream_modes"] = [str(m) for m in stream_modes]
+    if options:
+        items.append(options)
     return codec.dumps(items)
 
 
@@ -426,15 +439,26 @@ def decode_inbox(codec: Codec, data: bytes) -> Any:
     return rest[0]
 
 
-def inbox_breakpoints(codec: Codec, data: bytes) -> Breakpoints | None:
-    """The breakpoints queued with an inbox (None: none given, the graph's own apply)."""
+def _inbox_options(codec: Codec, data: bytes) -> dict[str, Any]:
     kind, *rest = codec.loads(data)
     options = rest[3] if kind == "command" and len(rest) > 3 else None
     if kind != "command" and len(rest) > 1:
         options = rest[1]
-    if not isinstance(options, dict):
+    return options if isinstance(options, dict) else {}
+
+
+def inbox_breakpoints(codec: Codec, data: bytes) -> Breakpoints | None:
+    """The breakpoints queued with an inbox (None: none given, the graph's own apply)."""
+    options = _inbox_options(codec, data)
+    if "interrupt_before" not in options and "interrupt_after" not in options:
         return None
     return options.get("interrupt_before"), options.get("interrupt_after")
+
+
+def inbox_stream_modes(codec: Codec, data: bytes) -> frozenset[str]:
+    """The stream modes of node-emitted events queued with an inbox (empty: none)."""
+    modes = _inbox_options(codec, data).get("stream_modes") or ()
+    return frozenset(str(m) for m in modes)
 
 
 def _names(given: BreakpointNames) -> list[str] | str | None:

@@ -48,6 +48,8 @@ class TaskScope:
     """Subgraph invocations made by this task so far (each gets its own namespace)."""
     task_calls: dict[str, int] = dataclasses.field(default_factory=dict)
     """``@task`` calls made by this task so far, by task name (their record keys)."""
+    node: str = ""
+    """The node the task runs (recorded with what it emits for the server's streams)."""
 
     def interrupt_id(self, idx: int) -> str:
         return derive_id(self.task_id, "interrupt", idx)

@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 from wayline.server.http import ApiError, call, principal, read_json, reply
 from wayline.server.service import RunStart, Service
 from wayline.server.stream import RunWatch, sse_events
+from wayline.worker.emitted import EMITTED_MODES
 
 __all__ = ["routes"]
 
@@ -185,6 +186,7 @@ async def runs_stream(request: Request) -> Response:
         rec.thread_id,
         rec.start_step,
         show_start=start.resumed,
+        emitted=bool(EMITTED_MODES & set(rec.kwargs["stream_mode"])),
     )
     events = sse_events(watch, rec.run_id, rec.kwargs["stream_mode"])
     if rec.kwargs.get("on_disconnect") == "cancel":
@@ -274,6 +276,7 @@ async def run_join_stream(request: Request) -> Response:
         end_step=end,
     )
     modes = request.query_params.getlist("stream_mode") or rec.kwargs.get("stream_mode")
+    watch.emitted = bool(EMITTED_MODES & set(modes or ()))
     last = request.headers.get("last-event-id", "")
     base = f"/threads/{tid}/runs/{rid}"
     return EventSourceResponse(

@@ -33,11 +33,12 @@ from wayline.server.views import (
 from wayline.store.base import Store
 from wayline.store.records import RunRecord
 from wayline.store.server_tables import ServerTables, ThreadRecord, ThreadRunRecord
+from wayline.worker.emitted import EMITTED_MODES
 
 __all__ = ["STREAM_MODES", "RunStart", "Service"]
 
-STREAM_MODES = ("values", "updates")
-QUIET_MODES = ("messages", "messages-tuple", "custom", "events", "debug", "tasks", "checkpoints")
+STREAM_MODES = ("values", "updates", "custom")
+QUIET_MODES = ("messages", "messages-tuple", "events", "debug", "tasks", "checkpoints")
 """Accepted so that chat UIs asking for them work, but they carry nothing yet: the graph
 API emits custom and token events in process, and the server's streams are read from the
 store, where those are not written (docs/server.md says what it takes)."""
@@ -337,7 +338,7 @@ class Service:
         self.store.enqueue(
             who.tenant,
             thread_id,
-            encode_inbox(graph.codec, inbox, breakpoints),
+            encode_inbox(graph.codec, inbox, breakpoints, _emitted_modes(body)),
             graph_name=graph.name,
             graph_version=graph.version,
             durability=run.durability if run is not None else durability,
@@ -502,3 +503,9 @@ def _names(body: dict[str, Any], field: str) -> BreakpointNames:
     if isinstance(given, list) and all(isinstance(n, str) for n in given):
         return given
     raise ApiError(422, f'{field} must be "*" or a list of node names, not {given!r}')
+
+
+def _emitted_modes(body: dict[str, Any]) -> list[str]:
+    """The asked stream modes a worker records as nodes emit them (the rest are read back
+    from committed steps): queued with the input, so only a run that asked pays for them."""
+    return [m for m in _modes(body) if m in EMITTED_MODES]

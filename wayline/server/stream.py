@@ -1,6 +1,11 @@
 """Streams of a run, read from the store: the server never runs the graph, so it follows
 the thread's committed steps as workers write them.
 
+What nodes emit while they run (``custom``: ``get_stream_writer()`` chunks) is read from
+the ``stream_events`` table a worker fills for runs that asked for it
+(``wayline.worker.emitted``), each step's ahead of that step's ``updates``, as they were
+emitted in process.
+
 A ``RunWatch`` reconstructs the state at the step the run started from, then folds each
 new step's delta through the same ``apply_step`` execution used, emitting LangGraph's
 events: ``updates`` (each node's writes) and ``values`` (the state after each step). The
@@ -45,6 +50,7 @@ class RunWatch:
         *,
         show_start: bool,
         end_step: int | None = None,
+        emitted: bool = False,
     ) -> None:
         self.store = store
         self.graph = graph
@@ -57,6 +63,11 @@ class RunWatch:
         self.done = False
         self.end_step = end_step
         """A run a later run followed ends at that run's start: its own steps only."""
+        self.emitted = emitted
+        """Whether to read what nodes emitted (``custom``) from the store, beside the steps."""
+        self.start_step = start_step
+        self.seq = 0
+        """The last node-emitted event sent (its number in the run)."""
 
     def poll(self) -> list[Event]:
         """Events since the last poll; sets ``done`` once the run has stopped and every
@@ -78,7 +89,10 @@ class RunWatch:
         top = run.step if self.end_step is None else min(run.step, self.end_step)
         if top > self.step:
             resolve = BlobCache(self.store, self.tenant)
+            emitted = self._emitted(top)
             for delta in self.store.load_deltas(self.tenant, self.thread_id, self.step, top):
+                while emitted and emitted[0][0] <= delta.step:  # emitted while it ran
+                    events.append(emitted.pop(0)[1])
                 results = decode_results(codec, delta.payload, resolve)
                 for r in results:
                     if r.name == START or r.name.startswith("__"):
@@ -88,12 +102,32 @@ class RunWatch:
                 apply_step(self.channels, results)
                 events.append(("values", values_of(self.channels)))
                 self.step = delta.step
+            events.extend(event for _, event in emitted)  # none left, bar a gap in steps
         if self.end_step is not None and self.step >= self.end_step:
             self.done = True  # a later run took the thread on from here
         elif settled(run) and self.step >= run.step:
             self.done = True
+            # a step that committed no delta (it paused on an interrupt) may have emitted
+            events.extend(event for _, event in self._emitted(run.step + 1))
             events.extend(self._ending(run.status, run.error, run.step))
         return events
+
+    def _emitted(self, to_step: int) -> list[tuple[int, Event]]:
+        """(step, event) of what nodes emitted in this run's steps up to ``to_step`` and was
+        not sent yet; one indexed read, only when the run's step moved."""
+        if not self.emitted:
+            return []
+        rows = self.store.load_stream_events(
+            self.tenant,
+            self.thread_id,
+            after_seq=self.seq,
+            after_step=self.start_step,
+            to_step=to_step,
+        )
+        if rows:
+            self.seq = rows[-1].seq
+        codec = self.graph.codec
+        return [(r.step, (r.mode, codec.loads(r.payload))) for r in rows]
 
     def _ending(self, status: str, error: str | None, step: int) -> list[Event]:
         if status == "interrupted":

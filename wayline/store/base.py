@@ -25,6 +25,7 @@ from wayline.store.records import (
     RunStatus,
     SnapshotRecord,
 )
+from wayline.store.stream_sql import StreamEvent
 
 __all__ = ["RowRewriter", "Store"]
 
@@ -295,6 +296,21 @@ class Store(Protocol):
 
     def upgrade(self) -> list[str]:
         """Apply missing migrations; return their names."""
+        ...
+
+    # -- node-emitted stream events (custom, messages) for the server's streams -----------
+
+    def append_stream_events(
+        self, tenant_id: str, run_id: str, token: int, events: Sequence[StreamEvent]
+    ) -> int:
+        """Append a step's events after the run's last, fenced by the lease ``token``;
+        returns how many were stored (0: the lease is gone)."""
+        ...
+
+    def load_stream_events(
+        self, tenant_id: str, run_id: str, *, after_seq: int, after_step: int, to_step: int
+    ) -> list[StreamEvent]:
+        """Events numbered after ``after_seq``, of steps in (``after_step``, ``to_step``]."""
         ...
 
     # -- LangGraph threads (wayline.langgraph.WaylineSaver; a thread is a run) -----------

@@ -46,9 +46,11 @@ METERED_TABLES = (
     "lg_checkpoints",
     "lg_values",
     "lg_writes",
+    "stream_events",
 )
 """Every table that holds run payload (for ``runs``: the inbox of input not yet applied;
-``lg_*``: LangGraph threads kept by ``wayline.langgraph.WaylineSaver``).
+``lg_*``: LangGraph threads kept by ``wayline.langgraph.WaylineSaver``;
+``stream_events``: what nodes emitted for a server stream).
 Each byte written to one has a meter row."""
 
 ChannelBytes = tuple[tuple[str, int], ...]

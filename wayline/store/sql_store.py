@@ -47,6 +47,7 @@ from wayline.store.records import (
 from wayline.store.sql import lg_queries, queries
 from wayline.store.sql_rewrite import RewriteMixin
 from wayline.store.sql_subject_keys import SubjectKeysMixin
+from wayline.store.stream_sql import StreamEventsSQL, stream_event_ident
 from wayline.store.urls import redact_url
 
 if TYPE_CHECKING:
@@ -120,7 +121,7 @@ def split_statements(script: str) -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
-class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL):
+class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
     """The Store protocol over SQL. Subclasses implement ``_tx``, ``_read`` and
     ``table_names``, and set ``q`` (from ``load_queries``) and ``url``."""
 
@@ -1068,6 +1069,8 @@ def _payload_columns(
     if table == "effects":
         key = row["effect_key"]
         return [("result", "result_crc", ("effects", t, key), f"e|{key}")]
+    if table == "stream_events":
+        return [("payload", "crc", stream_event_ident(t, r, row["seq"]), f"{r}|v")]
     return lg_payload_columns(table, t, r, row)
 
 

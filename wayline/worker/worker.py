@@ -26,7 +26,7 @@ from wayline.errors import (
     VersionMismatchError,
     WaylineError,
 )
-from wayline.graph.checkpoint import inbox_breakpoints
+from wayline.graph.checkpoint import inbox_breakpoints, inbox_stream_modes
 from wayline.graph.compiled import CompiledGraph
 from wayline.graph.loop import RunLoop, default_owner
 from wayline.ids import RunRef
@@ -34,6 +34,7 @@ from wayline.store import open_store
 from wayline.store.base import Store
 from wayline.store.group import GroupCommit
 from wayline.store.records import RunRecord
+from wayline.worker.emitted import EMITTED_MODES, EmitSink
 
 __all__ = ["Worker", "WorkerConfig"]
 
@@ -183,8 +184,10 @@ class Worker:
         no run is claimed again and again without progress."""
         held = _Held(run, token, threading.Event())
         key = (run.tenant_id, run.run_id)
+        sink: EmitSink | None = None
         try:
             graph = self.graphs[(run.graph_name, run.graph_version)]
+            sink = _emit_sink(self.store, graph, run, token)
             loop = graph.open_loop(
                 RunRef(run.tenant_id, run.run_id),
                 durability=run.durability,
@@ -193,8 +196,11 @@ class Worker:
                 token=token,
                 stop=held.stop,
                 claimed_run=run,
-                committer=self.group.commit,
+                committer=self.group.commit if sink is None else sink.wrap(self.group.commit),
             )
+            if sink is not None:
+                loop.invocation.emit = sink
+                sink.step_of = lambda: loop.step + 1
         except Exception as exc:  # e.g. a durability mode this wayline does not know
             self._give_up(run, token, exc)
             self.store.release(run.tenant_id, run.run_id, token)
@@ -209,6 +215,8 @@ class Worker:
         try:
             for _ in graph.run_loop(loop, None, breakpoints=_queued_breakpoints(graph, run)):
                 pass
+            if sink is not None:
+                sink.flush()  # emitted in a step that committed nothing after (an interrupt)
         except RunParkedError as exc:
             log.warning("run %s: %s", run.run_id, exc)
         except ResumeError as exc:  # the input it was handed was refused and consumed
@@ -288,6 +296,14 @@ class Worker:
             elif cancel and h.loop is not None:
                 h.loop.cancelled = True
                 h.stop.set()
+
+
+def _emit_sink(store: Store, graph: CompiledGraph, run: RunRecord, token: int) -> EmitSink | None:
+    """The sink recording what nodes emit, when the queued input asked for it (None: not)."""
+    modes = frozenset() if run.inbox is None else inbox_stream_modes(graph.codec, run.inbox)
+    if not modes & EMITTED_MODES:
+        return None
+    return EmitSink(store, graph.codec, run.tenant_id, run.run_id, token, modes)
 
 
 def _queued_breakpoints(

@@ -254,8 +254,10 @@ UNION ALL SELECT 'lg_values', COALESCE(SUM(LENGTH(payload)), 0) FROM lg_values
     WHERE tenant_id = ? AND run_id = ?
 UNION ALL SELECT 'lg_writes', COALESCE(SUM(LENGTH(payload)), 0) FROM lg_writes
     WHERE tenant_id = ? AND run_id = ?
+UNION ALL SELECT 'stream_events', COALESCE(SUM(LENGTH(payload)), 0) FROM stream_events
+    WHERE tenant_id = ? AND run_id = ?
 """
-HELD_BYTES_PARAMS = 11
+HELD_BYTES_PARAMS = 12
 """Q_HELD_BYTES takes (tenant_id, run_id) this many times."""
 Q_PURGE = [
     "DELETE FROM deltas WHERE tenant_id = ? AND run_id = ?",
@@ -270,6 +272,7 @@ Q_PURGE = [
     "DELETE FROM lg_checkpoints WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM lg_values WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM lg_writes WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM stream_events WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM runs WHERE tenant_id = ? AND run_id = ?",
 ]
 Q_PURGE_ORPHAN_BLOBS = """
@@ -330,6 +333,7 @@ RUN_TABLES = (
     "lg_checkpoints",
     "lg_values",
     "lg_writes",
+    "stream_events",
 )
 """Tables keyed by (tenant_id, run_id): everything a run owns, bar shared blobs."""
 Q_DUMP = "SELECT * FROM {table} WHERE tenant_id = ? AND run_id = ?"
@@ -370,4 +374,18 @@ Q_DROP_BLOB_REF = "DELETE FROM blob_refs WHERE tenant_id = ? AND run_id = ? AND 
 Q_DROP_BLOB_IF_ORPHAN = """
 DELETE FROM blobs WHERE tenant_id = ? AND digest = ?
     AND NOT EXISTS (SELECT 1 FROM blob_refs r WHERE r.tenant_id = ? AND r.digest = ?)
+"""
+
+Q_NEXT_STREAM_SEQ = """
+SELECT COALESCE(MAX(seq), 0) FROM stream_events WHERE tenant_id = ? AND run_id = ?
+"""
+Q_PUT_STREAM_EVENT = """
+INSERT INTO stream_events (tenant_id, run_id, seq, step, node, mode, payload, crc, created_at)
+SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?
+WHERE EXISTS (SELECT 1 FROM runs WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?)
+"""
+"""Fenced: a worker that lost the run's lease appends nothing."""
+Q_LOAD_STREAM_EVENTS = """
+SELECT seq, step, node, mode, payload, crc FROM stream_events
+WHERE tenant_id = ? AND run_id = ? AND seq > ? AND step > ? AND step <= ? ORDER BY seq
 """

@@ -62,3 +62,7 @@ ALTER TABLE lg_writes ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS wayline_tenant ON lg_writes;
 CREATE POLICY wayline_tenant ON lg_writes USING (tenant_id = current_setting('wayline.tenant', true))
     WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE stream_events ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON stream_events;
+CREATE POLICY wayline_tenant ON stream_events USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));

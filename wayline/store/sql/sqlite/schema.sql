@@ -1,4 +1,4 @@
--- The current wayline SQLite schema (version 9): what the numbered migrations
+-- The current wayline SQLite schema (version 10): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -277,4 +277,17 @@ CREATE TABLE IF NOT EXISTS lg_writes (
     payload       BLOB    NOT NULL,
     crc           INTEGER,
     PRIMARY KEY (tenant_id, run_id, checkpoint_ns, checkpoint_id, task_id, idx)
+) WITHOUT ROWID;
+-- 0010: node-emitted stream events (custom, messages) of runs that asked for them.
+CREATE TABLE IF NOT EXISTS stream_events (
+    tenant_id  TEXT    NOT NULL,
+    run_id     TEXT    NOT NULL,
+    seq        INTEGER NOT NULL,
+    step       INTEGER NOT NULL,
+    node       TEXT    NOT NULL,
+    mode       TEXT    NOT NULL,
+    payload    BLOB    NOT NULL,
+    crc        INTEGER,
+    created_at REAL    NOT NULL,
+    PRIMARY KEY (tenant_id, run_id, seq)
 ) WITHOUT ROWID;
