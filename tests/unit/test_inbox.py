@@ -10,7 +10,12 @@ from typing import Annotated, Any, TypedDict
 from wayline import END, START, StateGraph
 from wayline.client import Wayline
 from wayline.codec import default_codec
-from wayline.graph.checkpoint import decode_inbox, encode_inbox, inbox_breakpoints
+from wayline.graph.checkpoint import (
+    decode_inbox,
+    encode_inbox,
+    inbox_breakpoints,
+    inbox_stream_modes,
+)
 from wayline.graph.types import Command
 from wayline.worker import Worker, WorkerConfig
 
@@ -26,6 +31,7 @@ def test_an_old_inbox_decodes_unchanged() -> None:
     assert isinstance(old, Command) and old.resume == "yes" and old.goto == []
     assert inbox_breakpoints(default_codec, OLD_INPUT) is None
     assert inbox_breakpoints(default_codec, OLD_COMMAND) is None
+    assert inbox_stream_modes(default_codec, OLD_INPUT) == frozenset()
 
 
 def test_breakpoints_ride_with_input_and_commands() -> None:
@@ -35,6 +41,18 @@ def test_breakpoints_ride_with_input_and_commands() -> None:
     cmd = encode_inbox(default_codec, Command(resume=2), (None, ("a",)))
     assert decode_inbox(default_codec, cmd).resume == 2
     assert inbox_breakpoints(default_codec, cmd) == (None, ["a"])
+
+
+def test_stream_modes_ride_beside_or_without_breakpoints() -> None:
+    data = encode_inbox(default_codec, {"n": 1}, None, ["custom"])
+    assert decode_inbox(default_codec, data) == {"n": 1}
+    assert inbox_stream_modes(default_codec, data) == {"custom"}
+    assert inbox_breakpoints(default_codec, data) is None  # the graph's own still apply
+    both = encode_inbox(default_codec, Command(resume=2), (["b"], None), ("custom",))
+    assert decode_inbox(default_codec, both).resume == 2
+    assert inbox_breakpoints(default_codec, both) == (["b"], None)
+    assert inbox_stream_modes(default_codec, both) == {"custom"}
+    assert encode_inbox(default_codec, {"n": 1}, None, ()) == OLD_INPUT  # none: same bytes
 
 
 class State(TypedDict, total=False):
