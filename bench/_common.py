@@ -523,3 +523,45 @@ if __name__ == "__main__":
         print(json.dumps(_probe_main(json.loads(sys.argv[2]))))
     else:
         sys.exit("usage: python bench/_common.py probe '<json spec>' (used by the benchmarks)")
+
+
+Arm = Callable[..., dict[str, Any]]
+
+
+def run_workload(
+    name: str,
+    tmp: Any,
+    wl_ns: list[int],
+    lg_ns: list[int],
+    durability: str,
+    wayline_arm: Arm,
+    langgraph_arm: Arm,
+) -> list[dict[str, Any]]:
+    """Both frameworks on one workload (checkpoint_bytes' subgraph and chat arms), SQLite
+    synchronous=NORMAL: bytes, not fsyncs, are what these arms measure."""
+    out = []
+    for n in wl_ns:
+        print(f"wayline {name} n={n} ...", flush=True)
+        out.append(wayline_arm(tmp, n, durability, "NORMAL"))
+    for n in lg_ns:
+        print(f"langgraph {name} n={n} ...", flush=True)
+        out.append(langgraph_arm(tmp, n, "NORMAL"))
+    return out
+
+
+def report_workload(title: str, decile: str, rows: list[dict[str, Any]]) -> None:
+    print_table(
+        title,
+        ["framework", "n", "total", "B/step", decile, "SQLite file"],
+        [
+            [
+                r["framework"],
+                fmt_num(r["n"]),
+                fmt_bytes(r["total"]),
+                fmt_num(r["bytes_per_step"]),
+                f"{r['first_to_last']:.2f}" if "first_to_last" in r else "-",
+                fmt_bytes(r["file_size"]),
+            ]
+            for r in rows
+        ],
+    )

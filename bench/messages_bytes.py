@@ -83,29 +83,12 @@ def langgraph_arm(tmp: Any, n: int, synchronous: str) -> dict[str, Any]:
 
 
 def run(tmp: Any, wl_ns: list[int], lg_ns: list[int], durability: str) -> list[dict[str, Any]]:
-    out = []
-    for n in wl_ns:
-        print(f"wayline messages n={n} ...", flush=True)
-        out.append(wayline_arm(tmp, n, durability, "NORMAL"))
-    for n in lg_ns:
-        print(f"langgraph messages n={n} ...", flush=True)
-        out.append(langgraph_arm(tmp, n, "NORMAL"))
-    return out
+    return c.run_workload("messages", tmp, wl_ns, lg_ns, durability, wayline_arm, langgraph_arm)
 
 
 def report(rows: list[dict[str, Any]]) -> None:
-    c.print_table(
+    c.report_workload(
         "chat workload: MessagesState gaining a ~500 B AIMessage per step (add_messages)",
-        ["framework", "n", "total", "B/step", "last/first decile", "SQLite file"],
-        [
-            [
-                r["framework"],
-                c.fmt_num(r["n"]),
-                c.fmt_bytes(r["total"]),
-                c.fmt_num(r["bytes_per_step"]),
-                f"{r['first_to_last']:.2f}" if "first_to_last" in r else "-",
-                c.fmt_bytes(r["file_size"]),
-            ]
-            for r in rows
-        ],
+        "last/first decile",
+        rows,
     )
