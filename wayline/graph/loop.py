@@ -59,7 +59,7 @@ from wayline.graph.interrupts import Asked, UnfinishedStep, answer, ask
 from wayline.graph.node import route_writes, split_output
 from wayline.graph.segments import LogIndex
 from wayline.graph.snapshot_policy import SnapshotPolicy
-from wayline.graph.travel import ForkOrigin, load_origin
+from wayline.graph.travel import ForkOrigin, is_fork, load_origin
 from wayline.graph.types import START, Command, Interrupt, Send
 from wayline.ids import RunRef
 from wayline.store.records import (
@@ -229,7 +229,8 @@ class RunLoop:
                 "Wayline(store).migrate(run_id, old_graph, new_graph); nothing was changed"
             )
         self.incarnation = run.incarnation
-        self.origin = load_origin(self.store, self.tenant_id, self.run_id)
+        if is_fork(run):  # an ordinary run's start reads no audit log
+            self.origin = load_origin(self.store, self.tenant_id, self.run_id)
         self.subject = run.subject
         if run.subject and run.classes:  # classified values sealed under the subject's keys
             self.seal = SubjectSeal(self.store, self.tenant_id, run.subject, run.classes)

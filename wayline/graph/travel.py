@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -37,6 +38,7 @@ from wayline.store.records import (
     BlobRecord,
     CommitBatch,
     DeltaRecord,
+    RunRecord,
     RunUpdate,
     SegmentRecord,
     SnapshotRecord,
@@ -88,6 +90,15 @@ class ForkOrigin:
 
     def describe(self) -> str:
         return f"run {self.run_id} at step {self.step} (effects={self.effects})"
+
+
+FORK_INCARNATION = "fork-"
+"""A fork's incarnation starts with this, so starting an ordinary run needs no look at its
+audit log to learn it is not a fork (``is_fork``)."""
+
+
+def is_fork(run: RunRecord) -> bool:
+    return run.incarnation.startswith(FORK_INCARNATION)
 
 
 def load_origin(store: Store, tenant_id: str, run_id: str) -> ForkOrigin | None:
@@ -192,6 +203,7 @@ def create_fork(
         schema_version=src.schema_version,
         subject=src.subject,  # a fork holds the same subject's data: erased with it
         classes=src.classes,
+        incarnation=FORK_INCARNATION + uuid.uuid4().hex,
     )
     token = store.claim(tenant_id, new_run_id, owner=owner, lease_seconds=lease_seconds)
     batch = _history(store, tenant_id, run_id, step)

@@ -70,8 +70,10 @@ class Store(Protocol):
         schema_version: str = "",
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
+        incarnation: str | None = None,
     ) -> RunRecord:
-        """Create the run row, or return the existing one: creating twice is not an error."""
+        """Create the run row, or return the existing one: creating twice is not an error.
+        ``incarnation``: the new run's (default: random)."""
         ...
 
     def get_run(self, tenant_id: str, run_id: str) -> RunRecord | None: ...

@@ -304,6 +304,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         schema_version: str = "",
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
+        incarnation: str | None = None,
     ) -> RunRecord:
         with self._tx(tenant_id) as db:
             self._insert_run(
@@ -316,6 +317,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                 schema_version,
                 subject=subject,
                 classes=classes,
+                incarnation=incarnation,
             )
         return self._existing(tenant_id, run_id)
 
@@ -368,12 +370,13 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         inbox: tuple[bytes, int] | None = None,
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
+        incarnation: str | None = None,
     ) -> bool:
         """Insert the run row (a new incarnation) unless it exists; True if it was new."""
         now = time.time()
         stored, crc_ = inbox if inbox is not None else (None, None)
         row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, stored)
-        params = (*row, schema_version, crc_, uuid.uuid4().hex)
+        params = (*row, schema_version, crc_, incarnation or uuid.uuid4().hex)
         if subject is None and not classes:  # as before data classes: one row, by position
             return bool(db.execute(self.q.Q_INSERT_RUN, params).rowcount == 1)
         labelled = (*params, subject, _classes_json(classes))  # docs/data.md
