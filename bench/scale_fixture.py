@@ -53,6 +53,7 @@ def populate(store: SQLStore, *, queued: int, waiting: int) -> None:
                     "",
                     crc,
                     uuid.uuid4().hex,
+                    at,
                 )
             )
         with store._tx("default") as db:

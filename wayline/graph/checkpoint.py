@@ -307,6 +307,8 @@ def _reconstruct(
     through: int,
 ) -> Reconstructed:
     resolve = BlobCache(store, tenant_id)
+    if through < 0:  # no step committed: nothing to read (a new run's start reads nothing)
+        return Reconstructed(channels, [], -1, None, {}, 0, 0, 0)
     snapshot = store.load_snapshot(tenant_id, run_id, through)
     next_tasks: list[TaskSpec] = []
     logs: dict[str, LogIndex] = {}

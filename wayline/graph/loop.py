@@ -205,6 +205,7 @@ class RunLoop:
     def begin(self, input: Any) -> Iterator[Event]:
         g = self.graph
         run = self.claimed_run or self.store.get_run(self.tenant_id, self.run_id)
+        fresh = run is None  # created here: no row of it but its run row exists
         if run is None:
             if not _starts_a_run(input):  # else a row no worker could ever start
                 raise ResumeError(
@@ -267,7 +268,10 @@ class RunLoop:
                 "code that wrote it, or register a new version with a migration; nothing was "
                 "changed"
             )
-        self._load_unfinished_step()
+        if fresh and run.step < 0:
+            self.unfinished = UnfinishedStep()
+        else:
+            self._load_unfinished_step()
         self.loaded = True
         _check_labels(g, run)
         blocked = sorted(set(run.redacted) - set(g.continue_without))

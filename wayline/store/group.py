@@ -32,6 +32,8 @@ class _Request:
     run_id: str
     token: int
     batch: CommitBatch
+    wake: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    """Held while the request waits: released once, when it is done or must lead."""
     done: bool = False
     error: BaseException | None = None
 
@@ -61,34 +63,43 @@ class GroupCommit:
         self.max_group = max_group
         """A bound on one transaction's size, so a huge queue cannot hold the write lock long."""
         self.stats = GroupStats()
-        self._cond = threading.Condition()
+        self._mutex = threading.Lock()
         self._queue: list[_Request] = []
         self._leading = False
 
     def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
         request = _Request(tenant_id, run_id, token, batch)
-        with self._cond:
+        request.wake.acquire()
+        with self._mutex:
             self._queue.append(request)
             self.stats.commits += 1
-            while self._leading and not request.done:
-                self._cond.wait()
+            follow = self._leading
+            self._leading = True
+        if follow:
+            request.wake.acquire()  # until a leader committed it, or handed it the lead
             if request.done:
                 return _outcome(request)
-            self._leading = True  # this thread commits the queue, its own request included
+        with self._mutex:  # this thread commits the queue, its own request included
             group, self._queue = self._queue[: self.max_group], self._queue[self.max_group :]
         try:
             self._commit_group(group)
         finally:
-            with self._cond:
-                self._leading = False
+            with self._mutex:
                 self.stats.transactions += 1
                 self.stats.largest = max(self.stats.largest, len(group))
-                self._cond.notify_all()
+                for r in group:
+                    r.done = True
+                    if r is not request:
+                        r.wake.release()
+                if self._queue:
+                    self._queue[0].wake.release()  # the next in line leads the next group
+                else:
+                    self._leading = False
         return _outcome(request)
 
     def queued(self) -> int:
         """Requests waiting for the next transaction (for tests that line a group up)."""
-        with self._cond:
+        with self._mutex:
             return len(self._queue)
 
     def _commit_group(self, group: list[_Request]) -> None:
@@ -107,10 +118,6 @@ class GroupCommit:
         except BaseException as exc:  # the transaction itself failed: nothing of it committed
             for r in group:
                 r.error = r.error or exc
-        finally:
-            with self._cond:
-                for r in group:
-                    r.done = True
 
 
 def _outcome(request: _Request) -> None:

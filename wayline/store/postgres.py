@@ -79,9 +79,40 @@ class _Executor:
         return self.conn.execute(query, params)
 
     def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> _Changed:
+        bulk = _BULK_INSERTS.get(query)
+        if bulk is not None and len(rows) >= _BULK_FROM:
+            columns = [list(column) for column in zip(*rows, strict=True)]
+            return _Changed(self.conn.execute(bulk, columns).rowcount)
         with self.conn.cursor() as cur:
             cur.executemany(query, rows)  # pipelined: one round trip for all the rows
             return _Changed(cur.rowcount)  # the rows all of them changed (read before close)
+
+
+_BULK_INSERTS = {
+    _QUERIES.Q_INSERT_DELTA: """
+INSERT INTO deltas (tenant_id, run_id, step, payload, fencing_token, sizes, crc)
+SELECT * FROM unnest(%b::text[], %b::text[], %b::bigint[], %b::bytea[], %b::bigint[],
+    %b::text[], %b::bigint[])
+""",
+}
+"""Inserts of many plain rows as one statement over arrays, one column an array: an exit-mode
+run commits all its deltas at once, and the server executing 300 pipelined INSERTs took
+12.8 ms of a 300-step run's 34 ms (measured on the 2-vCPU dev machine, embedded server)."""
+_BULK_FROM = 8
+
+_BULK_INSERTS[_QUERIES.Q_PUT_METER] = """
+INSERT INTO meter (tenant_id, run_id, step, tbl, channel, bytes)
+SELECT * FROM unnest(%b::text[], %b::text[], %b::bigint[], %b::text[], %b::text[], %b::bigint[])
+"""
+Q_PUT_SEGMENTS = """
+INSERT INTO segments (tenant_id, run_id, seg_id, channel, level, first_step, last_step, payload,
+    crc)
+SELECT * FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::bigint[], %b::bigint[],
+    %b::bigint[], %b::bytea[], %b::bigint[])
+ON CONFLICT DO NOTHING RETURNING seg_id
+"""
+"""Segments are written only if new (several snapshots may carry one): one statement that
+says which it inserted, instead of a round trip a segment."""
 
 
 Q_STEP_ONE_TRIP = f"""
@@ -220,6 +251,10 @@ class PostgresStore(SQLStore):
             raise _write_error(exc) from exc
         if changed != 1:
             raise LeaseLost(run_id, token)
+
+    def _put_segments(self, db: Executor, rows: Sequence[tuple[Any, ...]]) -> set[str]:
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        return {seg_id for (seg_id,) in db.execute(Q_PUT_SEGMENTS, columns).fetchall()}
 
     def _rescope(self, db: Executor, tenant: str) -> None:
         if isinstance(db, _Executor):

@@ -147,8 +147,10 @@ class DeltaRecord:
         return _rows(self.step, "deltas", self.payload, self.channels)
 
     def sizes(self) -> str:
-        """The meter breakdown stored in the delta's own row (JSON)."""
-        return json.dumps([[m.channel, m.bytes] for m in self.meter()], separators=(",", ":"))
+        """The meter breakdown stored in the delta's own row (JSON): every step writes one,
+        so it is built straight from the pairs, not through ``MeterRow`` objects."""
+        pairs = _attribute(self.payload, self.channels) or (("", len(self.payload)),)
+        return json.dumps(pairs, separators=(",", ":"))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

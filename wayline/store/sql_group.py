@@ -1,16 +1,18 @@
 """Group commit on SQL: several runs' batches in one transaction, each fenced on its own.
 
-The fast path costs a fixed number of statements whatever the group's size: one read of
-the runs' fencing tokens and statuses, one ``executemany`` per kind of run-row update, one
-per kind of row (``SQLStore._write``), one COMMIT. On PostgreSQL each is one round trip
-(psycopg pipelines ``executemany``); on SQLite each is one trip through the GIL-releasing
-driver, which is what the committing thread waits on while other runs compute. A run whose
-token is stale gets ``LeaseLost`` and writes nothing; the others commit.
+The fast path costs a fixed number of statements whatever the group's size: one
+``executemany`` per kind of run-row update (each fenced by the run's token and, for a step
+that keeps the status, by the status), one per kind of row (``SQLStore._write``), one
+COMMIT. On PostgreSQL each is one round trip (psycopg pipelines ``executemany``); on SQLite
+each is one trip through the GIL-releasing driver, and each is a moment another thread may
+take the GIL while the committing thread waits for it back: the read of the runs' tokens
+that used to come first is gone for that reason.
 
-When anything else fails (a bad row, a token that moved between the read and the update),
-the whole transaction is rolled back and the group is committed again with a savepoint per
-run, so the run at fault fails alone and the rest commit: savepoints cost two statements a
-run, so only the rare failing group pays for them.
+When an update finds fewer rows than it was given (a run whose lease was taken, or whose
+status moved under it) or anything else fails (a bad row), the whole transaction is rolled
+back and the group is committed again with a savepoint per run, so the run at fault fails
+alone (a stale token gets ``LeaseLost``) and the rest commit: savepoints cost two
+statements a run, so only the rare failing group pays for them.
 """
 
 from __future__ import annotations
@@ -55,31 +57,19 @@ def _fast(store: SQLStore, db: Executor, items: Sequence[Item], now: float) -> l
     from wayline.store.sql_store import fence_params
 
     q = store.q
-    ph = store.placeholder
-    keys = " OR ".join([f"(tenant_id = {ph} AND run_id = {ph})"] * len(items))
-    flat = [part for t, r, _, _ in items for part in (t, r)]
-    current = {
-        (t, r): (tok, status)
-        for t, r, tok, status in db.execute(q.Q_FENCE_STATE.format(keys=keys), flat).fetchall()
-    }
-    errors: list[BaseException | None] = []
     fenced = []
     updates: dict[str, list[tuple[Any, ...]]] = {}
     for tenant_id, run_id, token, batch in items:
         key = (tenant_id, run_id)
-        found = current.get(key)
-        if found is None or found[0] != token:
-            errors.append(LeaseLost(run_id, token))
-            continue
-        query, params = fence_params(q, key, token, batch, now, found[1])
+        moves = batch.run is not None and batch.run.status != "running"  # a held run runs
+        query, params = fence_params(q, key, token, batch, now, "" if moves else None)
         updates.setdefault(query, []).append(params)
         fenced.append((key, token, batch))
-        errors.append(None)
     for query, rows in updates.items():
         if _rowcount(db.executemany(query, rows)) != len(rows):
-            raise _Diverged("a fencing token changed during the group commit")
+            raise _Diverged("a run's fencing token or status is not the one its batch expects")
     store._write(db, fenced, now)
-    return errors
+    return [None] * len(items)
 
 
 def _rowcount(result: Any) -> int:

@@ -307,7 +307,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         incarnation: str | None = None,
     ) -> RunRecord:
         with self._tx(tenant_id) as db:
-            self._insert_run(
+            row = self._insert_run(
                 db,
                 tenant_id,
                 run_id,
@@ -318,8 +318,9 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                 subject=subject,
                 classes=classes,
                 incarnation=incarnation,
+                returning=True,
             )
-        return self._existing(tenant_id, run_id)
+        return self._existing(tenant_id, run_id) if row is None else self._run(row)
 
     def enqueue(
         self,
@@ -352,7 +353,8 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                 classes=classes,
             )
             if not created:
-                db.execute(self.q.Q_SET_INBOX, (stored, crc_, time.time(), tenant_id, run_id))
+                now = time.time()
+                db.execute(self.q.Q_SET_INBOX, (stored, crc_, now, now, tenant_id, run_id))
             db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "runs", "inbox", len(stored)))
             self._notify(db)
         return self._existing(tenant_id, run_id)
@@ -371,16 +373,22 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
         incarnation: str | None = None,
-    ) -> bool:
-        """Insert the run row (a new incarnation) unless it exists; True if it was new."""
+        returning: bool = False,
+    ) -> Any:
+        """Insert the run row (a new incarnation) unless it exists: whether it was new, or
+        with ``returning`` the new row (None when the run existed)."""
         now = time.time()
         stored, crc_ = inbox if inbox is not None else (None, None)
         row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, stored)
-        params = (*row, schema_version, crc_, incarnation or uuid.uuid4().hex)
-        if subject is None and not classes:  # as before data classes: one row, by position
-            return bool(db.execute(self.q.Q_INSERT_RUN, params).rowcount == 1)
-        labelled = (*params, subject, _classes_json(classes))  # docs/data.md
-        return bool(db.execute(self.q.Q_INSERT_RUN_LABELLED, labelled).rowcount == 1)
+        params: tuple[Any, ...] = (*row, schema_version, crc_, incarnation or uuid.uuid4().hex, now)
+        q = self.q
+        if subject is not None or classes:  # docs/data.md: two more columns
+            params = (*params, subject, _classes_json(classes))
+            query = q.Q_CREATE_RUN_LABELLED if returning else q.Q_INSERT_RUN_LABELLED
+        else:
+            query = q.Q_CREATE_RUN if returning else q.Q_INSERT_RUN
+        cur = db.execute(query, params)
+        return cur.fetchone() if returning else cur.rowcount == 1
 
     def _existing(self, tenant_id: str, run_id: str) -> RunRecord:
         run = self.get_run(tenant_id, run_id)
@@ -484,7 +492,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
     ) -> None:
         """Give a failed run back to the queue, claimable from ``wake_at`` (fenced)."""
         with self._tx(tenant_id) as db:
-            params = (wake_at, error, time.time(), tenant_id, run_id, token)
+            params = (wake_at, wake_at, error, time.time(), tenant_id, run_id, token)
             if db.execute(self.q.Q_SCHEDULE_RETRY, params).rowcount != 1:
                 raise LeaseLost(run_id, token)
             self._notify(db)
@@ -508,7 +516,8 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
     def requeue(self, tenant_id: str, run_id: str) -> bool:
         """An operator puts a failed (dead-lettered) or parked run back in the queue."""
         with self._tx(tenant_id) as db:
-            cur = db.execute(self.q.Q_REQUEUE, (time.time(), tenant_id, run_id))
+            now = time.time()
+            cur = db.execute(self.q.Q_REQUEUE, (now, now, tenant_id, run_id))
             if cur.rowcount == 1:
                 self._notify(db)
             return cur.rowcount == 1
@@ -556,19 +565,20 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
     ) -> int:
         now = time.time()
         with self._lease_tx(tenant_id) as db:
-            row = db.execute(self.q.Q_LEASE_OF, (tenant_id, run_id)).fetchone()
-            if row is None:
-                raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant_id!r}")
-            _, holder, expires = row
-            if not steal and holder not in (None, owner) and expires is not None and expires > now:
-                raise LeaseConflictError(
-                    f"run {run_id!r} is leased to {holder!r} for another {expires - now:.1f}s; "
-                    "wait for the lease to expire or stop that worker"
-                )
-            (token,) = db.execute(
+            if not steal:  # whose lease it is matters only when it may not be taken
+                row = db.execute(self.q.Q_LEASE_OF, (tenant_id, run_id)).fetchone()
+                _, holder, expires = row if row is not None else (None, None, None)
+                if holder not in (None, owner) and expires is not None and expires > now:
+                    raise LeaseConflictError(
+                        f"run {run_id!r} is leased to {holder!r} for another "
+                        f"{expires - now:.1f}s; wait for the lease to expire or stop that worker"
+                    )
+            taken = db.execute(
                 self.q.Q_TAKE_LEASE, (owner, now + lease_seconds, tenant_id, run_id)
             ).fetchone()
-        return int(token)
+            if taken is None:
+                raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant_id!r}")
+        return int(taken[0])
 
     def release(self, tenant_id: str, run_id: str, token: int) -> None:
         with self._lease_tx(tenant_id) as db:
@@ -599,7 +609,9 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         self, db: Executor, tenant_id: str, run_id: str, token: int, batch: CommitBatch, now: float
     ) -> None:
         """Update the run row if ``token`` is still the run's fencing token, else LeaseLost."""
-        query, params = fence_params(self.q, (tenant_id, run_id), token, batch, now, None)
+        moves = batch.run is not None and batch.run.status != "running"  # a held run runs
+        status = "" if moves else None  # a status change: no cheaper query to try first
+        query, params = fence_params(self.q, (tenant_id, run_id), token, batch, now, status)
         cur = db.execute(query, params)
         if cur.rowcount != 1 and query is self.q.Q_FENCE_STEP:  # the status changes, or
             query, params = fence_params(self.q, (tenant_id, run_id), token, batch, now, "")
@@ -654,11 +666,24 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
             if batch.versions is not None:
                 db.execute(q.Q_SET_VERSIONS, (*batch.versions, *key, token))
             metered = batch.meter()
-            for seg in batch.segments:  # immutable and deterministic: written at most once
-                row = (*key, seg.seg_id, seg.channel, seg.level, seg.first_step, seg.last_step)
-                check = crc(("segments", *key, seg.seg_id), seg.payload)
-                if db.execute(q.Q_PUT_SEGMENT, (*row, seg.payload, check)).rowcount == 1:
-                    metered.extend(seg.meter())
+            if batch.segments:  # immutable and deterministic: written at most once
+                rows = [
+                    (
+                        *key,
+                        seg.seg_id,
+                        seg.channel,
+                        seg.level,
+                        seg.first_step,
+                        seg.last_step,
+                        seg.payload,
+                        crc(("segments", *key, seg.seg_id), seg.payload),
+                    )
+                    for seg in batch.segments
+                ]
+                new = self._put_segments(db, rows)
+                for seg in batch.segments:
+                    if seg.seg_id in new:
+                        metered.extend(seg.meter())
             for blob in batch.blobs:
                 check = crc(("blobs", tenant_id, blob.digest), blob.payload)
                 params = (tenant_id, blob.digest, blob.payload, check)
@@ -668,6 +693,10 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
             meter.extend((*key, m.step, m.table, m.channel, m.bytes) for m in metered)
         if meter:
             db.executemany(q.Q_PUT_METER, meter)
+
+    def _put_segments(self, db: Executor, rows: Sequence[tuple[Any, ...]]) -> set[str]:
+        """Insert segment rows that are not there yet; the ids of those inserted (metered)."""
+        return {row[2] for row in rows if db.execute(self.q.Q_PUT_SEGMENT, row).rowcount == 1}
 
     def _sealed(self, t: str, r: str, batch: CommitBatch) -> CommitBatch:
         """The batch with every payload as it will be stored (sealed, when encrypted)."""
