@@ -10,11 +10,12 @@ and their layout are those of a normal run, only the fsyncs are skipped to build
 
 Measured: ``get_state`` in a fresh process (``python bench/_common.py probe``: a new
 interpreter opens the store, compiles the graph, then the first ``get_state`` is timed
-(cold) and a second one (warm)); one process per measurement, 5 measurements per point
-(median, min and max). wayline at two points: the run's last step n (a snapshot step here,
-since snapshot_every divides n: the best case) and step n-1 (the worst case: furthest from
-a snapshot, snapshot_every - 1 deltas to fold); folds and rows read from
-``get_state(...).metadata``. LangGraph at its latest checkpoint.
+(cold) and a second one (warm)); one process per measurement, 9 measurements per point
+(median, min and max). wayline at two points: the last snapshot step at or before n (the
+best case; the snapshot policy, ``wayline.graph.snapshot_policy``, places snapshots by fold
+cost, so it need not be n) and the step before it (the worst case: the most deltas to fold
+since the snapshot before); folds and rows read from ``get_state(...).metadata``. LangGraph
+at its latest checkpoint.
 
 ``--quick``: n = 100 and 1,000 only, 3 measurements, and each measurement in this process
 with a fresh connection and a freshly compiled graph instead of a fresh process.
@@ -86,7 +87,7 @@ def main() -> None:
     everies = [10, 100, 1_000]
     lg_ns = [100, 1_000]
     variants = ["plain"] + (["delta"] if c.has_delta_channel() else [])
-    reps = 3 if args.quick else 5
+    reps = 3 if args.quick else 9  # a fresh process's first read swings +-30% here
     fresh = not args.quick
     started = time.perf_counter()
     results: dict[str, Any] = {
