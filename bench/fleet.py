@@ -9,11 +9,13 @@
    reach), and an in-process ``Worker`` (threads, as ``wayline worker --concurrency C``) at
    concurrency 1, 4, 8, 16 draining R runs of ``fleet_graph.fleet`` (20 node steps + the
    input step = 21 commits a run) queued beforehand with ``Wayline.start``. Timed from
-   ``Worker.run`` to the last run's final commit (the latest ``updated_at``). Beside each:
-   step commits per transaction (``Worker.group.stats``: each write transaction is one
-   fsync), and p50/p99 step latency (the gap between two node starts of one run: the
-   previous step's commit wait included). Goal at concurrency 8: >= 2x the raw rate, capped
-   at half the engine's rate.
+   ``Worker.run`` to the last run's final commit (the latest ``updated_at``). Then
+   ``wayline worker --processes 2`` at concurrency 4 and 8 (8 and 16 slots), timed as the
+   PostgreSQL cells below (from the first ``start`` to the last commit, workers idle
+   first). Beside each: step commits per transaction (``Worker.group.stats``: each write
+   transaction is one fsync), and p50/p99 step latency (the gap between two node starts of
+   one run: the previous step's commit wait included). Goal at concurrency 8 (8 slots):
+   >= 2x the raw rate, capped at half the engine's rate.
 2. PostgreSQL (an embedded server started here, ``synchronous_commit=on``): 1, 2, 4
    ``wayline worker`` processes at ``--concurrency 8`` each draining R runs started while
    they are idle; timed from the first ``start`` to the last commit. WAL fsyncs counted by
@@ -28,7 +30,7 @@
    claim, and the RSS of a worker process holding nothing after claiming and finishing runs
    among them.
 
-``--quick``: R = 32, 1 round, n = 100, scale 20,000 / 2,000. Default: R = 64, 3 rounds,
+``--quick``: R = 64, 1 round, n = 100, scale 20,000 / 2,000. Default: R = 256, 3 rounds,
 n = 300. Writes bench/results/fleet.json.
 """
 
@@ -59,6 +61,8 @@ REPO = Path(wayline.__file__).resolve().parent.parent
 """Where the ``wayline`` this script imported lives: worker processes run the same code."""
 GRAPH_FILE = c.BENCH_DIR / "fleet_graph.py"
 CONCURRENCY = (1, 4, 8, 16)
+SQLITE_PROCESSES = ((2, 4), (2, 8))
+"""``wayline worker --processes P --concurrency C`` cells on SQLite: P x C slots."""
 PG_PROCESSES = (1, 2, 4)
 PG_CONCURRENCY = 8
 
@@ -125,6 +129,15 @@ def sqlite_section(tmp: Path, runs: int, rounds: int) -> dict[str, Any]:
     ]
     for conc in CONCURRENCY:
         arms.append((f"c{conc}", lambda conc=conc: worker_cell(tmp, conc, runs)))
+    for procs, conc in SQLITE_PROCESSES:
+        arms.append(
+            (
+                f"p{procs}c{conc}",
+                lambda procs=procs, conc=conc: process_cell(
+                    tmp, c.wayline_url(tmp / f"procs-{uuid.uuid4().hex[:6]}.db"), procs, conc, runs
+                ),
+            )
+        )
     samples: dict[str, list[Any]] = {name: [] for name, _ in arms}
     for r in range(rounds):
         order = arms[r % len(arms) :] + arms[: r % len(arms)]
@@ -171,6 +184,26 @@ def sqlite_table(samples: dict[str, list[Any]]) -> dict[str, Any]:
         rows.append(
             [
                 f"worker, concurrency {conc}",
+                c.fmt_num(rate),
+                c.fmt_ratio(rate / raw),
+                c.fmt_ratio(rate / engine),
+                c.fmt_num(row["commits_per_tx"], 1),
+                c.fmt_num(row["p50_ms"], 2),
+                c.fmt_num(row["p99_ms"], 2),
+                mark,
+            ]
+        )
+    for procs, conc in SQLITE_PROCESSES:
+        cells = samples[f"p{procs}c{conc}"]
+        rate = c.median([x["steps_s"] for x in cells])
+        row = {k: c.median([x[k] for x in cells]) for k in ("commits_per_tx", "p50_ms", "p99_ms")}
+        summary[f"p{procs}c{conc}"] = {"steps_s": rate, **row}
+        mark = ""
+        if procs * conc == 8:
+            mark = f"goal >= {c.fmt_num(goal)}: {c.verdict(rate >= goal)}"
+        rows.append(
+            [
+                f"{procs} worker processes x concurrency {conc}",
                 c.fmt_num(rate),
                 c.fmt_ratio(rate / raw),
                 c.fmt_ratio(rate / engine),
@@ -233,9 +266,16 @@ def wal_fsyncs(base: str) -> int | None:
 
 
 class Proc:
-    def __init__(self, url: str, log: Path, concurrency: int, side: Path) -> None:
+    """One ``wayline worker`` command (``processes`` > 1: its ``--processes``, one parent
+    supervising that many worker processes, all writing to ``log``)."""
+
+    def __init__(
+        self, url: str, log: Path, concurrency: int, side: Path, processes: int = 1
+    ) -> None:
         cmd = [sys.executable, "-m", "wayline.cli.main", "worker", f"{GRAPH_FILE}:fleet"]
         cmd += ["--db", url, "--concurrency", str(concurrency), "--poll", "0.05"]
+        cmd += ["--processes", str(processes)]
+        self.processes = processes
         env = {**os.environ, "COLUMNS": "400", "WAYLINE_FLEET_LOG": str(side)}
         self.log = log
         with open(log, "wb") as out:
@@ -248,7 +288,7 @@ class Proc:
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
-        while "serving" not in self.text():
+        while self.text().count("serving") < self.processes:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"worker did not start:\n{self.text()[-2000:]}")
             time.sleep(0.02)
@@ -261,37 +301,42 @@ class Proc:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        m = re.search(r"\((\d+) step commits in (\d+) transactions\)", self.text())
-        return (int(m.group(1)), int(m.group(2))) if m else None
+        found = re.findall(r"\((\d+) step commits in (\d+) transactions\)", self.text())
+        if not found:
+            return None
+        return sum(int(c) for c, _ in found), sum(int(t) for _, t in found)
 
 
-def pg_cell(tmp: Path, base: str, processes: int, runs: int) -> dict[str, Any]:
-    url = schema_url(base, f"p{processes}")
+def process_cell(
+    tmp: Path, url: str, processes: int, concurrency: int, runs: int, base: str | None = None
+) -> dict[str, Any]:
+    """``processes`` worker processes at ``concurrency`` each draining ``runs`` runs started
+    while they are idle; ``base``: the PostgreSQL server whose WAL fsyncs are counted."""
     store = wayline.connect(url)
     app = fg.fleet.compile(store)
     client = Wayline(store)
     side = Path(tempfile.mkdtemp(dir=tmp, prefix="side-"))
     procs = [
-        Proc(url, tmp / f"w-{processes}-{i}-{uuid.uuid4().hex[:4]}.log", PG_CONCURRENCY, side)
-        for i in range(processes)
+        Proc(url, tmp / f"w-{processes}-{uuid.uuid4().hex[:4]}.log", concurrency, side, processes)
     ]
     try:
         for p in procs:
             p.wait_ready()
         time.sleep(0.3)  # idle: past their first empty claim
-        fsync0 = wal_fsyncs(base)
+        fsync0 = None if base is None else wal_fsyncs(base)
         t0 = time.time()
         ids = [client.start(app, {"n": 0}, run_id=f"r{i}") for i in range(runs)]
         deadline = time.monotonic() + 600
         while len(store.list_runs("default", status="done", limit=runs + 1)) < runs:
             if time.monotonic() > deadline:
-                raise TimeoutError("PostgreSQL cell did not finish")
-            time.sleep(0.02)
+                raise TimeoutError(f"the cell of {processes} worker process(es) did not finish")
+            time.sleep(0.2)  # the figure is the last commit's time: polling only ends the wait
         elapsed = last_commit(store, ids) - t0
     finally:
         reported = [p.stop() for p in procs]
-    time.sleep(1.2)  # backends report their I/O statistics at most once a second
-    fsync1 = wal_fsyncs(base)
+    if base is not None:
+        time.sleep(1.2)  # backends report their I/O statistics at most once a second
+    fsync1 = None if base is None else wal_fsyncs(base)
     starts = []
     for f in side.glob("fleet-*.log"):
         for line in f.read_text().splitlines():
@@ -335,7 +380,8 @@ def pg_section(tmp: Path, base: str, runs: int, rounds: int) -> dict[str, Any]:
         samples["raw"].append(pg_raw_rate(base))
         order = list(PG_PROCESSES[r % 3 :] + PG_PROCESSES[: r % 3])
         for p in order:
-            samples[f"p{p}"].append(pg_cell(tmp, base, p, runs))
+            url = schema_url(base, f"p{p}")
+            samples[f"p{p}"].append(process_cell(tmp, url, p, PG_CONCURRENCY, runs, base))
             print(f"  round {r + 1} pg p{p}: {_brief(samples[f'p{p}'][-1])}", flush=True)
     raw = c.median(samples["raw"])
     rows = [
@@ -480,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pg-url", default=None)
     args = p.parse_args(argv)
     only = set(args.only.split(","))
-    runs, rounds, n = (32, 1, 100) if args.quick else (64, 3, 300)
+    runs, rounds, n = (64, 1, 100) if args.quick else (256, 3, 300)
     queued, waiting = (20_000, 2_000) if args.quick else (100_000, 10_000)
     results: dict[str, Any] = {
         "settings": {"runs": runs, "rounds": rounds, "n": n, "steps_per_run": fg.STEPS + 1},
@@ -497,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
                 base = stack.enter_context(postgres(tmp, args.pg_url))
             if "pg" in only and base:
                 print("PostgreSQL worker cells ...", flush=True)
-                results["pg"] = pg_section(tmp, base, runs * 2, rounds)
+                results["pg"] = pg_section(tmp, base, runs, rounds)
             if "single" in only and base:
                 print("PostgreSQL single run ...", flush=True)
                 results["single"] = single_section(base, n, rounds)

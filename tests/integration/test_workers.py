@@ -127,6 +127,34 @@ def test_workers_share_the_runs_and_each_step_runs_once(
     assert [w.wait(timeout=20) for w in workers] == [0, 0, 0]
 
 
+def test_one_worker_command_runs_several_processes_and_stops_them_all(
+    tmp_path: Path, side: Path, procs: list[Any]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'processes.db'}"
+    log = side / "parent.log"
+    cmd = [sys.executable, "-m", "wayline.cli.main", "worker", GRAPHS, "--db", url]
+    cmd += ["--poll", "0.05", "--concurrency", "2", "--processes", "2"]
+    with open(log, "wb") as out:
+        parent = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    procs.append(parent)
+    wait_until(lambda: log.read_bytes().count(b"serving") == 2, "two worker processes")
+    client = Wayline(url)
+    app = app_for(url)
+    ids = [client.start(app, INPUT, run_id=f"p{i}") for i in range(12)]
+    for run_id in ids:
+        assert client.wait(run_id, timeout=60).status == "done"
+        assert values(url, run_id) == FINAL
+    counts = executions(side)
+    assert set(counts.values()) == {1}  # nothing ran twice across the processes
+    assert len(counts) == 12 * worker_graphs.STEPS
+    lines = (side / "executions.log").read_text().split()
+    pids = set(lines[2::3])
+    assert parent.pid not in {int(p) for p in pids}  # the parent only supervises
+    parent.send_signal(signal.SIGTERM)  # forwarded: each child stops gracefully
+    assert parent.wait(timeout=30) == 0
+    assert log.read_bytes().count(b"stopped after") == 2
+
+
 def test_a_killed_workers_run_is_finished_by_another(
     url: str, side: Path, procs: list[Any]
 ) -> None:

@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -200,6 +200,14 @@ def worker(
     lease: Annotated[float, typer.Option(help="Lease seconds (heartbeat every third).")] = 30.0,
     poll: Annotated[float, typer.Option(help="Idle poll interval, seconds.")] = 1.0,
     tenant: Annotated[str | None, typer.Option(help="Serve only this tenant.")] = None,
+    processes: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Worker processes, each with --concurrency slots: one process runs Python "
+            "on one core at a time, so CPU-light graphs go faster with one per core.",
+        ),
+    ] = 1,
 ) -> None:
     """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
     import signal
@@ -208,6 +216,10 @@ def worker(
     from wayline.worker import Worker, WorkerConfig
 
     _require("execute", "run a worker")
+    if processes > 1:
+        options = ["--db", db, "--concurrency", str(concurrency), "--lease", str(lease)]
+        options += ["--poll", str(poll)] + (["--tenant", tenant] if tenant else [])
+        raise typer.Exit(_worker_processes(processes, [*graphs, *options]))
     store = _open(db, create=True)
     with _reported(2):
         compiled = [load_graph(spec, store) for spec in graphs]
@@ -226,6 +238,27 @@ def worker(
         f"worker {w.owner} stopped after {w.completed} run executions "
         f"({g.commits} step commits in {g.transactions} transactions)"
     )
+
+
+def _worker_processes(count: int, args: list[str]) -> int:
+    """Run ``count`` worker processes with ``args`` until they stop; SIGTERM and SIGINT go
+    to each (a graceful stop: held runs finish their step and are released). The exit code
+    is the worst of theirs."""
+    import signal
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "wayline.cli.main", "--scope", SESSION["scope"], "worker"]
+    children = [subprocess.Popen([*command, *args]) for _ in range(count)]
+
+    def forward(signum: int, _frame: Any) -> None:
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, forward)
+    return max(child.wait() for child in children)
 
 
 @app.command()
