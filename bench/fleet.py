@@ -10,11 +10,11 @@
    concurrency 1, 4, 8, 16 draining R runs of ``fleet_graph.fleet`` (20 node steps + the
    input step = 21 commits a run) queued beforehand with ``Wayline.start``. Timed from
    ``Worker.run`` to the last run's final commit (the latest ``updated_at``). Then
-   ``wayline worker --processes 2`` at concurrency 4 and 8 (8 and 16 slots), timed as the
-   PostgreSQL cells below (from the first ``start`` to the last commit, workers idle
-   first). Beside each: step commits per transaction (``Worker.group.stats``: each write
-   transaction is one fsync), and p50/p99 step latency (the gap between two node starts of
-   one run: the previous step's commit wait included). Goal at concurrency 8 (8 slots):
+   ``wayline worker --processes 2`` at concurrency 4 and 8 (8 and 16 slots), the runs
+   queued before the command starts, timed from the first node start to the last commit.
+   Beside each: step commits per transaction (``Worker.group.stats``: each write
+   transaction is one fsync), and p50/p99 step latency (the gap between two node starts
+   of one run: the previous step's commit wait included). Goal at concurrency 8 (8 slots):
    >= 2x the raw rate, capped at half the engine's rate.
 2. PostgreSQL (an embedded server started here, ``synchronous_commit=on``): 1, 2, 4
    ``wayline worker`` processes at ``--concurrency 8`` each draining R runs started while
@@ -134,7 +134,13 @@ def sqlite_section(tmp: Path, runs: int, rounds: int) -> dict[str, Any]:
             (
                 f"p{procs}c{conc}",
                 lambda procs=procs, conc=conc: process_cell(
-                    tmp, c.wayline_url(tmp / f"procs-{uuid.uuid4().hex[:6]}.db"), procs, conc, runs
+                    tmp,
+                    c.wayline_url(tmp / f"procs-{uuid.uuid4().hex[:6]}.db"),
+                    procs,
+                    conc,
+                    runs,
+                    one_command=True,
+                    queued_first=True,
                 ),
             )
         )
@@ -274,7 +280,7 @@ class Proc:
     ) -> None:
         cmd = [sys.executable, "-m", "wayline.cli.main", "worker", f"{GRAPH_FILE}:fleet"]
         cmd += ["--db", url, "--concurrency", str(concurrency), "--poll", "0.05"]
-        cmd += ["--processes", str(processes)]
+        cmd += ["--processes", str(processes)] if processes > 1 else []
         self.processes = processes
         env = {**os.environ, "COLUMNS": "400", "WAYLINE_FLEET_LOG": str(side)}
         self.log = log
@@ -308,24 +314,39 @@ class Proc:
 
 
 def process_cell(
-    tmp: Path, url: str, processes: int, concurrency: int, runs: int, base: str | None = None
+    tmp: Path,
+    url: str,
+    processes: int,
+    concurrency: int,
+    runs: int,
+    base: str | None = None,
+    *,
+    one_command: bool = False,
+    queued_first: bool = False,
 ) -> dict[str, Any]:
-    """``processes`` worker processes at ``concurrency`` each draining ``runs`` runs started
-    while they are idle; ``base``: the PostgreSQL server whose WAL fsyncs are counted."""
+    """``processes`` worker processes at ``concurrency`` each (started as that many
+    ``wayline worker`` commands, or as one with ``--processes``) draining ``runs`` runs
+    started while they are idle, timed from the first start; or, ``queued_first``, queued
+    before the workers start, as the in-process cells, timed from the first node start.
+    ``base``: the PostgreSQL server whose WAL fsyncs count."""
     store = wayline.connect(url)
     app = fg.fleet.compile(store)
     client = Wayline(store)
     side = Path(tempfile.mkdtemp(dir=tmp, prefix="side-"))
+    each, commands = (processes, 1) if one_command else (1, processes)
+    ids = [client.start(app, {"n": 0}, run_id=f"r{i}") for i in range(runs)] if queued_first else []
     procs = [
-        Proc(url, tmp / f"w-{processes}-{uuid.uuid4().hex[:4]}.log", concurrency, side, processes)
+        Proc(url, tmp / f"w-{processes}-{i}-{uuid.uuid4().hex[:4]}.log", concurrency, side, each)
+        for i in range(commands)
     ]
     try:
         for p in procs:
             p.wait_ready()
-        time.sleep(0.3)  # idle: past their first empty claim
+        if not queued_first:
+            time.sleep(0.3)  # idle: past their first empty claim
         fsync0 = None if base is None else wal_fsyncs(base)
         t0 = time.time()
-        ids = [client.start(app, {"n": 0}, run_id=f"r{i}") for i in range(runs)]
+        ids = ids or [client.start(app, {"n": 0}, run_id=f"r{i}") for i in range(runs)]
         deadline = time.monotonic() + 600
         while len(store.list_runs("default", status="done", limit=runs + 1)) < runs:
             if time.monotonic() > deadline:
@@ -343,6 +364,8 @@ def process_cell(
             run, n, t = line.split()
             starts.append((run, int(n), float(t)))
     store.close()
+    if queued_first:  # the workers began before ``t0``: from their first node start
+        elapsed += t0 - min(t for _, _, t in starts)
     steps = runs * (fg.STEPS + 1)
     commits = sum(r[0] for r in reported if r)
     txs = sum(r[1] for r in reported if r)

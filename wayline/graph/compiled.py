@@ -733,7 +733,7 @@ def _run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
         try:
             fn, args = loop.node_call(task)
             output = fn(*args)
-            if inspect.isawaitable(output):
+            if type(output) is not dict and inspect.isawaitable(output):  # an ABC check
                 output = asyncio.run(_await(output))
             return loop.outcome(task, output)
         except (GraphInterrupt, EffectOutcomeUnknown) as exc:

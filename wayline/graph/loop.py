@@ -44,7 +44,7 @@ from wayline.graph.algo import (
     values_of,
 )
 from wayline.graph.calling import Invocation, node_call
-from wayline.graph.channels import AppendLog, Channel
+from wayline.graph.channels import Channel
 from wayline.graph.checkpoint import (
     BlobCache,
     decode_inbox,
@@ -588,7 +588,7 @@ class RunLoop:
             ),
         )
         logs = self.logs
-        log_keys = {k for k, c in staged.items() if isinstance(c, AppendLog)}
+        log_keys = {k for k, c in staged.items() if c.is_log}
         if self.snapshots.due(step, len(enc.payload), enc.channels, log_keys):
             logs = write_snapshot(
                 batch,

@@ -21,6 +21,8 @@ class AppendLog(ReducerChannel):
 
     __slots__ = ("private",)
 
+    is_log = True
+
     def __init__(self, key: str, reducer: Callable[[Any, Any], Any] = operator.add) -> None:
         super().__init__(key, operator.add if reducer is operator.iadd else reducer, list)
         self.private = False
