@@ -108,6 +108,15 @@ def tokens_by_step(store: Store, run_id: str) -> dict[int, int]:
     return tokens
 
 
+def each_done_and_each_step_once(client: Wayline, url: str, side: Path, ids: list[str]) -> None:
+    for run_id in ids:
+        assert client.wait(run_id, timeout=60).status == "done"
+        assert values(url, run_id) == FINAL
+    counts = executions(side)
+    assert set(counts.values()) == {1}  # nothing ran twice
+    assert len(counts) == len(ids) * worker_graphs.STEPS
+
+
 def test_workers_share_the_runs_and_each_step_runs_once(
     url: str, side: Path, procs: list[Any]
 ) -> None:
@@ -115,12 +124,7 @@ def test_workers_share_the_runs_and_each_step_runs_once(
     client = Wayline(url)
     app = app_for(url)
     ids = [client.start(app, INPUT, run_id=f"r{i}") for i in range(10)]
-    for run_id in ids:
-        assert client.wait(run_id, timeout=60).status == "done"
-        assert values(url, run_id) == FINAL
-    counts = executions(side)
-    assert set(counts.values()) == {1}  # nothing ran twice
-    assert len(counts) == 10 * worker_graphs.STEPS
+    each_done_and_each_step_once(client, url, side, ids)
     assert len(charges(side)) == 10 and len(set(charges(side))) == 10
     for w in workers:
         w.send_signal(signal.SIGTERM)
@@ -141,12 +145,7 @@ def test_one_worker_command_runs_several_processes_and_stops_them_all(
     client = Wayline(url)
     app = app_for(url)
     ids = [client.start(app, INPUT, run_id=f"p{i}") for i in range(12)]
-    for run_id in ids:
-        assert client.wait(run_id, timeout=60).status == "done"
-        assert values(url, run_id) == FINAL
-    counts = executions(side)
-    assert set(counts.values()) == {1}  # nothing ran twice across the processes
-    assert len(counts) == 12 * worker_graphs.STEPS
+    each_done_and_each_step_once(client, url, side, ids)  # across the processes
     lines = (side / "executions.log").read_text().split()
     pids = set(lines[2::3])
     assert parent.pid not in {int(p) for p in pids}  # the parent only supervises

@@ -205,7 +205,7 @@ class RunLoop:
     def begin(self, input: Any) -> Iterator[Event]:
         g = self.graph
         run = self.claimed_run or self.store.get_run(self.tenant_id, self.run_id)
-        fresh = run is None  # created here: no row of it but its run row exists
+        fresh = run is None  # created by this call: it has no rows but its run row
         if run is None:
             if not _starts_a_run(input):  # else a row no worker could ever start
                 raise ResumeError(

@@ -79,31 +79,11 @@ class _Executor:
         return self.conn.execute(query, params)
 
     def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> _Changed:
-        bulk = _BULK_INSERTS.get(query)
-        if bulk is not None and len(rows) >= _BULK_FROM:
-            columns = [list(column) for column in zip(*rows, strict=True)]
-            return _Changed(self.conn.execute(bulk, columns).rowcount)
         with self.conn.cursor() as cur:
             cur.executemany(query, rows)  # pipelined: one round trip for all the rows
             return _Changed(cur.rowcount)  # the rows all of them changed (read before close)
 
 
-_BULK_INSERTS = {
-    _QUERIES.Q_INSERT_DELTA: """
-INSERT INTO deltas (tenant_id, run_id, step, payload, fencing_token, sizes, crc)
-SELECT * FROM unnest(%b::text[], %b::text[], %b::bigint[], %b::bytea[], %b::bigint[],
-    %b::text[], %b::bigint[])
-""",
-}
-"""Inserts of many plain rows as one statement over arrays, one column an array: an exit-mode
-run commits all its deltas at once, and the server executing 300 pipelined INSERTs took
-12.8 ms of a 300-step run's 34 ms (measured on the 2-vCPU dev machine, embedded server)."""
-_BULK_FROM = 8
-
-_BULK_INSERTS[_QUERIES.Q_PUT_METER] = """
-INSERT INTO meter (tenant_id, run_id, step, tbl, channel, bytes)
-SELECT * FROM unnest(%b::text[], %b::text[], %b::bigint[], %b::text[], %b::text[], %b::bigint[])
-"""
 Q_PUT_SEGMENTS = """
 INSERT INTO segments (tenant_id, run_id, seg_id, channel, level, first_step, last_step, payload,
     crc)
@@ -111,8 +91,11 @@ SELECT * FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[], %b::bigint[
     %b::bigint[], %b::bytea[], %b::bigint[])
 ON CONFLICT DO NOTHING RETURNING seg_id
 """
-"""Segments are written only if new (several snapshots may carry one): one statement that
-says which it inserted, instead of a round trip a segment."""
+"""Segments are written only if new (several snapshots may carry one): one statement over
+binary arrays that says which it inserted, instead of a round trip a segment (an exit-mode
+run of 300 steps commits 16 or more at once: 2.8 ms of round trips, 1.4 ms this way, on the
+2-vCPU dev machine's embedded server; its 300 deltas pipelined as one ``executemany`` took
+no longer than as one such statement, so they stay plain)."""
 
 
 Q_STEP_ONE_TRIP = f"""

@@ -683,6 +683,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                 new = self._put_segments(db, rows)
                 for seg in batch.segments:
                     if seg.seg_id in new:
+                        new.discard(seg.seg_id)  # metered once, as it was inserted once
                         metered.extend(seg.meter())
             for blob in batch.blobs:
                 check = crc(("blobs", tenant_id, blob.digest), blob.payload)

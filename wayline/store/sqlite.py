@@ -244,9 +244,9 @@ class _WriterTurns:
 
     Without it a second process's writer met SQLite's busy handler, which sleeps 1, 2, 5,
     10 ms... while the holder commits in a fraction of a millisecond: two worker processes
-    at concurrency 8 on one file drained 2,200-2,700 steps/s together, one alone 2,800; with
-    turns, 4,000-4,400 (measured on the 2-vCPU dev machine, synchronous=FULL). A blocked
-    ``flock`` waits without the GIL and wakes when the holder unlocks.
+    at concurrency 8 on one file drained 512 queued runs at 3,400-3,700 steps/s together,
+    with turns at 4,400-4,600 (2-vCPU dev machine, synchronous=FULL). A blocked ``flock``
+    waits without the GIL and wakes when the holder unlocks.
 
     Used under the store's own lock, so ``depth`` needs no lock of its own. Where no lock
     file can be made (a read-only directory, ``:memory:``, no ``fcntl``) SQLite's locking
