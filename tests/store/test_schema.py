@@ -127,6 +127,64 @@ def test_upgrade_from_the_previous_version_keeps_runs_resumable(tmp_path: Path) 
     assert final == {"log": list(range(12)), "n": 12}
 
 
+def test_a_store_opened_while_another_process_creates_it_is_not_refused_as_old(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two workers starting at once on a new SQLite file: the first creates the schema while
+    # the second opens it. The second once saw a version halfway (each migration committed
+    # on its own) and refused the store as an old one to upgrade. Here the first pauses
+    # inside its creation until the second has looked at the schema.
+    import threading
+
+    import wayline.store.sql_store as sql_store
+
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    halfway, looked = threading.Event(), threading.Event()
+    names: dict[int, str] = {}
+    split, inspect = sql_store.split_statements, sql_store.SQLStore._inspect_schema
+    applied = []
+
+    def pausing_split(sql: str) -> list[str]:
+        if names.get(threading.get_ident()) == "first":
+            applied.append(sql)
+            if len(applied) == 6:  # five migrations applied by the first opener
+                halfway.set()
+                assert looked.wait(30)
+        return split(sql)
+
+    def watched_inspect(store: sql_store.SQLStore) -> int:
+        try:
+            return inspect(store)
+        finally:
+            if names.get(threading.get_ident()) == "second":
+                looked.set()
+
+    monkeypatch.setattr(sql_store, "split_statements", pausing_split)
+    monkeypatch.setattr(sql_store.SQLStore, "_inspect_schema", watched_inspect)
+    opened: dict[str, Any] = {}
+
+    def open_as(name: str) -> None:
+        names[threading.get_ident()] = name
+        try:
+            opened[name] = wayline.connect(url)
+        except Exception as exc:  # recorded for the assertion below
+            opened[name] = exc
+
+    first = threading.Thread(target=open_as, args=("first",))
+    first.start()
+    assert halfway.wait(30)
+    second = threading.Thread(target=open_as, args=("second",))
+    second.start()
+    first.join(30)
+    second.join(30)
+    assert looked.is_set()
+    for name in ("first", "second"):
+        store = opened[name]
+        assert not isinstance(store, Exception), f"{name}: {store}"
+        assert store.schema_version() == SCHEMA_VERSION
+        store.close()
+
+
 # -- refusals: a store wayline must not use is refused clearly, and left as it was ----------
 
 

@@ -242,23 +242,41 @@ def worker(
 
 def _worker_processes(count: int, args: list[str]) -> int:
     """Run ``count`` worker processes with ``args`` until they stop; SIGTERM and SIGINT go
-    to each (a graceful stop: held runs finish their step and are released). The exit code
-    is the worst of theirs."""
+    to each (a graceful stop: held runs finish their step and are released), and one that
+    fails stops the others, so the command never runs on with part of its workers. The exit
+    code is that of the first to fail (0 when none did)."""
     import signal
     import subprocess
     import sys
+    import threading
 
     command = [sys.executable, "-m", "wayline.cli.main", "--scope", SESSION["scope"], "worker"]
     children = [subprocess.Popen([*command, *args]) for _ in range(count)]
+    exited = threading.Event()
 
     def forward(signum: int, _frame: Any) -> None:
         for child in children:
             if child.poll() is None:
                 child.send_signal(signum)
 
+    def watch(child: subprocess.Popen[bytes]) -> None:
+        child.wait()
+        exited.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, forward)
-    return max(child.wait() for child in children)
+    for child in children:
+        threading.Thread(target=watch, args=(child,), daemon=True).start()
+    first_failure = 0
+    while any(child.poll() is None for child in children):
+        exited.wait()
+        exited.clear()
+        failed = [child.returncode for child in children if child.returncode]
+        if failed and not first_failure:
+            first_failure = abs(failed[0])
+            forward(signal.SIGTERM, None)
+    failed = [abs(child.returncode) for child in children if child.returncode]
+    return first_failure or (failed[0] if failed else 0)
 
 
 @app.command()

@@ -162,20 +162,30 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         return self._inspect_schema()
 
     def upgrade(self) -> list[str]:
-        """Apply the migrations the database lacks, each in its own transaction, and
-        return their names. Safe to run from several processes at once. Refuses (writing
-        nothing) a database it must not touch: see ``_check_schema``."""
+        """Apply the migrations the database lacks and return their names: an empty
+        database gets them all in one transaction, so a process opening it meanwhile sees
+        no schema or the whole one, never a version halfway (which it would refuse as an
+        old store); an existing one gets each in its own transaction. Safe to run from
+        several processes at once. Refuses (writing nothing) a database it must not touch:
+        see ``_check_schema``."""
         applied = []
         set_version = self.q.Q_SET_SCHEMA_VERSION
-        for version, name, sql in migrations(self.dialect):
+        pending = list(migrations(self.dialect))
+        while pending:
             with self._tx() as db:
                 self._lock_schema(db)
-                if version <= self.schema_version_in(db):
-                    continue
-                for statement in split_statements(sql):
-                    db.execute(statement)
-                db.execute(set_version, (str(version),))
-            applied.append(name)
+                current = self.schema_version_in(db)
+                if current >= pending[-1][0]:
+                    break  # another process got there first
+                batch = pending if current == 0 else pending[:1]
+                pending = pending[len(batch) :]
+                for version, name, sql in batch:
+                    if version <= current:
+                        continue
+                    for statement in split_statements(sql):
+                        db.execute(statement)
+                    db.execute(set_version, (str(version),))
+                    applied.append(name)
         return applied
 
     def schema_version_in(self, db: Executor) -> int:
