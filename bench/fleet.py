@@ -69,6 +69,7 @@ CONCURRENCY = (1, 4, 8, 16)
 SQLITE_PROCESSES = ((2, 4), (2, 8))
 """``wayline worker --processes P --concurrency C`` cells on SQLite: P x C slots."""
 PG_PROCESSES = (1, 2, 4)
+CELL_FIGURES = ("steps_s", "commits_per_tx", "p50_ms", "p99_ms")
 PG_CONCURRENCY = 8
 
 
@@ -185,8 +186,7 @@ def sqlite_table(samples: dict[str, list[Any]]) -> dict[str, Any]:
     ]
     for name, label, slots in cells_by_label:
         cells = samples[name]
-        row = {k: c.median([x[k] for x in cells]) for k in ("steps_s", "commits_per_tx")}
-        row |= {k: c.median([x[k] for x in cells]) for k in ("p50_ms", "p99_ms")}
+        row = {k: c.median([x[k] for x in cells]) for k in CELL_FIGURES}
         summary[name] = row
         rate = row["steps_s"]
         mark = f"goal >= {c.fmt_num(goal)}: {c.verdict(rate >= goal)}" if slots == 8 else ""

@@ -141,7 +141,11 @@ def test_one_worker_command_runs_several_processes_and_stops_them_all(
     with open(log, "wb") as out:
         parent = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     procs.append(parent)
-    wait_until(lambda: log.read_bytes().count(b"serving") == 2, "two worker processes")
+    wait_until(
+        lambda: log.read_bytes().count(b"serving") == 2 or parent.poll() is not None,
+        "two worker processes",
+    )
+    assert log.read_bytes().count(b"serving") == 2, log.read_text()
     client = Wayline(url)
     app = app_for(url)
     ids = [client.start(app, INPUT, run_id=f"p{i}") for i in range(12)]

@@ -128,17 +128,19 @@ def test_upgrade_from_the_previous_version_keeps_runs_resumable(tmp_path: Path) 
 
 
 def test_a_store_opened_while_another_process_creates_it_is_not_refused_as_old(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Two workers starting at once on a new SQLite file: the first creates the schema while
-    # the second opens it. The second once saw a version halfway (each migration committed
-    # on its own) and refused the store as an old one to upgrade. Here the first pauses
-    # inside its creation until the second has looked at the schema.
+    # Two workers starting at once on a new schema: the first creates it while the second
+    # opens it. The second once saw a version halfway (each migration committed on its own)
+    # and refused the store as an old one to upgrade. Here the first pauses inside its
+    # creation until the second has looked at the schema. (On SQLite an opener that may
+    # create waits for the file's writer turn first, so it cannot look in the middle:
+    # test_workers.py starts two worker processes on a new file.)
     import threading
 
     import wayline.store.sql_store as sql_store
 
-    url = f"sqlite:///{tmp_path / 'new.db'}"
+    url = pg_url
     halfway, looked = threading.Event(), threading.Event()
     names: dict[int, str] = {}
     split, inspect = sql_store.split_statements, sql_store.SQLStore._inspect_schema

@@ -112,6 +112,15 @@ class SQLiteStore(SQLStore):
             self.close()  # a refused store holds nothing open (its read connections too)
             raise
 
+    def _open_schema(self, *, upgrade: bool, create: bool = True) -> None:
+        """Under this process's writer turn when it may create: a second process opening a
+        new file while the first switches it to WAL got "database is locked" from the
+        PRAGMA (seen starting two worker processes at once)."""
+        if not create:
+            return super()._open_schema(upgrade=upgrade, create=create)
+        with self._lock, self._writers.turn():
+            return super()._open_schema(upgrade=upgrade, create=create)
+
     def _prepare_writes(self) -> None:
         if self.path != ":memory:":
             try:
