@@ -272,7 +272,8 @@ class _WriterTurns:
         self.key = "" if path == ":memory:" or fcntl is None else f"{path}-wayline-lock"
 
     def _open(self) -> int | None:
-        """The lock file, made on the first write (a read never leaves a file behind)."""
+        """The lock file, made when a writer first needs it (an open that may create, or a
+        write): a read-only open never leaves a file behind."""
         if self.fd is None and self.key:
             try:
                 self.key = str(Path(self.key).resolve())
