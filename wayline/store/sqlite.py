@@ -255,7 +255,10 @@ class _WriterTurns:
     10 ms... while the holder commits in a fraction of a millisecond: two worker processes
     at concurrency 8 on one file drained 512 queued runs at 3,400-3,700 steps/s together,
     with turns at 4,400-4,600 (2-vCPU dev machine, synchronous=FULL). A blocked ``flock``
-    waits without the GIL and wakes when the holder unlocks.
+    waits without the GIL and wakes when the holder unlocks; it has no timeout, so a
+    process stopped inside a write (SIGSTOP) holds the others' writes until it continues or
+    dies (the kernel drops its lock with it), where SQLite's lock alone made them fail with
+    "database is locked" every ``busy_timeout`` instead.
 
     Used under the store's own lock, so ``depth`` needs no lock of its own. Where no lock
     file can be made (a read-only directory, ``:memory:``, no ``fcntl``) SQLite's locking
