@@ -205,7 +205,6 @@ class RunLoop:
     def begin(self, input: Any) -> Iterator[Event]:
         g = self.graph
         run = self.claimed_run or self.store.get_run(self.tenant_id, self.run_id)
-        fresh = run is None  # created by this call: it has no rows but its run row
         if run is None:
             if not _starts_a_run(input):  # else a row no worker could ever start
                 raise ResumeError(
@@ -268,7 +267,7 @@ class RunLoop:
                 "code that wrote it, or register a new version with a migration; nothing was "
                 "changed"
             )
-        if fresh and run.step < 0:
+        if run.step < 0:  # step 0 is the input's own: no task of it saves writes or asks
             self.unfinished = UnfinishedStep()
         else:
             self._load_unfinished_step()
