@@ -6,13 +6,14 @@ A worker holding eight runs in sync mode used to pay eight fsyncs for eight step
 one-row commit rate was the ceiling of the whole worker (measured on the 2-vCPU dev machine:
 872 steps/s at concurrency 8 against 7,003 one-row fsync'd commits/s). Here the first run to
 arrive commits at once (no timer: concurrency 1 pays one lock, not a wait); runs that arrive
-while that transaction is in flight queue, and the next one to wake commits the whole queue
-together. Each run still waits for its own commit before its next step, so sync semantics
-are unchanged.
+while that transaction is in flight queue, and when it ends the first of them is woken to
+commit the whole queue together, the others only when their commit is done (one wake-up a
+request: every thread switch costs a worker CPU under the GIL). Each run still waits for its
+own commit before its next step, so sync semantics are unchanged.
 
-Inside the shared transaction each run's batch is fenced by its own token and applied under
-its own savepoint (``Store.commit_many``): a run whose lease is gone or whose rows are bad
-gets its own error and the others commit.
+Inside the shared transaction each run's batch is fenced by its own token
+(``Store.commit_many``): a run whose lease is gone or whose rows are bad gets its own error,
+under a savepoint of its own, and the others commit.
 """
 
 from __future__ import annotations
