@@ -328,7 +328,6 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                 subject=subject,
                 classes=classes,
                 incarnation=incarnation,
-                returning=True,
             )
         return self._existing(tenant_id, run_id) if row is None else self._run(row)
 
@@ -350,7 +349,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
             _inbox_ident(tenant_id, run_id), tenant_id, f"{run_id}|n", inbox
         )
         with self._tx(tenant_id) as db:
-            created = self._insert_run(
+            row = self._insert_run(
                 db,
                 tenant_id,
                 run_id,
@@ -362,12 +361,12 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                 subject=subject,
                 classes=classes,
             )
-            if not created:
+            if row is None:  # the run exists: its new input waits in its inbox
                 now = time.time()
                 db.execute(self.q.Q_SET_INBOX, (stored, crc_, now, now, tenant_id, run_id))
             db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "runs", "inbox", len(stored)))
             self._notify(db)
-        return self._existing(tenant_id, run_id)
+        return self._existing(tenant_id, run_id) if row is None else self._run(row)
 
     def _insert_run(
         self,
@@ -383,10 +382,9 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
         incarnation: str | None = None,
-        returning: bool = False,
     ) -> Any:
-        """Insert the run row (a new incarnation) unless it exists: whether it was new, or
-        with ``returning`` the new row (None when the run existed)."""
+        """Insert the run row (a new incarnation) unless it exists: the new row, or None
+        when the run existed."""
         now = time.time()
         stored, crc_ = inbox if inbox is not None else (None, None)
         row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, stored)
@@ -394,11 +392,10 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         q = self.q
         if subject is not None or classes:  # docs/data.md: two more columns
             params = (*params, subject, _classes_json(classes))
-            query = q.Q_CREATE_RUN_LABELLED if returning else q.Q_INSERT_RUN_LABELLED
+            query = q.Q_CREATE_RUN_LABELLED
         else:
-            query = q.Q_CREATE_RUN if returning else q.Q_INSERT_RUN
-        cur = db.execute(query, params)
-        return cur.fetchone() if returning else cur.rowcount == 1
+            query = q.Q_CREATE_RUN
+        return db.execute(query, params).fetchone()
 
     def _existing(self, tenant_id: str, run_id: str) -> RunRecord:
         run = self.get_run(tenant_id, run_id)

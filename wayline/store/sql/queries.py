@@ -35,18 +35,18 @@ VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, 0, NULL, NULL, NULL, NULL, ?, ?, 0, 
     ?, ?, ?)
 ON CONFLICT (tenant_id, run_id) DO NOTHING
 """
-Q_INSERT_RUN_LABELLED = f"""
+Q_CREATE_RUN = f"{Q_INSERT_RUN.rstrip()}\nRETURNING {_RUN_COLUMNS}\n"
+"""``Q_INSERT_RUN`` returning the new row (nothing when the run exists): a run's start or
+enqueue reads no row back after creating it."""
+Q_CREATE_RUN_LABELLED = f"""
 INSERT INTO runs ({_INSERT_COLUMNS}, queued_at, subject, classes)
 VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, 0, NULL, NULL, NULL, NULL, ?, ?, 0, NULL, 0, ?, ?,
     ?, ?, ?, ?, ?)
 ON CONFLICT (tenant_id, run_id) DO NOTHING
+RETURNING {_RUN_COLUMNS}
 """
-"""``Q_INSERT_RUN`` for a run that names a data subject or labels channels (docs/data.md):
+"""``Q_CREATE_RUN`` for a run that names a data subject or labels channels (docs/data.md):
 the same one statement, two more columns."""
-Q_CREATE_RUN = f"{Q_INSERT_RUN.rstrip()}\nRETURNING {_RUN_COLUMNS}\n"
-Q_CREATE_RUN_LABELLED = f"{Q_INSERT_RUN_LABELLED.rstrip()}\nRETURNING {_RUN_COLUMNS}\n"
-"""The inserts returning the new row (nothing when the run exists): a run's start reads no
-row back after creating it."""
 Q_SET_INBOX = """
 UPDATE runs SET inbox = ?, inbox_crc = ?, wake_at = NULL, updated_at = ?,
     queued_at = CASE WHEN status = 'running' THEN queued_at ELSE ? END,
