@@ -7,10 +7,12 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import wayline
 from wayline.errors import LeaseLost, StoreError
 from wayline.store.base import Store
 from wayline.store.group import GroupCommit
@@ -154,11 +156,13 @@ class _Gate:
 
     def __init__(self, store: Store, group: GroupCommit, others: int) -> None:
         self.first = True
+        self.entered = threading.Event()
         inner = store.commit
 
         def commit(tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
             if self.first:
                 self.first = False
+                self.entered.set()
                 deadline = time.monotonic() + DEADLINE_S
                 while group.queued() < others:
                     assert time.monotonic() < deadline, "the other runs never queued"
@@ -172,19 +176,19 @@ def test_runs_ready_together_share_one_transaction(store: Store) -> None:
     runs = _runs(store, 8)
     group = GroupCommit(store)
     sizes = _record_groups(store)
-    _Gate(store, group, others=7)
-    started = threading.Barrier(8)
+    gate = _Gate(store, group, others=7)
     errors: list[BaseException] = []
 
     def one(run_id: str, token: int) -> None:
-        started.wait(DEADLINE_S)
         try:
             group.commit(T, run_id, token, _step(0))
         except BaseException as exc:  # reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=one, args=r) for r in runs]
-    for t in threads:
+    threads[0].start()  # the first commits alone: the others queue while it is in flight
+    assert gate.entered.wait(DEADLINE_S)
+    for t in threads[1:]:
         t.start()
     for t in threads:
         t.join(DEADLINE_S)
@@ -197,12 +201,83 @@ def test_runs_ready_together_share_one_transaction(store: Store) -> None:
         assert run is not None and run.step == 0
 
 
+def test_commits_queued_while_the_leader_waits_for_the_write_turn_join_its_group(
+    tmp_path: Path,
+) -> None:
+    """Another process's transaction holds the SQLite file's writer turn (here a second
+    handle, which takes the same file lock): the leader waits for it holding nothing of the
+    queue, and takes the queue when its turn comes, so the eight commits share one
+    transaction instead of the first going alone."""
+    url = f"sqlite:///{tmp_path / 'turns.db'}"
+    store, other = wayline.connect(url), wayline.connect(url)
+    try:
+        runs = _runs(store, 8)
+        group = GroupCommit(store)
+        sizes = _record_groups(store)
+        holding, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with other.write_turn():
+                holding.set()
+                release.wait(DEADLINE_S)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert holding.wait(DEADLINE_S)
+        errors: list[BaseException] = []
+
+        def one(run_id: str, token: int) -> None:
+            try:
+                group.commit(T, run_id, token, _step(0))
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=one, args=r) for r in runs]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + DEADLINE_S
+        while group.queued() < 8:  # the leader's own request too: it took nothing yet
+            assert time.monotonic() < deadline, "the runs never queued"
+            time.sleep(0.001)
+        release.set()
+        for t in [*threads, holder]:
+            t.join(DEADLINE_S)
+        assert errors == []
+        assert (group.stats.commits, group.stats.transactions, group.stats.largest) == (8, 1, 8)
+        assert sizes == [8]
+        for r, _ in runs:
+            run = store.get_run(T, r)
+            assert run is not None and run.step == 0
+    finally:
+        store.close()
+        other.close()
+
+
+def test_a_write_turn_that_cannot_be_taken_fails_the_commits_it_was_for(tmp_path: Path) -> None:
+    """A leader that cannot take the turn (here: this thread holds it on a second handle,
+    and would wait for itself) fails its own commit; nothing is reported committed."""
+    url = f"sqlite:///{tmp_path / 'turns.db'}"
+    store, other = wayline.connect(url), wayline.connect(url)
+    try:
+        ((run_id, token),) = _runs(store, 1)
+        group = GroupCommit(store)
+        with other.write_turn(), pytest.raises(StoreError, match="second handle"):
+            group.commit(T, run_id, token, _step(0))
+        assert group.queued() == 0
+        group.commit(T, run_id, token, _step(0))  # the next leader is not stuck behind it
+        run = store.get_run(T, run_id)
+        assert run is not None and run.step == 0
+    finally:
+        store.close()
+        other.close()
+
+
 def test_a_failed_run_in_a_group_raises_only_in_its_own_thread(store: Store) -> None:
     runs = _runs(store, 4)
     group = GroupCommit(store)
     stale_run, _ = runs[3]
     store.claim(T, stale_run, owner="other", lease_seconds=30, steal=True)
-    _Gate(store, group, others=3)
+    gate = _Gate(store, group, others=3)
     outcomes: dict[str, BaseException | None] = {}
 
     def one(run_id: str, token: int) -> None:
@@ -212,9 +287,11 @@ def test_a_failed_run_in_a_group_raises_only_in_its_own_thread(store: Store) -> 
         except BaseException as exc:
             outcomes[run_id] = exc
 
-    # The first thread commits alone; start it first so the stale run lands in the group.
+    # The first thread commits alone; the stale run lands in the group that follows.
     threads = [threading.Thread(target=one, args=r) for r in runs]
-    for t in threads:
+    threads[0].start()
+    assert gate.entered.wait(DEADLINE_S)
+    for t in threads[1:]:
         t.start()
     for t in threads:
         t.join(DEADLINE_S)

@@ -8,6 +8,7 @@ run's fencing token in the same transaction (``LeaseLost`` otherwise).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 from wayline.errors import CorruptionError
@@ -172,6 +173,13 @@ class Store(Protocol):
         """Group commit: apply several runs' ``(tenant_id, run_id, token, batch)`` in one
         transaction, each fenced and isolated on its own (a savepoint); returns each run's
         error (None: committed). Raises only when the transaction itself fails."""
+        ...
+
+    def write_turn(self) -> AbstractContextManager[None]:
+        """Hold this handle's turn among the database's writers (re-entrant: commits inside
+        it take no second turn). A group commit collects its group once it holds the turn,
+        so the commits that arrive while it waits for another process's transaction join
+        it. A no-op where writers do not take turns (PostgreSQL)."""
         ...
 
     def answer_interrupt(

@@ -80,10 +80,15 @@ class GroupCommit:
             request.wake.acquire()  # until a leader committed it, or handed it the lead
             if request.done:
                 return _outcome(request)
-        with self._mutex:  # this thread commits the queue, its own request included
-            group, self._queue = self._queue[: self.max_group], self._queue[self.max_group :]
+        group: list[_Request] = []
         try:
-            self._commit_group(group)
+            with self.store.write_turn():  # what queues while it waits joins this group
+                group = self._take()  # the queue, this thread's own request included
+                self._commit_group(group)
+        except BaseException as exc:  # taking or giving back the turn failed
+            group = group or self._take()
+            for r in group:
+                r.error = r.error or exc
         finally:
             with self._mutex:
                 self.stats.transactions += 1
@@ -97,6 +102,11 @@ class GroupCommit:
                 else:
                     self._leading = False
         return _outcome(request)
+
+    def _take(self) -> list[_Request]:
+        with self._mutex:
+            group, self._queue = self._queue[: self.max_group], self._queue[self.max_group :]
+        return group
 
     def queued(self) -> int:
         """Requests waiting for the next transaction (for tests that line a group up)."""

@@ -11,7 +11,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from importlib import resources
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -137,6 +137,9 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         """A transaction: yields an ``Executor``, commits on exit, rolls back on error.
         ``tenant`` scopes it where the backend enforces tenancy itself (PostgreSQL RLS)."""
         raise NotImplementedError
+
+    def write_turn(self) -> AbstractContextManager[None]:
+        return nullcontext()
 
     def _lease_tx(self, tenant: str | None = None) -> AbstractContextManager[Any]:
         """A transaction that moves only a lease (claim, heartbeat, release): the backend may

@@ -129,6 +129,11 @@ class SQLiteStore(SQLStore):
                 raise StoreURLError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
 
     @contextmanager
+    def write_turn(self) -> Iterator[None]:
+        with self._lock, self._writers.turn():
+            yield
+
+    @contextmanager
     def _tx(self, tenant: str | None = None) -> Iterator[sqlite3.Connection]:
         """One write transaction; BEGIN IMMEDIATE takes the write lock up front (after this
         process's turn among the file's writers, ``_WriterTurns``)."""
