@@ -7,6 +7,7 @@ Node executions and provider charges are counted through files that survive kill
 from __future__ import annotations
 
 import collections
+import os
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from wayline.client import Wayline
 from wayline.effects import RetryPolicy
 from wayline.store.base import Store
 from wayline.worker import Worker, WorkerConfig
+from wayline.worker.affinity import allowed_cpus
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
@@ -151,8 +153,14 @@ def test_one_worker_command_runs_several_processes_and_stops_them_all(
     ids = [client.start(app, INPUT, run_id=f"p{i}") for i in range(12)]
     each_done_and_each_step_once(client, url, side, ids)  # across the processes
     lines = (side / "executions.log").read_text().split()
-    pids = set(lines[2::3])
-    assert parent.pid not in {int(p) for p in pids}  # the parent only supervises
+    pids = {int(p) for p in lines[2::3]}
+    assert parent.pid not in pids  # the parent only supervises
+    if len(allowed_cpus()) >= 2:  # --cpus auto: each process on a CPU of its own
+        children = Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split()
+        placed = [os.sched_getaffinity(int(pid)) for pid in children]
+        assert [len(cpus) for cpus in placed] == [1, 1], placed
+        assert placed[0] != placed[1]
+        assert b", CPU " in log.read_bytes()  # each says where it runs
     parent.send_signal(signal.SIGTERM)  # forwarded: each child stops gracefully
     assert parent.wait(timeout=30) == 0
     assert log.read_bytes().count(b"stopped after") == 2

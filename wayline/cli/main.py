@@ -208,30 +208,52 @@ def worker(
             "on one core at a time, so CPU-light graphs go faster with one per core.",
         ),
     ] = 1,
+    cpus: Annotated[
+        str,
+        typer.Option(
+            help="CPUs the worker's threads run on (Linux): a list such as 0, 0,2 or 0-3 "
+            "(with --processes, each process takes one of them in turn); 'auto': with "
+            "--processes, each process on a CPU of its own, else 'all'; 'all': wherever the "
+            "OS schedules them. Slots hand the GIL to each other every step, which costs "
+            "less on one core.",
+        ),
+    ] = "auto",
 ) -> None:
     """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
     import signal
 
     from wayline.cli.loading import load_graph
     from wayline.worker import Worker, WorkerConfig
+    from wayline.worker.affinity import parse_cpus, pin_this_thread
 
     _require("execute", "run a worker")
+    with _reported(2):
+        placed = _place_workers(cpus, processes)
     if processes > 1:
         options = ["--db", db, "--concurrency", str(concurrency), "--lease", str(lease)]
         options += ["--poll", str(poll)] + (["--tenant", tenant] if tenant else [])
-        raise typer.Exit(_worker_processes(processes, [*graphs, *options]))
+        each = [[*graphs, *options, "--cpus", cpu] for cpu in placed]
+        raise typer.Exit(_worker_processes(each))
+    pinned = None if placed == ["all"] else parse_cpus(placed[0])
+    if pinned is not None:  # the whole process: threads the store starts inherit it
+        pin_this_thread(pinned)
     store = _open(db, create=True)
     with _reported(2):
         compiled = [load_graph(spec, store) for spec in graphs]
     config = WorkerConfig(
-        concurrency=concurrency, lease_seconds=lease, poll_interval=poll, tenant=tenant
+        concurrency=concurrency,
+        lease_seconds=lease,
+        poll_interval=poll,
+        tenant=tenant,
+        cpus=pinned,
     )
     w = Worker(store, compiled, config)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: w.stop())
     names = ", ".join(f"{name}@{version}" for name, version in sorted(w.graphs))
     where = redact_url(db)
-    console.print(f"worker {w.owner} serving {names} on {where} (concurrency {concurrency})")
+    on = f", CPU {','.join(map(str, sorted(pinned)))}" if pinned else ""
+    console.print(f"worker {w.owner} serving {names} on {where} (concurrency {concurrency}{on})")
     w.run()
     g = w.group.stats
     console.print(
@@ -240,18 +262,37 @@ def worker(
     )
 
 
-def _worker_processes(count: int, args: list[str]) -> int:
-    """Run ``count`` worker processes with ``args`` until they stop; SIGTERM and SIGINT go
-    to each (a graceful stop: held runs finish their step and are released), and one that
-    fails stops the others, so the command never runs on with part of its workers. The exit
-    code is that of the first to fail (0 when none did)."""
+def _place_workers(cpus: str, processes: int) -> list[str]:
+    """The ``--cpus`` of each worker process (``wayline.worker.affinity``): "all" for one
+    left to the OS. ``auto`` gives each of several processes an allowed CPU of its own, in
+    turn; a list is checked here, before any process starts."""
+    from wayline.worker.affinity import allowed_cpus, parse_cpus
+
+    if cpus == "all" or (cpus == "auto" and processes == 1):
+        return ["all"] * processes
+    if cpus == "auto":
+        allowed = allowed_cpus()
+        if len(allowed) < 2 or not hasattr(os, "sched_setaffinity"):
+            return ["all"] * processes  # nothing to spread them over
+        return [str(allowed[i % len(allowed)]) for i in range(processes)]
+    chosen = sorted(parse_cpus(cpus))
+    if processes == 1:
+        return [cpus]
+    return [str(chosen[i % len(chosen)]) for i in range(processes)]
+
+
+def _worker_processes(each: list[list[str]]) -> int:
+    """Run one worker process per argument list in ``each`` until they stop; SIGTERM and
+    SIGINT go to each (a graceful stop: held runs finish their step and are released), and
+    one that fails stops the others, so the command never runs on with part of its workers.
+    The exit code is that of the first to fail (0 when none did)."""
     import signal
     import subprocess
     import sys
     import threading
 
     command = [sys.executable, "-m", "wayline.cli.main", "--scope", SESSION["scope"], "worker"]
-    children = [subprocess.Popen([*command, *args]) for _ in range(count)]
+    children = [subprocess.Popen([*command, *args]) for args in each]
     exited = threading.Event()
 
     def forward(signum: int, _frame: Any) -> None:
