@@ -9,9 +9,12 @@
    reach), and an in-process ``Worker`` (threads, as ``wayline worker --concurrency C``) at
    concurrency 1, 4, 8, 16 draining R runs of ``fleet_graph.fleet`` (20 node steps + the
    input step = 21 commits a run) queued beforehand with ``Wayline.start``. Timed from
-   ``Worker.run`` to the last run's final commit (the latest ``updated_at``). Then
-   ``wayline worker --processes 2`` at concurrency 4 and 8 (8 and 16 slots), the runs
-   queued before the command starts, timed from the first node start to the last commit.
+   ``Worker.run`` to the last run's final commit (the latest ``updated_at``); concurrency
+   8 again with the worker's threads pinned to one CPU (``WorkerConfig.cpus``). Then
+   ``wayline worker --processes 2`` at concurrency 4 and 8 (8 and 16 slots), each process
+   on a CPU of its own (``--cpus auto``, the default), and at concurrency 4 with the CPUs
+   left to the OS (``--cpus all``), the runs queued before the command starts, timed from
+   the first node start to the last commit.
    Beside each: step commits per transaction (``Worker.group.stats``: each write
    transaction is one fsync), and p50/p99 step latency (the gap between two node starts
    of one run: the previous step's commit wait included). Goal at concurrency 8 (8 slots):
@@ -60,16 +63,22 @@ import fleet_graph as fg
 
 import wayline
 from wayline.client import Wayline
+from wayline.worker.affinity import allowed_cpus
 from wayline.worker.worker import Worker, WorkerConfig
 
 REPO = Path(wayline.__file__).resolve().parent.parent
 """Where the ``wayline`` this script imported lives: worker processes run the same code."""
 GRAPH_FILE = c.BENCH_DIR / "fleet_graph.py"
 CONCURRENCY = (1, 4, 8, 16)
-SQLITE_PROCESSES = ((2, 4), (2, 8))
-"""``wayline worker --processes P --concurrency C`` cells on SQLite: P x C slots."""
+SQLITE_PROCESSES = ((2, 4, "auto"), (2, 4, "all"), (2, 8, "auto"))
+"""``wayline worker --processes P --concurrency C --cpus X`` cells on SQLite: P x C slots;
+``auto`` (the default) puts each process on a CPU of its own, ``all`` leaves them to the
+OS (``wayline.worker.affinity``)."""
+ONE_CPU = 8
+"""The in-process worker at this concurrency also runs pinned to one CPU."""
 PG_PROCESSES = (1, 2, 4)
 CELL_FIGURES = ("steps_s", "commits_per_tx", "p50_ms", "p99_ms")
+PLACED = {"auto": ", a CPU each", "all": ", CPUs left to the OS"}
 PG_CONCURRENCY = 8
 
 
@@ -96,13 +105,16 @@ def last_commit(store: Any, runs: list[str]) -> float:
     return latest
 
 
-def worker_cell(tmp: Path, concurrency: int, runs: int) -> dict[str, Any]:
+def worker_cell(
+    tmp: Path, concurrency: int, runs: int, cpus: frozenset[int] | None = None
+) -> dict[str, Any]:
     url = c.wayline_url(tmp / f"fleet-{concurrency}-{uuid.uuid4().hex[:6]}.db")
     store = wayline.connect(url)
     app = fg.fleet.compile(store)
     client = Wayline(store)
     ids = [client.start(app, {"n": 0}, run_id=f"r{i}") for i in range(runs)]
-    w = Worker(url, app, WorkerConfig(concurrency=concurrency, poll_interval=0.01))
+    config = WorkerConfig(concurrency=concurrency, poll_interval=0.01, cpus=cpus)
+    w = Worker(url, app, config)
     fg.STARTS.clear()
     t0 = time.time()
     w.run(max_runs=runs)
@@ -135,11 +147,13 @@ def sqlite_section(tmp: Path, runs: int, rounds: int) -> dict[str, Any]:
     ]
     for conc in CONCURRENCY:
         arms.append((f"c{conc}", lambda conc=conc: worker_cell(tmp, conc, runs)))
-    for procs, conc in SQLITE_PROCESSES:
+    one_cpu = frozenset(allowed_cpus()[:1]) or None
+    arms.append((f"c{ONE_CPU}one", lambda: worker_cell(tmp, ONE_CPU, runs, one_cpu)))
+    for procs, conc, cpus in SQLITE_PROCESSES:
         arms.append(
             (
-                f"p{procs}c{conc}",
-                lambda procs=procs, conc=conc: process_cell(
+                f"p{procs}c{conc}{cpus}",
+                lambda procs=procs, conc=conc, cpus=cpus: process_cell(
                     tmp,
                     c.wayline_url(tmp / f"procs-{uuid.uuid4().hex[:6]}.db"),
                     procs,
@@ -147,6 +161,7 @@ def sqlite_section(tmp: Path, runs: int, rounds: int) -> dict[str, Any]:
                     runs,
                     one_command=True,
                     queued_first=True,
+                    cpus=cpus,
                 ),
             )
         )
@@ -181,8 +196,10 @@ def sqlite_table(samples: dict[str, list[Any]]) -> dict[str, Any]:
     ]
     summary: dict[str, Any] = {"raw": raw, "engine": engine, "goal_c8": goal}
     cells_by_label = [(f"c{n}", f"worker, concurrency {n}", n) for n in CONCURRENCY]
+    cells_by_label.append((f"c{ONE_CPU}one", f"worker, concurrency {ONE_CPU}, one CPU", ONE_CPU))
     cells_by_label += [
-        (f"p{p}c{n}", f"{p} worker processes x concurrency {n}", p * n) for p, n in SQLITE_PROCESSES
+        (f"p{p}c{n}{cpus}", f"{p} worker processes x concurrency {n}{PLACED[cpus]}", p * n)
+        for p, n, cpus in SQLITE_PROCESSES
     ]
     for name, label, slots in cells_by_label:
         cells = samples[name]
@@ -259,11 +276,18 @@ class Proc:
     supervising that many worker processes, all writing to ``log``)."""
 
     def __init__(
-        self, url: str, log: Path, concurrency: int, side: Path, processes: int = 1
+        self,
+        url: str,
+        log: Path,
+        concurrency: int,
+        side: Path,
+        processes: int = 1,
+        cpus: str = "auto",
     ) -> None:
         cmd = [sys.executable, "-m", "wayline.cli.main", "worker", f"{GRAPH_FILE}:fleet"]
         cmd += ["--db", url, "--concurrency", str(concurrency), "--poll", "0.05"]
         cmd += ["--processes", str(processes)] if processes > 1 else []
+        cmd += ["--cpus", cpus]
         self.processes = processes
         env = {**os.environ, "COLUMNS": "400", "WAYLINE_FLEET_LOG": str(side)}
         self.log = log
@@ -306,6 +330,7 @@ def process_cell(
     *,
     one_command: bool = False,
     queued_first: bool = False,
+    cpus: str = "auto",
 ) -> dict[str, Any]:
     """``processes`` worker processes at ``concurrency`` each (started as that many
     ``wayline worker`` commands, or as one with ``--processes``) draining ``runs`` runs
@@ -316,10 +341,11 @@ def process_cell(
     app = fg.fleet.compile(store)
     client = Wayline(store)
     side = Path(tempfile.mkdtemp(dir=tmp, prefix="side-"))
+    logs = Path(tempfile.mkdtemp(dir=tmp, prefix="logs-"))
     each, commands = (processes, 1) if one_command else (1, processes)
     ids = [client.start(app, {"n": 0}, run_id=f"r{i}") for i in range(runs)] if queued_first else []
     procs = [
-        Proc(url, tmp / f"w-{processes}-{i}-{uuid.uuid4().hex[:4]}.log", concurrency, side, each)
+        Proc(url, logs / f"w-{processes}-{i}.log", concurrency, side, each, cpus)
         for i in range(commands)
     ]
     try:
