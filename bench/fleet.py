@@ -19,9 +19,10 @@
    transaction is one fsync), and p50/p99 step latency (the gap between two node starts
    of one run: the previous step's commit wait included). Goal at concurrency 8 (8 slots):
    >= 2x the raw rate, capped at half the engine's rate.
-2. PostgreSQL (an embedded server started here, ``synchronous_commit=on``): 1, 2, 4
-   ``wayline worker`` processes at ``--concurrency 8`` each draining R runs started while
-   they are idle; timed from the first ``start`` to the last commit. WAL fsyncs counted by
+2. PostgreSQL (an embedded server started here, ``synchronous_commit=on``): one ``wayline
+   worker --processes P`` command, P = 1, 2, 4 (several: each process on a CPU of its own,
+   ``--cpus auto``; one: left to the OS), at ``--concurrency 8`` each, draining R runs
+   started while they are idle; timed from the first ``start`` to the last commit. WAL fsyncs counted by
    the server (``pg_stat_io``, object ``wal``) over the cell; step commits per transaction
    as the workers report them when stopped; latency from the workers' node logs.
 3. PostgreSQL single run, n steps of the accumulating workload (a ~500-byte item appended
@@ -413,7 +414,7 @@ def pg_section(tmp: Path, base: str, runs: int, rounds: int) -> dict[str, Any]:
         order = list(PG_PROCESSES[r % 3 :] + PG_PROCESSES[: r % 3])
         for p in order:
             url = schema_url(base, f"p{p}")
-            samples[f"p{p}"].append(process_cell(tmp, url, p, PG_CONCURRENCY, runs, base))
+            samples[f"p{p}"].append(process_cell(tmp, url, p, PG_CONCURRENCY, runs, base, one_command=True))
             print(f"  round {r + 1} pg p{p}: {_brief(samples[f'p{p}'][-1])}", flush=True)
     raw = c.median(samples["raw"])
     rows = [
