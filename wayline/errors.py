@@ -34,6 +34,7 @@
     ├── EffectError                 a side effect could not be completed as asked
     │   ├── EffectIntentMismatch    same idempotency key, different request
     │   ├── EffectFailed            the effect failed for good (retries exhausted)
+    │   ├── EffectRecordChanged     another writer changed an effect record a task held
     │   ├── EffectReplayRefused     a replay or fork would perform an effect it may not
     │   └── RunParkedError          an effect's outcome is unknown; an operator must decide
     └── AuthError                   an API key is missing, unknown, revoked or lacks a scope
@@ -67,6 +68,7 @@ __all__ = [
     "EffectFailed",
     "EffectIntentMismatch",
     "EffectOutcomeUnknown",
+    "EffectRecordChanged",
     "EffectReplayRefused",
     "ForeignDatabaseError",
     "GraphError",
@@ -325,6 +327,21 @@ class EffectFailed(EffectError):
         super().__init__(
             f"effect {key!r} failed for good: {reason}. Retry it under the same key with "
             f"`wayline effects resolve RUN {key} --retry`, then resume the run"
+        )
+
+
+class EffectRecordChanged(EffectError):
+    """An effect record was not in the status the task expected when it wrote it: another
+    writer (an operator's resolution, another run sharing a business key) changed it first.
+    The task stops; the run resumes on the record as it now is."""
+
+    def __init__(self, key: str, expect: str | None) -> None:
+        self.key = key
+        self.expect = expect
+        super().__init__(
+            f"effect {key!r} was changed by another writer while this task held it "
+            f"(expected status {expect}); the task stops here and will see the new record "
+            "when the run resumes"
         )
 
 

@@ -26,12 +26,12 @@ import copy
 import dataclasses
 import functools
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from wayline.graph.compiled import CompiledGraph
 from wayline.store.base import Store
-from wayline.store.records import CommitBatch, EffectRecord
+from wayline.store.records import CommitBatch, EffectRecord, EffectWrite
 
 __all__ = ["available", "instrument"]
 
@@ -96,7 +96,8 @@ def instrument(
 def _wrap_store(store: Store, inst: _Instruments) -> None:
     if getattr(store, "_wayline_traced", False):
         return
-    commit, put_effect, claim_next = store.commit, store.put_effect, store.claim_next
+    commit, commit_many = store.commit, store.commit_many
+    put_effect, claim_next = store.put_effect, store.claim_next
 
     @functools.wraps(commit)
     def traced_commit(tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
@@ -104,29 +105,42 @@ def _wrap_store(store: Store, inst: _Instruments) -> None:
         attrs: dict[str, str | int] = {"wayline.run_id": run_id, "wayline.tenant": tenant_id}
         if steps:
             attrs["wayline.step"] = steps[-1]
+        effects = _effect_spans(inst, run_id, batch)
         with inst.tracer.start_as_current_span("wayline.commit", attributes=attrs):
             start = time.perf_counter()
-            commit(tenant_id, run_id, token, batch)
+            try:
+                commit(tenant_id, run_id, token, batch)
+            finally:
+                _end(effects)
             inst.commit_ms.record(
                 (time.perf_counter() - start) * 1000, {"wayline.tenant": tenant_id}
             )
-        for row in [m for d in batch.deltas for m in d.meter()] + batch.meter():
-            inst.bytes_written.add(row.bytes, {"table": row.table, "channel": row.channel})
+        _committed(inst, batch)
+
+    @functools.wraps(commit_many)
+    def traced_commit_many(
+        items: Sequence[tuple[str, str, int, CommitBatch]],
+    ) -> list[BaseException | None]:
+        spans = [_effect_spans(inst, run_id, batch) for _, run_id, _, batch in items]
+        try:
+            errors = commit_many(items)
+        finally:
+            for effects in spans:
+                _end(effects)
+        for (_, _, _, batch), error in zip(items, errors, strict=True):
+            if error is None:
+                _committed(inst, batch)
+        return errors
 
     @functools.wraps(put_effect)
     def traced_put_effect(
         run_id: str, token: int | None, record: EffectRecord, *, expect: Any
     ) -> bool:
-        attrs = {
-            "wayline.run_id": run_id,
-            "wayline.tenant": record.tenant_id,
-            "wayline.step": record.step,
-            "wayline.node": record.node,
-            "wayline.effect_key": record.key,
-            "wayline.effect_status": record.status,
-        }
-        with inst.tracer.start_as_current_span("wayline.effect", attributes=attrs):
+        (span,) = _effect_spans(inst, run_id, CommitBatch(effects=[EffectWrite(record, expect)]))
+        try:
             written = put_effect(run_id, token, record, expect=expect)
+        finally:
+            span.end()
         if written and record.kind == "effect":
             inst.effects.add(1, {"status": record.status})
         return written
@@ -142,9 +156,42 @@ def _wrap_store(store: Store, inst: _Instruments) -> None:
 
     # Bound methods replaced on this one instance (a Store is a Protocol: no subclass).
     store.commit = traced_commit  # type: ignore[method-assign]
+    store.commit_many = traced_commit_many  # type: ignore[method-assign]
     store.put_effect = traced_put_effect  # type: ignore[method-assign]
     store.claim_next = traced_claim_next  # type: ignore[method-assign]
     store._wayline_traced = True  # type: ignore[attr-defined]
+
+
+def _effect_spans(inst: _Instruments, run_id: str, batch: CommitBatch) -> list[Any]:
+    """A ``wayline.effect`` span for each effect record the batch writes (an intent or an
+    outcome), started now; ended when its commit returns."""
+    spans = []
+    for w in batch.effects:
+        r = w.record
+        attrs = {
+            "wayline.run_id": run_id,
+            "wayline.tenant": r.tenant_id,
+            "wayline.step": r.step,
+            "wayline.node": r.node,
+            "wayline.effect_key": r.key,
+            "wayline.effect_status": r.status,
+        }
+        spans.append(inst.tracer.start_span("wayline.effect", attributes=attrs))
+    return spans
+
+
+def _end(spans: list[Any]) -> None:
+    for span in spans:
+        span.end()
+
+
+def _committed(inst: _Instruments, batch: CommitBatch) -> None:
+    """Metrics of a batch that committed: bytes per table and channel, effects by status."""
+    for row in [m for d in batch.deltas for m in d.meter()] + batch.meter():
+        inst.bytes_written.add(row.bytes, {"table": row.table, "channel": row.channel})
+    for w in batch.effects:
+        if w.record.kind == "effect":
+            inst.effects.add(1, {"status": w.record.status})
 
 
 def _approvals_gauge(store: Store, meter_provider: Any) -> None:

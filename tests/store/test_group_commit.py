@@ -3,6 +3,7 @@ and what a failing run leaves to the others. On every backend (``store`` fixture
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator
@@ -13,10 +14,10 @@ from typing import Any
 import pytest
 
 import wayline
-from wayline.errors import LeaseLost, StoreError
+from wayline.errors import EffectRecordChanged, LeaseLost, StoreError, TenantMismatchError
 from wayline.store.base import Store
 from wayline.store.group import GroupCommit
-from wayline.store.records import CommitBatch, DeltaRecord, RunUpdate
+from wayline.store.records import CommitBatch, DeltaRecord, EffectRecord, EffectWrite, RunUpdate
 
 T = "tenant-g"
 DEADLINE_S = 10.0
@@ -127,6 +128,76 @@ def test_a_bad_row_rolls_back_its_run_alone(store: Store) -> None:
     for r, _ in runs[:2]:
         run = store.get_run(T, r)
         assert run is not None and run.step == 1
+
+
+def _intent(run_id: str, token: int, key: str) -> EffectRecord:
+    return EffectRecord(
+        tenant_id=T,
+        key=key,
+        run_id=run_id,
+        kind="effect",
+        node="node",
+        step=0,
+        name="charge",
+        seq=0,
+        attempt=1,
+        request_digest="d",
+        status="EXECUTING",
+        fencing_token=token,
+    )
+
+
+def test_effect_intents_of_several_runs_share_one_transaction(store: Store) -> None:
+    runs = _runs(store, 4)
+    counter = _Counting(store)
+    items = [
+        (T, r, tok, CommitBatch(effects=[EffectWrite(_intent(r, tok, f"k-{r}"), None)]))
+        for r, tok in runs
+    ]
+    assert store.commit_many(items) == [None] * 4
+    assert counter.transactions == 1  # four intents durable with one fsync
+    for r, tok in runs:
+        rec = store.get_effect(T, f"k-{r}")
+        assert rec is not None and (rec.status, rec.run_id, rec.fencing_token) == (
+            "EXECUTING",
+            r,
+            tok,
+        )
+
+
+def test_an_effect_record_another_writer_moved_fails_its_run_alone(store: Store) -> None:
+    runs = _runs(store, 3)
+    intents = {r: _intent(r, tok, f"k-{r}") for r, tok in runs}
+    for r, tok in runs:
+        store.commit(T, r, tok, CommitBatch(effects=[EffectWrite(intents[r], None)]))
+    moved = runs[1][0]
+    by_operator = dataclasses.replace(intents[moved], status="FAILED", error="refunded")
+    assert store.put_effect(moved, None, by_operator, expect="EXECUTING")  # resolved first
+    outcomes = [
+        (T, r, tok, CommitBatch(effects=[EffectWrite(_outcome(intents[r]), "EXECUTING")]))
+        for r, tok in runs
+    ]
+    errors = store.commit_many(outcomes)
+    assert isinstance(errors[1], EffectRecordChanged) and errors[1].key == f"k-{moved}"
+    assert (errors[0], errors[2]) == (None, None)
+    for r in (runs[0][0], runs[2][0]):
+        rec = store.get_effect(T, f"k-{r}")
+        assert rec is not None and (rec.status, rec.result) == ("SUCCEEDED", b"charged")
+    kept = store.get_effect(T, f"k-{moved}")
+    assert kept is not None and (kept.status, kept.error) == ("FAILED", "refunded")
+
+
+def test_a_run_cannot_commit_an_effect_record_of_another_tenant(store: Store) -> None:
+    ((run_id, token),) = _runs(store, 1)
+    foreign = dataclasses.replace(_intent(run_id, token, "k-foreign"), tenant_id="other")
+    with pytest.raises(TenantMismatchError):
+        store.commit(T, run_id, token, CommitBatch(effects=[EffectWrite(foreign, None)]))
+    assert store.get_effect("other", "k-foreign") is None
+    assert store.get_effect(T, "k-foreign") is None
+
+
+def _outcome(intent: EffectRecord) -> EffectRecord:
+    return dataclasses.replace(intent, status="SUCCEEDED", result=b"charged")
 
 
 def test_a_settled_run_gives_its_lease_up_in_its_last_commit(store: Store) -> None:

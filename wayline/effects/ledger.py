@@ -2,7 +2,9 @@
 
 For each ``ctx.effect`` call: the intent is durable (status EXECUTING, with the key, the
 request digest and the run's fencing token) before ``fn(key)`` runs, and the outcome is
-durable before the node goes on. Whatever the run's durability mode, these writes go
+durable before the node goes on. Whatever the run's durability mode, these writes are
+committed at once, never held by a sink: through the worker's group committer when the run
+is a worker's (so the intents of the runs it holds share an fsync, as their steps do), else
 straight to the store. A re-executed node meets its own records again, because keys are
 derived from (tenant, run, step, task, name, seq), never random:
 
@@ -32,7 +34,8 @@ from wayline.errors import (
 )
 from wayline.ids import derive_id
 from wayline.store.base import Store
-from wayline.store.records import EffectRecord, EffectStatus
+from wayline.store.records import CommitBatch, EffectRecord, EffectStatus, EffectWrite
+from wayline.store.writer import Committer
 
 __all__ = ["NOT_FOUND", "EffectLedger"]
 
@@ -66,8 +69,11 @@ class EffectLedger:
         step: int,
         task_id: str,
         incarnation: str = "",
+        committer: Committer | None = None,
     ) -> None:
         self.store = store
+        self.committer: Committer = committer or store.commit
+        """How the records are made durable: ``Store.commit`` or a worker's group commit."""
         self.codec = codec
         self.tenant_id = tenant_id
         self.run_id = run_id
@@ -210,13 +216,11 @@ class EffectLedger:
         return None if rec.result is None else self.codec.loads(rec.result)
 
     def _write(self, rec: EffectRecord, expect: EffectStatus | None) -> None:
+        """Durable on return, fenced by the run's token; ``EffectRecordChanged`` when the
+        stored record is no longer in status ``expect``."""
         rec = dataclasses.replace(rec, fencing_token=self.token)
-        if not self.store.put_effect(self.run_id, self.token, rec, expect=expect):
-            raise EffectError(
-                f"effect {rec.key!r} was changed by another writer while this task held it "
-                f"(expected status {expect}); the task stops here and will see the new record "
-                "when the run resumes"
-            )
+        batch = CommitBatch(effects=[EffectWrite(rec, expect)])
+        self.committer(self.tenant_id, self.run_id, self.token, batch)
 
     def _new(
         self, key: str, kind: str, name: str, seq: int, digest: str, cls: str | None = None

@@ -395,6 +395,7 @@ class RunLoop:
                 step=step,
                 task_id=task_id,
                 incarnation=self.incarnation,
+                committer=self.committer,
             )
             if self.origin is not None:  # a fork: original outcomes, substitutes or live
                 ledger = replay_ledger(ledger, self.origin, spec.path, self.config)

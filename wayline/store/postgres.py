@@ -125,7 +125,7 @@ def _one_trip(batch: CommitBatch) -> bool:
         and len(batch.deltas) == 1
         and batch.clear_pending_through is None
         and not (batch.snapshots or batch.segments or batch.blobs or batch.pending)
-        and not (batch.interrupts or batch.audit or batch.versions)
+        and not (batch.interrupts or batch.audit or batch.versions or batch.effects)
     )
 
 

@@ -285,6 +285,15 @@ class EffectRecord:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class EffectWrite:
+    """An effect record to write if the stored one is still in status ``expect`` (None:
+    absent); else the commit fails with ``EffectRecordChanged`` and writes nothing."""
+
+    record: EffectRecord
+    expect: EffectStatus | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class RunUpdate:
     """The run row after a commit."""
 
@@ -316,6 +325,9 @@ class CommitBatch:
     audit: list[AuditRecord] = dataclasses.field(default_factory=list)
     versions: tuple[str, str] | None = None
     """(graph version, schema version) the run moves to: a migration."""
+    effects: list[EffectWrite] = dataclasses.field(default_factory=list)
+    """Effect records (an intent before its dispatch, an outcome after): committed through
+    the same path as steps, so a worker's runs share the fsync (``EffectLedger``)."""
 
     def merge(self, later: CommitBatch) -> None:
         self.deltas.extend(later.deltas)
@@ -333,6 +345,7 @@ class CommitBatch:
         self.take_inbox = self.take_inbox or later.take_inbox
         self.audit.extend(later.audit)
         self.versions = later.versions or self.versions
+        self.effects.extend(later.effects)
 
     def is_empty(self) -> bool:
         return not (
@@ -346,6 +359,7 @@ class CommitBatch:
             or self.take_inbox
             or self.audit
             or self.versions
+            or self.effects
         )
 
     def meter(self) -> list[MeterRow]:

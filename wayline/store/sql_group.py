@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from wayline.errors import LeaseLost, StoreError
+from wayline.errors import LeaseLost, StoreError, WaylineError
 from wayline.store.records import CommitBatch
 
 if TYPE_CHECKING:
@@ -103,8 +103,8 @@ def _isolated(store: SQLStore, items: Sequence[Item]) -> list[BaseException | No
 
 
 def _alone(run_id: str, exc: Exception) -> BaseException:
-    if isinstance(exc, StoreError):
-        return exc
+    if isinstance(exc, WaylineError):  # says what went wrong already (a store error, an
+        return exc  # effect record another writer changed)
     return StoreError(
         f"the commit of run {run_id!r} failed and was rolled back alone (the other runs of "
         f"its group committed): {exc}; the run's last committed step is intact, resume it"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from wayline.errors import (
     CodecError,
     CorruptionError,
+    EffectRecordChanged,
     ForeignDatabaseError,
     KeysRequiredError,
     LeaseConflictError,
@@ -27,6 +28,7 @@ from wayline.errors import (
     RunNotFoundError,
     SchemaError,
     StoreNotFoundError,
+    TenantMismatchError,
 )
 from wayline.store.lg_sql import LangGraphSQL, lg_payload_columns
 from wayline.store.payloads import Payloads
@@ -702,6 +704,14 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                     metered.extend(blob.meter())
                 db.execute(q.Q_PUT_BLOB_REF, (*key, blob.digest))
             meter.extend((*key, m.step, m.table, m.channel, m.bytes) for m in metered)
+            for w in batch.effects:  # an intent or an outcome, conditional on the status
+                if w.record.tenant_id != tenant_id:
+                    raise TenantMismatchError(
+                        f"run {key[1]!r} of tenant {tenant_id!r} cannot write effect "
+                        f"{w.record.key!r} of tenant {w.record.tenant_id!r}"
+                    )
+                if not self._put_effect(db, key[1], w.record, w.expect, now):
+                    raise EffectRecordChanged(w.record.key, w.expect)
         if meter:
             db.executemany(q.Q_PUT_METER, meter)
 
@@ -753,46 +763,57 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
     ) -> bool:
         """Write ``record`` if it is still in status ``expect`` (None: absent). With a
         ``token``, only while it is ``run_id``'s current fencing token (else LeaseLost);
-        without one it is an operator's resolution. False: someone else changed it first."""
-        q = self.q
+        without one it is an operator's resolution. False: someone else changed it first.
+        (A run's own effect writes go through ``commit``, as a batch's ``effects``.)"""
         now = time.time()
+        with self._tx(record.tenant_id) as db:
+            if token is not None:
+                fence = db.execute(self.q.Q_FENCE_TOUCH, (now, 0, record.tenant_id, run_id, token))
+                if fence.rowcount != 1:
+                    raise LeaseLost(run_id, token)
+            return self._put_effect(db, run_id, record, expect, now)
+
+    def _put_effect(
+        self,
+        db: Executor,
+        run_id: str,
+        record: EffectRecord,
+        expect: EffectStatus | None,
+        now: float,
+    ) -> bool:
+        """The effect row, if the stored one is in status ``expect``; its result metered."""
+        q = self.q
         t = record.tenant_id
         result, result_crc = self.payloads.put_opt(
             ("effects", t, record.key), t, f"e|{record.key}", record.result
         )
-        with self._tx(record.tenant_id) as db:
-            if token is not None:
-                fence = db.execute(q.Q_FENCE_TOUCH, (now, 0, record.tenant_id, run_id, token))
-                if fence.rowcount != 1:
-                    raise LeaseLost(run_id, token)
-            if expect is None:
-                row = {**_effect_row(record), "result": result, "result_crc": result_crc}
-                row.update(created_at=now, updated_at=now)
-                cur = db.execute(q.Q_INSERT_EFFECT, [row[c] for c in q.EFFECT_COLUMN_NAMES])
-            else:
-                cur = db.execute(
-                    q.Q_UPDATE_EFFECT,
-                    (
-                        record.attempt,
-                        record.status,
-                        record.fencing_token,
-                        result,
-                        record.error,
-                        now,
-                        result_crc,
-                        record.tenant_id,
-                        record.key,
-                        expect,
-                    ),
-                )
-            if cur.rowcount != 1:
-                return False
-            if result is not None:
-                meter = _re(record, result=result).meter()[0]
-                db.execute(
-                    q.Q_PUT_METER,
-                    (record.tenant_id, run_id, meter.step, meter.table, meter.channel, meter.bytes),
-                )
+        if expect is None:
+            row = {**_effect_row(record), "result": result, "result_crc": result_crc}
+            row.update(created_at=now, updated_at=now)
+            cur = db.execute(q.Q_INSERT_EFFECT, [row[c] for c in q.EFFECT_COLUMN_NAMES])
+        else:
+            cur = db.execute(
+                q.Q_UPDATE_EFFECT,
+                (
+                    record.attempt,
+                    record.status,
+                    record.fencing_token,
+                    result,
+                    record.error,
+                    now,
+                    result_crc,
+                    t,
+                    record.key,
+                    expect,
+                ),
+            )
+        if cur.rowcount != 1:
+            return False
+        if result is not None:
+            meter = _re(record, result=result).meter()[0]
+            db.execute(
+                q.Q_PUT_METER, (t, run_id, meter.step, meter.table, meter.channel, meter.bytes)
+            )
         return True
 
     # -- reads ------------------------------------------------------------------------

@@ -8,7 +8,8 @@
   a trivial node, measured on the 2-vCPU dev machine on 2026-11-30.)
 - ``exit``: batches merge in memory and commit once, at completion, interrupt or error.
 
-Effects never go through a sink: their records are written directly, whatever the mode.
+Effects never go through a sink: their records are committed at once, whatever the mode,
+through the same committer (``EffectLedger``).
 
 A sink commits through ``store.commit`` or, in a worker, through a committer shared by every
 run the worker holds (``wayline.store.group.GroupCommit``), which puts the commits of runs
