@@ -10,7 +10,9 @@
    concurrency 1, 4, 8, 16 draining R runs of ``fleet_graph.fleet`` (20 node steps + the
    input step = 21 commits a run) queued beforehand with ``Wayline.start``. Timed from
    ``Worker.run`` to the last run's final commit (the latest ``updated_at``); concurrency
-   8 again with the worker's threads pinned to one CPU (``WorkerConfig.cpus``). Then
+   8 again with the worker's threads pinned to one CPU (``WorkerConfig.cpus``), and at 1
+   and 8 on one CPU with ``fleet_graph.effects`` (an effect in every node step; steps/s
+   counts node and input steps as elsewhere, commits/tx counts effect records too). Then
    ``wayline worker --processes 2`` at concurrency 4 and 8 (8 and 16 slots), each process
    on a CPU of its own (``--cpus auto``, the default), and at concurrency 4 with the CPUs
    left to the OS (``--cpus all``), the runs queued before the command starts, timed from
@@ -22,9 +24,10 @@
 2. PostgreSQL (an embedded server started here, ``synchronous_commit=on``): one ``wayline
    worker --processes P`` command, P = 1, 2, 4 (several: each process on a CPU of its own,
    ``--cpus auto``; one: left to the OS), at ``--concurrency 8`` each, draining R runs
-   started while they are idle; timed from the first ``start`` to the last commit. WAL fsyncs counted by
-   the server (``pg_stat_io``, object ``wal``) over the cell; step commits per transaction
-   as the workers report them when stopped; latency from the workers' node logs.
+   started while they are idle; timed from the first ``start`` to the last commit. WAL
+   fsyncs counted by the server (``pg_stat_io``, object ``wal``) over the cell; step
+   commits per transaction as the workers report them when stopped; latency from the
+   workers' node logs.
 3. PostgreSQL single run, n steps of the accumulating workload (a ~500-byte item appended
    per step): wayline ``invoke`` sync and exit against LangGraph's ``PostgresSaver`` (plain
    ``operator.add``) sync and exit, on the same server, interleaved rounds. Each arm opens
@@ -77,6 +80,9 @@ SQLITE_PROCESSES = ((2, 4, "auto"), (2, 4, "all"), (2, 8, "auto"))
 OS (``wayline.worker.affinity``)."""
 ONE_CPU = 8
 """The in-process worker at this concurrency also runs pinned to one CPU."""
+EFFECT_CONCURRENCY = (1, 8)
+"""Cells of ``fleet_graph.effects`` (an effect in every node step: two more durable records
+a step, an intent and an outcome), pinned to one CPU."""
 PG_PROCESSES = (1, 2, 4)
 CELL_FIGURES = ("steps_s", "commits_per_tx", "p50_ms", "p99_ms")
 PLACED = {"auto": ", a CPU each", "all": ", CPUs left to the OS"}
@@ -107,11 +113,15 @@ def last_commit(store: Any, runs: list[str]) -> float:
 
 
 def worker_cell(
-    tmp: Path, concurrency: int, runs: int, cpus: frozenset[int] | None = None
+    tmp: Path,
+    concurrency: int,
+    runs: int,
+    cpus: frozenset[int] | None = None,
+    graph: Any = fg.fleet,
 ) -> dict[str, Any]:
     url = c.wayline_url(tmp / f"fleet-{concurrency}-{uuid.uuid4().hex[:6]}.db")
     store = wayline.connect(url)
-    app = fg.fleet.compile(store)
+    app = graph.compile(store)
     client = Wayline(store)
     ids = [client.start(app, {"n": 0}, run_id=f"r{i}") for i in range(runs)]
     config = WorkerConfig(concurrency=concurrency, poll_interval=0.01, cpus=cpus)
@@ -150,6 +160,13 @@ def sqlite_section(tmp: Path, runs: int, rounds: int) -> dict[str, Any]:
         arms.append((f"c{conc}", lambda conc=conc: worker_cell(tmp, conc, runs)))
     one_cpu = frozenset(allowed_cpus()[:1]) or None
     arms.append((f"c{ONE_CPU}one", lambda: worker_cell(tmp, ONE_CPU, runs, one_cpu)))
+    for conc in EFFECT_CONCURRENCY:
+        arms.append(
+            (
+                f"e{conc}",
+                lambda conc=conc: worker_cell(tmp, conc, runs, one_cpu, fg.effects),
+            )
+        )
     for procs, conc, cpus in SQLITE_PROCESSES:
         arms.append(
             (
@@ -198,6 +215,10 @@ def sqlite_table(samples: dict[str, list[Any]]) -> dict[str, Any]:
     summary: dict[str, Any] = {"raw": raw, "engine": engine, "goal_c8": goal}
     cells_by_label = [(f"c{n}", f"worker, concurrency {n}", n) for n in CONCURRENCY]
     cells_by_label.append((f"c{ONE_CPU}one", f"worker, concurrency {ONE_CPU}, one CPU", ONE_CPU))
+    cells_by_label += [
+        (f"e{n}", f"worker, concurrency {n}, one CPU, an effect a step", 0)
+        for n in EFFECT_CONCURRENCY
+    ]
     cells_by_label += [
         (f"p{p}c{n}{cpus}", f"{p} worker processes x concurrency {n}{PLACED[cpus]}", p * n)
         for p, n, cpus in SQLITE_PROCESSES
@@ -414,7 +435,8 @@ def pg_section(tmp: Path, base: str, runs: int, rounds: int) -> dict[str, Any]:
         order = list(PG_PROCESSES[r % 3 :] + PG_PROCESSES[: r % 3])
         for p in order:
             url = schema_url(base, f"p{p}")
-            samples[f"p{p}"].append(process_cell(tmp, url, p, PG_CONCURRENCY, runs, base, one_command=True))
+            cell = process_cell(tmp, url, p, PG_CONCURRENCY, runs, base, one_command=True)
+            samples[f"p{p}"].append(cell)
             print(f"  round {r + 1} pg p{p}: {_brief(samples[f'p{p}'][-1])}", flush=True)
     raw = c.median(samples["raw"])
     rows = [

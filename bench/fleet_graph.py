@@ -47,12 +47,21 @@ def _step(state: Count, ctx: NodeContext) -> dict[str, Any]:
     return {"n": state["n"] + 1}
 
 
-def build(steps: int = STEPS) -> StateGraph:
-    g = StateGraph(Count, name="bench_fleet")
-    g.add_node("step", _step)
+def _paying_step(state: Count, ctx: NodeContext) -> dict[str, Any]:
+    """A step with one effect (a local call: the cost is the ledger's two durable records)."""
+    _record(ctx.run_id, state["n"])
+    ctx.effect("charge", lambda key: key[-8:], request={"n": state["n"]}, idempotent=True)
+    return {"n": state["n"] + 1}
+
+
+def build(steps: int = STEPS, *, effect: bool = False) -> StateGraph:
+    g = StateGraph(Count, name="bench_fleet_effects" if effect else "bench_fleet")
+    g.add_node("step", _paying_step if effect else _step)
     g.add_edge(START, "step")
     g.add_conditional_edges("step", lambda s: "step" if s["n"] < steps else END)
     return g
 
 
 fleet = build()
+effects = build(effect=True)
+"""The same loop with an effect in every node step (``bench/fleet.py``'s effect cells)."""
