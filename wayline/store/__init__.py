@@ -22,7 +22,8 @@ def open_store(
 ) -> Store:
     """Open a store by URL: ``sqlite:///relative.db``, ``sqlite:////abs.db``,
     ``sqlite:///:memory:``, ``postgresql://user@host/db``; options as query parameters
-    (SQLite ``?synchronous=NORMAL``, ``?secure_delete=off``; PostgreSQL
+    (SQLite ``?synchronous=NORMAL``, ``?secure_delete=off``, ``?busy_timeout_ms=N``: how
+    long a write waits for another process's write, 10,000 by default; PostgreSQL
     ``?schema=NAME&synchronous_commit=off``).
 
     A new database gets the current schema. An existing one with an older schema is refused
@@ -48,7 +49,7 @@ def open_store(
                 f"SQLite URL {url!r} must look like sqlite:///relative.db, sqlite:////abs.db "
                 "or sqlite:///:memory:"
             )
-        unknown = set(options) - {"synchronous", "secure_delete"}
+        unknown = set(options) - {"synchronous", "secure_delete", "busy_timeout_ms"}
         if unknown:
             raise StoreURLError(f"unknown SQLite URL option(s) {sorted(unknown)} in {url!r}")
         try:
@@ -56,6 +57,7 @@ def open_store(
                 path,
                 synchronous=options.get("synchronous", "FULL"),
                 secure_delete=_switch(options.get("secure_delete", "on"), url),
+                busy_timeout_ms=_milliseconds(options.get("busy_timeout_ms", "10000"), url),
                 upgrade=upgrade,
                 keys=keys,
                 create=create,
@@ -69,6 +71,12 @@ def open_store(
 
         return PostgresStore(url, upgrade=upgrade, keys=keys, create=create)
     raise StoreURLError(f"unsupported store URL scheme {parts.scheme!r} in {url!r}")
+
+
+def _milliseconds(value: str, url: str) -> int:
+    if value.isdigit():
+        return int(value)
+    raise StoreURLError(f"busy_timeout_ms={value!r} in {url!r} must be a whole number of ms")
 
 
 def _switch(value: str, url: str) -> bool:

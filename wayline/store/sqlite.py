@@ -18,21 +18,16 @@ OS crash. Measured on the 2-vCPU dev machine (2026-11-30): one-row WAL commits a
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from wayline.errors import StoreError, StoreFullError, StoreNotFoundError, StoreURLError
 from wayline.store.sql_store import SQLStore, load_queries
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: SQLite's own busy handler alone
-    fcntl = None  # type: ignore[assignment]
+from wayline.store.sqlite_turns import WriterTurns
 
 if TYPE_CHECKING:
     from wayline.store.encrypted import KeyProvider
@@ -77,7 +72,7 @@ class SQLiteStore(SQLStore):
         self.secure_delete = secure_delete
         self._lock = threading.RLock()
         self._busy_timeout_ms = busy_timeout_ms
-        self._writers = _WriterTurns(path)
+        self._writers = WriterTurns(path, busy_timeout_ms / 1000)
         self._idle_readers: list[sqlite3.Connection] = []
         self._closed = False
         try:
@@ -136,7 +131,7 @@ class SQLiteStore(SQLStore):
     @contextmanager
     def _tx(self, tenant: str | None = None) -> Iterator[sqlite3.Connection]:
         """One write transaction; BEGIN IMMEDIATE takes the write lock up front (after this
-        process's turn among the file's writers, ``_WriterTurns``)."""
+        process's turn among the file's writers, ``WriterTurns``)."""
         with self._lock, self._writers.turn():
             db = self._db
             try:
@@ -250,81 +245,6 @@ class SQLiteStore(SQLStore):
             self._idle_readers.clear()
             self._db.close()
             self._writers.close()
-
-
-class _WriterTurns:
-    """Writers of one database file take turns in the kernel's queue (``flock`` on a lock
-    file beside it), across processes and handles, before SQLite's BEGIN IMMEDIATE.
-
-    Without it a second process's writer met SQLite's busy handler, which sleeps 1, 2, 5,
-    10 ms... while the holder commits in a fraction of a millisecond: two worker processes
-    at concurrency 8 on one file drained 512 queued runs at 3,400-3,700 steps/s together,
-    with turns at 4,400-4,600 (2-vCPU dev machine, synchronous=FULL). A blocked ``flock``
-    waits without the GIL and wakes when the holder unlocks; it has no timeout, so a
-    process stopped inside a write (SIGSTOP) holds the others' writes until it continues or
-    dies (the kernel drops its lock with it), where SQLite's lock alone made them fail with
-    "database is locked" every ``busy_timeout`` instead.
-
-    Used under the store's own lock, so ``depth`` needs no lock of its own. Where no lock
-    file can be made (a read-only directory, ``:memory:``, no ``fcntl``) SQLite's locking
-    alone serializes writers, as before."""
-
-    _holders: ClassVar[dict[str, int]] = {}
-    """Lock file -> the thread of this process holding its turn: a thread asking for a turn
-    it already holds through another handle would wait for itself forever."""
-    _guard: ClassVar[threading.Lock] = threading.Lock()
-
-    def __init__(self, path: str) -> None:
-        self.fd: int | None = None
-        self.depth = 0
-        self.key = "" if path == ":memory:" or fcntl is None else f"{path}-wayline-lock"
-
-    def _open(self) -> int | None:
-        """The lock file, made when a writer first needs it (an open that may create, or a
-        write): a read-only open never leaves a file behind."""
-        if self.fd is None and self.key:
-            try:
-                self.key = str(Path(self.key).resolve())
-                self.fd = os.open(self.key, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError:
-                self.key = ""  # SQLite's locking alone, as without fcntl
-        return self.fd
-
-    @contextmanager
-    def turn(self) -> Iterator[None]:
-        if self.depth or self._open() is None:
-            self.depth += 1
-            try:
-                yield
-            finally:
-                self.depth -= 1
-            return
-        me = threading.get_ident()
-        with self._guard:
-            if self._holders.get(self.key) == me:
-                raise StoreError(
-                    "a write transaction was opened on a second handle of this SQLite "
-                    "database while this thread holds one on another: it would wait for "
-                    "itself; use one store handle for both"
-                )
-        fd = self.fd
-        assert fd is not None
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        with self._guard:
-            self._holders[self.key] = me
-        self.depth = 1
-        try:
-            yield
-        finally:
-            self.depth = 0
-            with self._guard:
-                self._holders.pop(self.key, None)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
 
 
 def _rollback(db: sqlite3.Connection) -> None:
