@@ -141,8 +141,9 @@ class _TurnWaiter:
     It locks through its own duplicate of the lock file's descriptor: the lock belongs to
     the open file both share, so the writer unlocks it as if it had taken it itself, and the
     waiter never touches a descriptor the store may have closed and the process reused.
-    Plain locks signal both ways (a contended turn pays two thread switches more than a
-    direct ``flock``: about 6% of two worker processes' steps/s on one file)."""
+    Plain locks signal both ways: two worker processes at concurrency 4 on one file ran
+    7,716-8,200 steps/s through it against 7,809-7,999 with a direct ``flock``, where an
+    Event and a Condition cost about 6%."""
 
     def __init__(self, fd: int) -> None:
         self.fd = os.dup(fd)
