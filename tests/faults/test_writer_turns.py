@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from turns import holding_write_turn
 
 import wayline
 from wayline.errors import StoreError, StoreURLError
@@ -104,21 +105,8 @@ def test_a_writer_that_gets_the_turn_after_giving_up_passes_it_on(tmp_path: Path
     url = f"sqlite:///{tmp_path / 'turns.db'}"
     first, other = wayline.connect(f"{url}?busy_timeout_ms=100"), wayline.connect(url)
     try:
-        release = threading.Event()
-        holding = threading.Event()
-
-        def hold() -> None:
-            with other.write_turn():
-                holding.set()
-                release.wait(DEADLINE_S)
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        assert holding.wait(DEADLINE_S)
-        with pytest.raises(StoreError, match="held the write turn"):
+        with holding_write_turn(other), pytest.raises(StoreError, match="held the write turn"):
             first.create_run("t", "gave-up", graph_name="g", graph_version="1", durability="sync")
-        release.set()
-        holder.join(DEADLINE_S)
         first.create_run("t", "next", graph_name="g", graph_version="1", durability="sync")
         other.create_run("t", "other", graph_name="g", graph_version="1", durability="sync")
         assert [first.get_run("t", r) is not None for r in ("gave-up", "next", "other")] == [

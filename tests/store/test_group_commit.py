@@ -6,12 +6,13 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from turns import holding_write_turn
 
 import wayline
 from wayline.errors import EffectRecordChanged, LeaseLost, StoreError, TenantMismatchError
@@ -243,20 +244,25 @@ class _Gate:
         store.commit = commit  # type: ignore[method-assign]
 
 
+def _committing(group: GroupCommit, errors: list[BaseException]) -> Callable[[str, int], None]:
+    """A thread's body: commit step 0 of one run through ``group``, keeping its error."""
+
+    def one(run_id: str, token: int) -> None:
+        try:
+            group.commit(T, run_id, token, _step(0))
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+
+    return one
+
+
 def test_runs_ready_together_share_one_transaction(store: Store) -> None:
     runs = _runs(store, 8)
     group = GroupCommit(store)
     sizes = _record_groups(store)
     gate = _Gate(store, group, others=7)
     errors: list[BaseException] = []
-
-    def one(run_id: str, token: int) -> None:
-        try:
-            group.commit(T, run_id, token, _step(0))
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=one, args=r) for r in runs]
+    threads = [threading.Thread(target=_committing(group, errors), args=r) for r in runs]
     threads[0].start()  # the first commits alone: the others queue while it is in flight
     assert gate.entered.wait(DEADLINE_S)
     for t in threads[1:]:
@@ -285,33 +291,16 @@ def test_commits_queued_while_the_leader_waits_for_the_write_turn_join_its_group
         runs = _runs(store, 8)
         group = GroupCommit(store)
         sizes = _record_groups(store)
-        holding, release = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            with other.write_turn():
-                holding.set()
-                release.wait(DEADLINE_S)
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        assert holding.wait(DEADLINE_S)
         errors: list[BaseException] = []
-
-        def one(run_id: str, token: int) -> None:
-            try:
-                group.commit(T, run_id, token, _step(0))
-            except BaseException as exc:  # reported below
-                errors.append(exc)
-
-        threads = [threading.Thread(target=one, args=r) for r in runs]
+        threads = [threading.Thread(target=_committing(group, errors), args=r) for r in runs]
+        with holding_write_turn(other):
+            for t in threads:
+                t.start()
+            deadline = time.monotonic() + DEADLINE_S
+            while group.queued() < 8:  # the leader's own request too: it took nothing yet
+                assert time.monotonic() < deadline, "the runs never queued"
+                time.sleep(0.001)
         for t in threads:
-            t.start()
-        deadline = time.monotonic() + DEADLINE_S
-        while group.queued() < 8:  # the leader's own request too: it took nothing yet
-            assert time.monotonic() < deadline, "the runs never queued"
-            time.sleep(0.001)
-        release.set()
-        for t in [*threads, holder]:
             t.join(DEADLINE_S)
         assert errors == []
         assert (group.stats.commits, group.stats.transactions, group.stats.largest) == (8, 1, 8)
