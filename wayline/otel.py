@@ -31,7 +31,7 @@ from typing import Any
 
 from wayline.graph.compiled import CompiledGraph
 from wayline.store.base import Store
-from wayline.store.records import CommitBatch, EffectRecord, EffectWrite
+from wayline.store.records import CommitBatch, EffectRecord
 
 __all__ = ["available", "instrument"]
 
@@ -105,7 +105,7 @@ def _wrap_store(store: Store, inst: _Instruments) -> None:
         attrs: dict[str, str | int] = {"wayline.run_id": run_id, "wayline.tenant": tenant_id}
         if steps:
             attrs["wayline.step"] = steps[-1]
-        effects = _effect_spans(inst, run_id, batch)
+        effects = _effect_spans(inst, run_id, [w.record for w in batch.effects])
         with inst.tracer.start_as_current_span("wayline.commit", attributes=attrs):
             start = time.perf_counter()
             try:
@@ -121,7 +121,10 @@ def _wrap_store(store: Store, inst: _Instruments) -> None:
     def traced_commit_many(
         items: Sequence[tuple[str, str, int, CommitBatch]],
     ) -> list[BaseException | None]:
-        spans = [_effect_spans(inst, run_id, batch) for _, run_id, _, batch in items]
+        spans = [
+            _effect_spans(inst, run_id, [w.record for w in batch.effects])
+            for _, run_id, _, batch in items
+        ]
         try:
             errors = commit_many(items)
         finally:
@@ -136,7 +139,7 @@ def _wrap_store(store: Store, inst: _Instruments) -> None:
     def traced_put_effect(
         run_id: str, token: int | None, record: EffectRecord, *, expect: Any
     ) -> bool:
-        (span,) = _effect_spans(inst, run_id, CommitBatch(effects=[EffectWrite(record, expect)]))
+        (span,) = _effect_spans(inst, run_id, [record])
         try:
             written = put_effect(run_id, token, record, expect=expect)
         finally:
@@ -162,12 +165,11 @@ def _wrap_store(store: Store, inst: _Instruments) -> None:
     store._wayline_traced = True  # type: ignore[attr-defined]
 
 
-def _effect_spans(inst: _Instruments, run_id: str, batch: CommitBatch) -> list[Any]:
-    """A ``wayline.effect`` span for each effect record the batch writes (an intent or an
-    outcome), started now; ended when its commit returns."""
+def _effect_spans(inst: _Instruments, run_id: str, records: list[EffectRecord]) -> list[Any]:
+    """A ``wayline.effect`` span for each effect record written (an intent or an outcome),
+    started now; ended when its commit returns."""
     spans = []
-    for w in batch.effects:
-        r = w.record
+    for r in records:
         attrs = {
             "wayline.run_id": run_id,
             "wayline.tenant": r.tenant_id,

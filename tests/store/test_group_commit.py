@@ -244,6 +244,16 @@ class _Gate:
         store.commit = commit  # type: ignore[method-assign]
 
 
+@pytest.fixture
+def two_handles(tmp_path: Path) -> Iterator[tuple[Store, Store]]:
+    """Two store handles on one SQLite file: the second stands for another process."""
+    url = f"sqlite:///{tmp_path / 'turns.db'}"
+    store, other = wayline.connect(url), wayline.connect(url)
+    yield store, other
+    store.close()
+    other.close()
+
+
 def _committing(group: GroupCommit, errors: list[BaseException]) -> Callable[[str, int], None]:
     """A thread's body: commit step 0 of one run through ``group``, keeping its error."""
 
@@ -279,57 +289,49 @@ def test_runs_ready_together_share_one_transaction(store: Store) -> None:
 
 
 def test_commits_queued_while_the_leader_waits_for_the_write_turn_join_its_group(
-    tmp_path: Path,
+    two_handles: tuple[Store, Store],
 ) -> None:
     """Another process's transaction holds the SQLite file's writer turn (here a second
     handle, which takes the same file lock): the leader waits for it holding nothing of the
     queue, and takes the queue when its turn comes, so the eight commits share one
     transaction instead of the first going alone."""
-    url = f"sqlite:///{tmp_path / 'turns.db'}"
-    store, other = wayline.connect(url), wayline.connect(url)
-    try:
-        runs = _runs(store, 8)
-        group = GroupCommit(store)
-        sizes = _record_groups(store)
-        errors: list[BaseException] = []
-        threads = [threading.Thread(target=_committing(group, errors), args=r) for r in runs]
-        with holding_write_turn(other):
-            for t in threads:
-                t.start()
-            deadline = time.monotonic() + DEADLINE_S
-            while group.queued() < 8:  # the leader's own request too: it took nothing yet
-                assert time.monotonic() < deadline, "the runs never queued"
-                time.sleep(0.001)
+    store, other = two_handles
+    runs = _runs(store, 8)
+    group = GroupCommit(store)
+    sizes = _record_groups(store)
+    errors: list[BaseException] = []
+    threads = [threading.Thread(target=_committing(group, errors), args=r) for r in runs]
+    with holding_write_turn(other):
         for t in threads:
-            t.join(DEADLINE_S)
-        assert errors == []
-        assert (group.stats.commits, group.stats.transactions, group.stats.largest) == (8, 1, 8)
-        assert sizes == [8]
-        for r, _ in runs:
-            run = store.get_run(T, r)
-            assert run is not None and run.step == 0
-    finally:
-        store.close()
-        other.close()
+            t.start()
+        deadline = time.monotonic() + DEADLINE_S
+        while group.queued() < 8:  # the leader's own request too: it took nothing yet
+            assert time.monotonic() < deadline, "the runs never queued"
+            time.sleep(0.001)
+    for t in threads:
+        t.join(DEADLINE_S)
+    assert errors == []
+    assert (group.stats.commits, group.stats.transactions, group.stats.largest) == (8, 1, 8)
+    assert sizes == [8]
+    for r, _ in runs:
+        run = store.get_run(T, r)
+        assert run is not None and run.step == 0
 
 
-def test_a_write_turn_that_cannot_be_taken_fails_the_commits_it_was_for(tmp_path: Path) -> None:
+def test_a_write_turn_that_cannot_be_taken_fails_the_commits_it_was_for(
+    two_handles: tuple[Store, Store],
+) -> None:
     """A leader that cannot take the turn (here: this thread holds it on a second handle,
     and would wait for itself) fails its own commit; nothing is reported committed."""
-    url = f"sqlite:///{tmp_path / 'turns.db'}"
-    store, other = wayline.connect(url), wayline.connect(url)
-    try:
-        ((run_id, token),) = _runs(store, 1)
-        group = GroupCommit(store)
-        with other.write_turn(), pytest.raises(StoreError, match="second handle"):
-            group.commit(T, run_id, token, _step(0))
-        assert group.queued() == 0
-        group.commit(T, run_id, token, _step(0))  # the next leader is not stuck behind it
-        run = store.get_run(T, run_id)
-        assert run is not None and run.step == 0
-    finally:
-        store.close()
-        other.close()
+    store, other = two_handles
+    ((run_id, token),) = _runs(store, 1)
+    group = GroupCommit(store)
+    with other.write_turn(), pytest.raises(StoreError, match="second handle"):
+        group.commit(T, run_id, token, _step(0))
+    assert group.queued() == 0
+    group.commit(T, run_id, token, _step(0))  # the next leader is not stuck behind it
+    run = store.get_run(T, run_id)
+    assert run is not None and run.step == 0
 
 
 def test_a_failed_run_in_a_group_raises_only_in_its_own_thread(store: Store) -> None:

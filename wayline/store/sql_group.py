@@ -54,15 +54,14 @@ def commit_group(store: SQLStore, items: Sequence[Item]) -> list[BaseException |
 
 
 def _fast(store: SQLStore, db: Executor, items: Sequence[Item], now: float) -> list[Any]:
-    from wayline.store.sql_store import fence_params
+    from wayline.store.sql_store import first_fence
 
     q = store.q
     fenced = []
     updates: dict[str, list[tuple[Any, ...]]] = {}
     for tenant_id, run_id, token, batch in items:
         key = (tenant_id, run_id)
-        moves = batch.run is not None and batch.run.status != "running"  # a held run runs
-        query, params = fence_params(q, key, token, batch, now, "" if moves else None)
+        query, params = first_fence(q, key, token, batch, now)
         updates.setdefault(query, []).append(params)
         fenced.append((key, token, batch))
     for query, rows in updates.items():

@@ -39,6 +39,7 @@ from wayline.store.records import (
     DeltaRecord,
     EffectRecord,
     EffectStatus,
+    EffectWrite,
     InterruptRecord,
     MeterRow,
     PendingWriteRecord,
@@ -621,9 +622,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         self, db: Executor, tenant_id: str, run_id: str, token: int, batch: CommitBatch, now: float
     ) -> None:
         """Update the run row if ``token`` is still the run's fencing token, else LeaseLost."""
-        moves = batch.run is not None and batch.run.status != "running"  # a held run runs
-        status = "" if moves else None  # a status change: no cheaper query to try first
-        query, params = fence_params(self.q, (tenant_id, run_id), token, batch, now, status)
+        query, params = first_fence(self.q, (tenant_id, run_id), token, batch, now)
         cur = db.execute(query, params)
         if cur.rowcount != 1 and query is self.q.Q_FENCE_STEP:  # the status changes, or
             query, params = fence_params(self.q, (tenant_id, run_id), token, batch, now, "")
@@ -765,13 +764,15 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         ``token``, only while it is ``run_id``'s current fencing token (else LeaseLost);
         without one it is an operator's resolution. False: someone else changed it first.
         (A run's own effect writes go through ``commit``, as a batch's ``effects``.)"""
-        now = time.time()
+        if token is not None:  # the run's own write: the same fenced path as its commits
+            batch = CommitBatch(effects=[EffectWrite(record, expect)])
+            try:  # not self.commit, which instrumentation may wrap: traced once, as an effect
+                SQLStore.commit(self, record.tenant_id, run_id, token, batch)
+            except EffectRecordChanged:
+                return False
+            return True
         with self._tx(record.tenant_id) as db:
-            if token is not None:
-                fence = db.execute(self.q.Q_FENCE_TOUCH, (now, 0, record.tenant_id, run_id, token))
-                if fence.rowcount != 1:
-                    raise LeaseLost(run_id, token)
-            return self._put_effect(db, run_id, record, expect, now)
+            return self._put_effect(db, run_id, record, expect, time.time())
 
     def _put_effect(
         self,
@@ -1042,6 +1043,15 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                 query = self.q.Q_PURGE_ORPHAN_BLOBS.format(marks=marks)
                 deleted += db.execute(query, (tenant_id, *chunk)).rowcount
         return deleted
+
+
+def first_fence(
+    q: SimpleNamespace, key: tuple[str, str], token: int, batch: CommitBatch, now: float
+) -> tuple[str, tuple[Any, ...]]:
+    """The fenced update to try first: a step of a held run keeps its status (``running``),
+    so the cheaper query that does not assign it; a status change has no cheaper one."""
+    moves = batch.run is not None and batch.run.status != "running"
+    return fence_params(q, key, token, batch, now, "" if moves else None)
 
 
 def fence_params(
