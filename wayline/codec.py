@@ -119,7 +119,8 @@ class Codec:
     # -- encoding ---------------------------------------------------------------------
 
     def _pack(self, value: Any) -> bytes:
-        if _holds_mutable_bytes(value):  # msgpack has one bin type: keep bytearray apart
+        # msgpack has one bin type: keep bytearray apart
+        if type(value) not in _ATOMS and _holds_mutable_bytes(value):
             value = _exact_bytes(value)
         try:
             return ormsgpack.packb(value, default=self._default, option=_PACK_OPTS)
@@ -305,6 +306,10 @@ class _Bytes:
 
     def __init__(self, data: bytearray | memoryview) -> None:
         self.data = bytes(data)
+
+
+_ATOMS = frozenset({str, int, float, bool, bytes, type(None)})
+"""Types that hold nothing else: most values a step writes, which skip the walk below."""
 
 
 def _holds_mutable_bytes(value: Any) -> bool:

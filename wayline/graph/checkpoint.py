@@ -80,10 +80,12 @@ class _ValueWriter:
         self.sizes: dict[str, int] = defaultdict(int)
         self.blobs: list[BlobRecord] = []
 
-    def write(self, key: str, value: Any, who: str) -> bytes:
+    def write(self, key: str, value: Any, node: str | None = None) -> bytes:
+        """``node``: the node that wrote it (None: a snapshot), named if it cannot be stored."""
         try:
             data = self.codec.dumps(value)
         except CodecError as exc:
+            who = "snapshot" if node is None else f"node {node!r}"
             raise CodecError(
                 f"{who} wrote a value to {key!r} that cannot be stored: {exc}"
             ) from None
@@ -110,8 +112,7 @@ def encode_results(
 ) -> Encoded:
     out = _ValueWriter(codec, step, threshold, seal)
     wire = [
-        [r.name, list(r.path), [[k, out.write(k, v, f"node {r.name!r}")] for k, v in r.writes]]
-        for r in results
+        [r.name, list(r.path), [[k, out.write(k, v, r.name)] for k, v in r.writes]] for r in results
     ]
     return out.done(ormsgpack.packb(wire))
 
@@ -164,7 +165,7 @@ def encode_snapshot(
     costs a reference), append logs by index, and the next step's tasks."""
     out = _ValueWriter(codec, step, threshold, seal)
     values = {
-        k: out.write(k, c.checkpoint(), "snapshot")
+        k: out.write(k, c.checkpoint())
         for k, c in channels.items()
         if c.value is not MISSING and k not in logs
     }
@@ -172,7 +173,7 @@ def encode_snapshot(
         "v": FORMAT_VERSION,
         "channels": values,
         "logs": {k: idx.to_wire() for k, idx in logs.items()},
-        "next": out.write("__next__", [t.to_wire() for t in next_tasks], "snapshot"),
+        "next": out.write("__next__", [t.to_wire() for t in next_tasks]),
     }
     enc = out.done(ormsgpack.packb(wire))
     return SnapshotRecord(step, enc.payload, enc.channels), enc.blobs

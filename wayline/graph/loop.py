@@ -95,6 +95,16 @@ class ExecTask:
     ctx: NodeContext
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Folded:
+    """A task's state writes already folded into staged channels, for its branches to
+    read. A step of that task alone commits these channels, folding only the rest of its
+    writes (routes, sends, joins) instead of folding every write a second time."""
+
+    channels: dict[str, Channel]
+    rest: TaskResult
+
+
 @dataclasses.dataclass(slots=True)
 class TaskOutcome:
     task: ExecTask
@@ -102,6 +112,7 @@ class TaskOutcome:
     update: Any = None
     error: BaseException | None = None
     interrupts: tuple[tuple[int, Interrupt], ...] = ()
+    folded: Folded | None = None
 
 
 def _subject(config: Mapping[str, Any]) -> str | None:
@@ -379,12 +390,15 @@ class RunLoop:
             task_id = derive_id(self.tenant_id, self.run_id, step, *spec.path)
             if task_id in self.unfinished.pending:
                 continue  # finished before a crash or an interrupt: its writes are kept
-            answers = self.unfinished.answers_for(task_id)
-            values = [self.codec.loads(i.resume) for i in answers if i.resume is not None]
-            by_id = {i.interrupt_id: v for i, v in zip(answers, values, strict=True)}
-            # interrupt() in the node itself answers by position; a question its subgraph
-            # or @task asked is recorded at a scoped index and answered by id
-            resume = [v for i, v in zip(answers, values, strict=True) if not is_scoped(i.idx)]
+            by_id: dict[str, Any] = {}
+            resume: list[Any] = []
+            if self.unfinished.interrupts:  # answers to this task's questions, if any
+                answers = self.unfinished.answers_for(task_id)
+                values = [self.codec.loads(i.resume) for i in answers if i.resume is not None]
+                by_id = {i.interrupt_id: v for i, v in zip(answers, values, strict=True)}
+                # interrupt() in the node itself answers by position; a question its
+                # subgraph or @task asked is recorded at a scoped index and answered by id
+                resume = [v for i, v in zip(answers, values, strict=True) if not is_scoped(i.idx)]
             ledger = EffectLedger(
                 self.store,
                 self.codec,
@@ -425,8 +439,11 @@ class RunLoop:
             as_dict = schema.input_to_dict(part)
             schema.check_keys(as_dict, f"node {name!r}")
             writes.extend(as_dict.items())
-        writes.extend(self._routing(name, writes, goto))
-        return TaskOutcome(task, TaskResult(name, task.spec.path, tuple(writes)), update)
+        routing, local = self._routing(name, writes, goto)
+        path = task.spec.path
+        folded = None if local is None else Folded(local, TaskResult(name, path, tuple(routing)))
+        result = TaskResult(name, path, (*writes, *routing))
+        return TaskOutcome(task, result, update, folded=folded)
 
     def failed(self, task: ExecTask, exc: BaseException) -> TaskOutcome:
         if isinstance(exc, GraphInterrupt):
@@ -483,7 +500,8 @@ class RunLoop:
             return
         results = dict(self.unfinished.pending)
         results.update((o.task.id, o.result) for o in done if o.result is not None)
-        self._commit_step(list(results.values()))
+        alone = done[0].folded if len(results) == 1 and len(done) == 1 else None
+        self._commit_step(list(results.values()), alone)
         self.steps_run += 1
         yield ("values", self.values())
 
@@ -523,7 +541,7 @@ class RunLoop:
         as_dict = self.graph.schema.input_to_dict(update)
         self.graph.schema.check_keys(as_dict, "the input")
         writes = list(as_dict.items())
-        writes.extend(self._routing(START, writes, goto))
+        writes.extend(self._routing(START, writes, goto)[0])
         self.unfinished.discard()  # new input replaces an unfinished step, questions and all
         self._commit_step([TaskResult(START, (PULL, START), tuple(writes))])
         self.sink.flush()  # the input is durable in every mode, so any process can resume
@@ -543,7 +561,7 @@ class RunLoop:
                 for t in self.next_tasks
             )
         else:
-            writes.extend(self._routing(as_node, writes, []))
+            writes.extend(self._routing(as_node, writes, [])[0])
         name = as_node or UPDATE
         self.unfinished.discard()
         self._commit_step([TaskResult(name, (PULL, name), tuple(writes))])
@@ -551,11 +569,14 @@ class RunLoop:
 
     def _routing(
         self, name: str, writes: list[tuple[str, Any]], goto: list[Any]
-    ) -> list[tuple[str, Any]]:
+    ) -> tuple[list[tuple[str, Any]], dict[str, Channel] | None]:
+        """The routing writes of ``name`` after ``writes``, and the staged channels its
+        branches read (None without branches)."""
         g = self.graph
         targets: list[Any] = list(g.static_edges.get(name, ()))
         routing = [(key, name) for key in g.joins_from.get(name, ())]
         branches = g.branches.get(name, ())
+        local = None
         if branches:  # a branch sees the state before the step plus this node's own writes
             local = _staged(self.channels, (k for k, _ in writes), self.graph.barriers)
             apply_step(local, [TaskResult(name, (PULL, name), tuple(writes))])
@@ -564,16 +585,20 @@ class RunLoop:
                 targets.extend(branch.resolve(branch.path(state), name))
         targets.extend(goto)
         routing.extend(route_writes(targets, g.nodes, name))
-        return routing
+        return routing, local
 
-    def _commit_step(self, results: list[TaskResult]) -> None:
+    def _commit_step(self, results: list[TaskResult], folded: Folded | None = None) -> None:
         ordered = sorted_results(results)
         step = self.step + 1
         threshold = self.graph.blob_threshold
         enc = encode_results(self.codec, ordered, step=step, threshold=threshold, seal=self.seal)
-        written = (k for r in ordered for k, _ in r.writes)
-        staged = _staged(self.channels, written, self.graph.barriers)
-        next_tasks = apply_step(staged, ordered)  # a failing reducer leaves self.channels as is
+        if folded is not None:  # the step's one task: its state writes are folded already
+            staged = folded.channels
+            next_tasks = apply_step(staged, [folded.rest])
+        else:
+            written = (k for r in ordered for k, _ in r.writes)
+            staged = _staged(self.channels, written, self.graph.barriers)
+            next_tasks = apply_step(staged, ordered)  # a failing reducer leaves self.channels
         finished = not next_tasks
         batch = CommitBatch(
             deltas=[DeltaRecord(step, enc.payload, enc.channels)],

@@ -4,6 +4,7 @@ never decodes them, so no backend can execute stored data."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Mapping
 from typing import Literal, cast, get_args
@@ -150,7 +151,7 @@ class DeltaRecord:
         """The meter breakdown stored in the delta's own row (JSON): every step writes one,
         so it is built straight from the pairs, not through ``MeterRow`` objects."""
         pairs = _attribute(self.payload, self.channels) or (("", len(self.payload)),)
-        return json.dumps(pairs, separators=(",", ":"))
+        return "[" + ",".join(f"[{_quoted(ch)},{n}]" for ch, n in pairs) + "]"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -371,6 +372,12 @@ class CommitBatch:
             for record in part:
                 rows.extend(record.meter())
         return rows
+
+
+@functools.lru_cache(maxsize=1024)
+def _quoted(channel: str) -> str:
+    """A channel name as a JSON string: a graph has a few, and every step writes them."""
+    return json.dumps(channel)
 
 
 def _rows(step: int, table: str, payload: bytes, channels: ChannelBytes) -> list[MeterRow]:

@@ -643,7 +643,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
             for d in batch.deltas
         ]
         if rows:
-            db.executemany(q.Q_INSERT_DELTA, rows)
+            self._put_deltas(db, rows)
         rows = [
             (*key, s.step, s.payload, crc(("snapshots", *key, s.step), s.payload))
             for key, _, batch in fenced
@@ -712,7 +712,13 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                 if not self._put_effect(db, key[1], w.record, w.expect, now):
                     raise EffectRecordChanged(w.record.key, w.expect)
         if meter:
-            db.executemany(q.Q_PUT_METER, meter)
+            self._put_meter(db, meter)
+
+    def _put_deltas(self, db: Executor, rows: Sequence[tuple[Any, ...]]) -> None:
+        db.executemany(self.q.Q_INSERT_DELTA, rows)
+
+    def _put_meter(self, db: Executor, rows: Sequence[tuple[Any, ...]]) -> None:
+        db.executemany(self.q.Q_PUT_METER, rows)
 
     def _put_segments(self, db: Executor, rows: Sequence[tuple[Any, ...]]) -> set[str]:
         """Insert segment rows that are not there yet; the ids of those inserted (metered)."""

@@ -40,3 +40,13 @@ class AppendLog(ReducerChannel):
 
     def fresh(self) -> AppendLog:
         return AppendLog(self.key, self.reducer)
+
+    def copy(self) -> AppendLog:
+        """A live copy (not private), built without ``__init__``: every step that appends
+        copies its logs."""
+        if type(self) is not AppendLog:  # a subclass may hold more: the general way
+            return super().copy()  # type: ignore[return-value]
+        new = AppendLog.__new__(AppendLog)
+        new.key, new.value, new.reducer = self.key, self.value, self.reducer
+        new.factory, new.private = self.factory, False
+        return new

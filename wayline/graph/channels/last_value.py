@@ -30,3 +30,10 @@ class LastValue(Channel):
 
     def fresh(self) -> LastValue:
         return LastValue(self.key)
+
+    def copy(self) -> LastValue:
+        if type(self) is not LastValue:  # a subclass may hold more: the general way
+            return super().copy()  # type: ignore[return-value]
+        new = LastValue.__new__(LastValue)
+        new.key, new.value = self.key, self.value
+        return new

@@ -49,3 +49,11 @@ class ReducerChannel(Channel):
 
     def fresh(self) -> ReducerChannel:
         return ReducerChannel(self.key, self.reducer, self.factory)
+
+    def copy(self) -> ReducerChannel:
+        if type(self) is not ReducerChannel:  # a subclass may hold more: the general way
+            return super().copy()  # type: ignore[return-value]
+        new = ReducerChannel.__new__(ReducerChannel)  # not __init__: no factory() to discard
+        new.key, new.value = self.key, self.value
+        new.reducer, new.factory = self.reducer, self.factory
+        return new
