@@ -75,13 +75,19 @@ def metered(store: Store, run_id: str) -> dict[str, int]:
     return {t: n for t, n in byte_report(store, "default", run_id).by_table().items() if n}
 
 
-def test_meter_matches_held_bytes_on_every_path(store: Store) -> None:
+@pytest.mark.parametrize("durability", ["sync", "exit"])
+def test_meter_matches_held_bytes_on_every_path(store: Store, durability: str) -> None:
+    """In exit mode one commit carries every step (PostgreSQL writes its deltas and its
+    meter rows as one statement each)."""
     steps = 2 * FANOUT + 4  # enough snapshots for a segment merge
     app = build(store, steps)
     cfg = {"configurable": {"thread_id": "m1"}}
     Wayline(store).start(app, {"log": [], "n": 0, "doc": ""}, run_id="m1")  # via the inbox
-    out = app.invoke(None, cfg)  # applies the inbox, as a worker would
+    out = app.invoke(None, cfg, durability=durability)  # applies the inbox, as a worker would
     assert "__interrupt__" in out  # paused mid-step: the peer's pending write is held
+    last = store.get_run("default", "m1").step  # type: ignore[union-attr]
+    deltas = store.load_deltas("default", "m1", -1, last)
+    assert [d.step for d in deltas] == list(range(last + 1)) and last == steps
     held = {t: n for t, n in store.held_bytes("default", "m1").items() if n}
     written = metered(store, "m1")
     # the workload took every write path (LangGraph threads' tables: tests/lg_saver;
