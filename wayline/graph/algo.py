@@ -10,6 +10,7 @@ exact even for reducers whose result depends on how writes are grouped.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -95,9 +96,16 @@ def apply_step(channels: Mapping[str, Channel], results: Iterable[TaskResult]) -
             routes.add(channel.key.rsplit(":", 1)[-1])
             channel.consume()
     routes.discard(END)
-    tasks = [TaskSpec(name, (PULL, name)) for name in sorted(routes)]
-    tasks.extend(TaskSpec(s.node, (PUSH, i), s.arg) for i, s in enumerate(sends))
+    tasks = [_pull(name) for name in sorted(routes)]
+    if sends:
+        tasks.extend(TaskSpec(s.node, (PUSH, i), s.arg) for i, s in enumerate(sends))
     return tasks
+
+
+@functools.lru_cache(maxsize=4096)
+def _pull(name: str) -> TaskSpec:
+    """The PULL task of a node: immutable, so every step that runs the node shares one."""
+    return TaskSpec(name, (PULL, name))
 
 
 def sorted_results(results: Iterable[TaskResult]) -> list[TaskResult]:
