@@ -47,6 +47,9 @@ def populate(store: SQLStore, *, queued: int, waiting: int) -> None:
                     app.name,
                     app.version,
                     "sync",
+                    0,  # fencing token, lease owner, lease expiry: not held
+                    None,
+                    None,
                     at,
                     at,
                     stored,

@@ -26,7 +26,8 @@ def _fill(store: Any, *, queued: int, waiting: int) -> None:
         for i in range(n):
             run_id = f"{kind}{i:05d}"
             stored, crc = store.payloads.put(("runs", T, run_id, "inbox"), T, f"{run_id}|n", b"x")
-            row = (T, run_id, *G, "sync", at + i * 1e-3, at + i * 1e-3, stored, "", crc)
+            unheld = (0, None, None)  # fencing token, lease owner, lease expiry
+            row = (T, run_id, *G, "sync", *unheld, at + i * 1e-3, at + i * 1e-3, stored, "", crc)
             rows.append((*row, uuid.uuid4().hex, at + i * 1e-3))
     with store._tx(T) as db:
         db.executemany(store.q.Q_INSERT_RUN, rows)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import threading
 from collections import Counter
 from typing import Annotated, Any, TypedDict
 
@@ -223,19 +224,32 @@ class Opaque:
     pass
 
 
-@pytest.mark.parametrize("parallel", [False, True], ids=["alone", "with-peer"])
-def test_unserializable_value_names_node_channel_and_type(parallel: bool) -> None:
+@pytest.mark.parametrize(
+    ("parallel", "peer_last"),
+    [(False, False), (True, False), (True, True)],
+    ids=["alone", "with-peer", "peer-finishes-last"],
+)
+def test_unserializable_value_names_node_channel_and_type(parallel: bool, peer_last: bool) -> None:
+    """A task whose writes cannot be stored fails alone: a peer that finishes after it
+    still has its writes saved (they were lost when the failure came first)."""
     attempts: Counter[str] = Counter()
+    produced = threading.Event()
 
     def produce(state: Holder) -> dict[str, Any]:
         attempts["produce"] += 1
+        produced.set()
         return {"payload": Opaque() if attempts["produce"] == 1 else "plain"}
+
+    def peer(state: Holder) -> dict[str, Any]:
+        if peer_last:
+            assert produced.wait(10)  # the failing task returns first (almost always)
+        return {"log": ["peer"]}
 
     g = StateGraph(Holder)
     g.add_node("produce", produce)
     g.add_edge(START, "produce")
     if parallel:
-        g.add_node("peer", lambda s: {"log": ["peer"]})
+        g.add_node("peer", peer)
         g.add_edge(START, "peer")
     app = g.compile()
     with pytest.raises(CodecError) as info:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "TaskSpec",
     "apply_step",
     "derive_id",
+    "fold_writes",
     "values_of",
     "with_pending",
 ]
@@ -78,17 +80,24 @@ def apply_step(channels: Mapping[str, Channel], results: Iterable[TaskResult]) -
     ``results`` must already be in fold order (``sorted_results``); the stored delta keeps
     them in that order, so replay folds identical batches.
     """
+    return fold_writes(channels, itertools.chain.from_iterable(r.writes for r in results))
+
+
+def fold_writes(
+    channels: Mapping[str, Channel], writes: Iterable[tuple[str, Any]]
+) -> list[TaskSpec]:
+    """``apply_step`` over its results' writes, in the same order. A key's writes are one
+    batch, so a step's writes split into parts that share no key fold the same way."""
     batches: dict[str, list[Any]] = {}
     routes: set[str] = set()
     sends: list[Send] = []
-    for result in results:
-        for key, value in result.writes:
-            if key == ROUTE:
-                routes.add(value)
-            elif key == SEND:
-                sends.append(value)
-            else:
-                batches.setdefault(key, []).append(value)
+    for key, value in writes:
+        if key == ROUTE:
+            routes.add(value)
+        elif key == SEND:
+            sends.append(value)
+        else:
+            batches.setdefault(key, []).append(value)
     for key, values in batches.items():
         channels[key].update(values)
     for channel in channels.values():

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from wayline.effects.ledger import EffectLedger
 from wayline.effects.replay import replay_ledger
 from wayline.errors import (
+    CodecError,
     CorruptionError,
     EffectOutcomeUnknown,
     GraphInterrupt,
@@ -40,6 +41,7 @@ from wayline.graph.algo import (
     apply_step,
     derive_id,
     fold_order,
+    fold_writes,
     sorted_results,
     values_of,
 )
@@ -99,10 +101,11 @@ class ExecTask:
 class Folded:
     """A task's state writes already folded into staged channels, for its branches to
     read. A step of that task alone commits these channels, folding only the rest of its
-    writes (routes, sends, joins) instead of folding every write a second time."""
+    writes (routes, sends, joins: no key of them is a state key) instead of folding every
+    write a second time."""
 
     channels: dict[str, Channel]
-    rest: TaskResult
+    rest: list[tuple[str, Any]]
 
 
 @dataclasses.dataclass(slots=True)
@@ -165,6 +168,8 @@ class RunLoop:
         self.owner = owner or default_owner()
         self.lease_seconds = lease_seconds
         self.channels: dict[str, Channel] = {}
+        self.log_keys: frozenset[str] = frozenset()
+        """The keys of the append logs among the channels (their kinds never change)."""
         self.logs: dict[str, LogIndex] = {}
         self.next_tasks: list[TaskSpec] = []
         self.step = -1
@@ -231,7 +236,10 @@ class RunLoop:
                 schema_version=g.schema_version,
                 subject=_subject(self.config),
                 classes=g.schema.classes,
+                lease=None if self.claimed else (self.owner, self.lease_seconds),
             )
+            if run.lease_owner == self.owner:  # created here, claimed in the same statement
+                self.token, self.claimed = run.fencing_token, True
         if run.graph_name != g.name or run.graph_version != g.version:
             raise VersionMismatchError(
                 f"run {self.run_id!r} was written by {run.graph_name}@{run.graph_version}, "
@@ -268,6 +276,7 @@ class RunLoop:
             self.store, self.codec, g.new_channels(), self.tenant_id, self.run_id, run.step
         )
         self.channels, self.next_tasks, self.step = rec.channels, rec.next_tasks, rec.step
+        self.log_keys = frozenset(k for k, c in rec.channels.items() if c.is_log)
         self.logs = rec.logs
         self.snapshots.resume(rec.snapshot_step, rec.folds, rec.bytes_read)
         missing = sorted({t.name for t in self.next_tasks} - set(g.nodes))
@@ -440,9 +449,8 @@ class RunLoop:
             schema.check_keys(as_dict, f"node {name!r}")
             writes.extend(as_dict.items())
         routing, local = self._routing(name, writes, goto)
-        path = task.spec.path
-        folded = None if local is None else Folded(local, TaskResult(name, path, tuple(routing)))
-        result = TaskResult(name, path, (*writes, *routing))
+        folded = None if local is None else Folded(local, routing)
+        result = TaskResult(name, task.spec.path, (*writes, *routing))
         return TaskOutcome(task, result, update, folded=folded)
 
     def failed(self, task: ExecTask, exc: BaseException) -> TaskOutcome:
@@ -472,7 +480,10 @@ class RunLoop:
         until the run stops, by definition."""
         if outcome.result is None or not self.multi_task_step or self.durability == "exit":
             return
-        self._save_pending([outcome])
+        try:
+            self._save_pending([outcome])
+        except CodecError as exc:  # its own writes cannot be stored: this task failed, and
+            outcome.result, outcome.error = None, exc  # the peers still finish and save
 
     def after_step(self, outcomes: list[TaskOutcome]) -> Iterator[Event]:
         ordered = sorted(outcomes, key=lambda o: fold_order(o.task.spec.path))
@@ -579,7 +590,7 @@ class RunLoop:
         local = None
         if branches:  # a branch sees the state before the step plus this node's own writes
             local = _staged(self.channels, (k for k, _ in writes), self.graph.barriers)
-            apply_step(local, [TaskResult(name, (PULL, name), tuple(writes))])
+            fold_writes(local, writes)
             state = g.schema.to_node_input(values_of(local))
             for branch in branches:
                 targets.extend(branch.resolve(branch.path(state), name))
@@ -594,7 +605,7 @@ class RunLoop:
         enc = encode_results(self.codec, ordered, step=step, threshold=threshold, seal=self.seal)
         if folded is not None:  # the step's one task: its state writes are folded already
             staged = folded.channels
-            next_tasks = apply_step(staged, [folded.rest])
+            next_tasks = fold_writes(staged, folded.rest)
         else:
             written = (k for r in ordered for k, _ in r.writes)
             staged = _staged(self.channels, written, self.graph.barriers)
@@ -613,8 +624,7 @@ class RunLoop:
             ),
         )
         logs = self.logs
-        log_keys = {k for k, c in staged.items() if c.is_log}
-        if self.snapshots.due(step, len(enc.payload), enc.channels, log_keys):
+        if self.snapshots.due(step, len(enc.payload), enc.channels, self.log_keys):
             logs = write_snapshot(
                 batch,
                 self.codec,

@@ -84,10 +84,11 @@ class StateSchema:
     def new_channels(self) -> dict[str, Channel]:
         return {k: c.fresh() for k, c in self.channels.items()}
 
-    def to_node_input(self, values: Mapping[str, Any]) -> Any:
-        """The state a node receives, as the type the user declared."""
+    def to_node_input(self, values: dict[str, Any]) -> Any:
+        """The state a node receives, as the type the user declared. ``values`` is the
+        caller's own fresh dict (``values_of``): a dict schema hands it over as it is."""
         if self.kind in ("typeddict", "dict"):
-            return dict(values)
+            return values
         return self.cls(**values)
 
     def input_to_dict(self, value: Any) -> dict[str, Any]:

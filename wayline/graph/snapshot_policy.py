@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 
 __all__ = ["FOLD_ROW", "FOLD_SHARE", "READ_ROW", "WRITE_FACTOR", "SnapshotPolicy"]
 
@@ -76,7 +77,7 @@ class SnapshotPolicy:
         self.snapshot_bytes = 0
 
     def due(
-        self, step: int, delta: int, channels: Iterable[tuple[str, int]], logs: set[str]
+        self, step: int, delta: int, channels: Iterable[tuple[str, int]], logs: AbstractSet[str]
     ) -> bool:
         """Note this step's delta (``delta`` bytes; per-channel ``channels``); True when a
         snapshot should be written with it."""

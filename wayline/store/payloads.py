@@ -51,7 +51,7 @@ PLAINTEXT: Sealer = _Plaintext()
 
 def checksum(ident: Ident, data: bytes) -> int:
     """CRC-32 of a row's identity and its stored bytes."""
-    head = "\x1f".join(str(part) for part in ident).encode()
+    head = "\x1f".join(map(str, ident)).encode()
     return zlib.crc32(data, zlib.crc32(head))
 
 

@@ -150,8 +150,11 @@ class DeltaRecord:
     def sizes(self) -> str:
         """The meter breakdown stored in the delta's own row (JSON): every step writes one,
         so it is built straight from the pairs, not through ``MeterRow`` objects."""
-        pairs = _attribute(self.payload, self.channels) or (("", len(self.payload)),)
-        return "[" + ",".join(f"[{_quoted(ch)},{n}]" for ch, n in pairs) + "]"
+        parts = [f"[{_quoted(ch)},{n}]" for ch, n in self.channels]
+        framing = len(self.payload) - sum([n for _, n in self.channels])
+        if framing or not parts:
+            parts.append(f'["",{framing}]')
+        return f"[{','.join(parts)}]"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

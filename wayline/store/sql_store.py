@@ -321,6 +321,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
         incarnation: str | None = None,
+        lease: tuple[str, float] | None = None,
     ) -> RunRecord:
         with self._tx(tenant_id) as db:
             row = self._insert_run(
@@ -334,6 +335,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                 subject=subject,
                 classes=classes,
                 incarnation=incarnation,
+                lease=lease,
             )
         return self._existing(tenant_id, run_id) if row is None else self._run(row)
 
@@ -388,12 +390,15 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
         incarnation: str | None = None,
+        lease: tuple[str, float] | None = None,
     ) -> Any:
         """Insert the run row (a new incarnation) unless it exists: the new row, or None
-        when the run existed."""
+        when the run existed. With ``lease`` (owner, seconds) the row is born claimed,
+        fencing token 1."""
         now = time.time()
         stored, crc_ = inbox if inbox is not None else (None, None)
-        row = (tenant_id, run_id, graph_name, graph_version, durability, now, now, stored)
+        held = (0, None, None) if lease is None else (1, lease[0], now + lease[1])
+        row = (tenant_id, run_id, graph_name, graph_version, durability, *held, now, now, stored)
         params: tuple[Any, ...] = (*row, schema_version, crc_, incarnation or uuid.uuid4().hex, now)
         q = self.q
         if subject is not None or classes:  # docs/data.md: two more columns

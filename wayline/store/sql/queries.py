@@ -31,7 +31,7 @@ RUN_COLUMN_NAMES = tuple(c.strip() for c in _RUN_COLUMNS.split(","))
 _INSERT_COLUMNS = ", ".join(RUN_COLUMN_NAMES[:22])
 Q_INSERT_RUN = f"""
 INSERT INTO runs ({_INSERT_COLUMNS}, queued_at)
-VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, 0, NULL, NULL, NULL, NULL, ?, ?, 0, NULL, 0, ?, ?,
+VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, ?, ?, ?, NULL, NULL, ?, ?, 0, NULL, 0, ?, ?,
     ?, ?, ?)
 ON CONFLICT (tenant_id, run_id) DO NOTHING
 """
@@ -40,7 +40,7 @@ Q_CREATE_RUN = f"{Q_INSERT_RUN.rstrip()}\nRETURNING {_RUN_COLUMNS}\n"
 enqueue reads no row back after creating it."""
 Q_CREATE_RUN_LABELLED = f"""
 INSERT INTO runs ({_INSERT_COLUMNS}, queued_at, subject, classes)
-VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, 0, NULL, NULL, NULL, NULL, ?, ?, 0, NULL, 0, ?, ?,
+VALUES (?, ?, ?, ?, 'pending', -1, '[]', ?, ?, ?, ?, NULL, NULL, ?, ?, 0, NULL, 0, ?, ?,
     ?, ?, ?, ?, ?)
 ON CONFLICT (tenant_id, run_id) DO NOTHING
 RETURNING {_RUN_COLUMNS}
