@@ -5,6 +5,7 @@ its schema and its placeholder style; nothing here knows which database it talks
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import threading
@@ -1080,11 +1081,17 @@ def fence_params(
     take = 1 if batch.take_inbox else 0
     if run is None:
         return q.Q_FENCE_TOUCH, (now, take, *key, token)
-    nodes = json.dumps(list(run.next_nodes))
+    nodes = _nodes_json(tuple(run.next_nodes))  # a tuple as declared: tuple() returns it
     step = (run.step, nodes, run.error, run.state_digest, now, take)
     if status is None or status == run.status:
         return q.Q_FENCE_STEP, (*step, *key, token, run.status)
     return q.Q_FENCE_UPDATE, (run.status, *step, run.status, run.status, *key, token)
+
+
+@functools.lru_cache(maxsize=1024)
+def _nodes_json(nodes: tuple[str, ...]) -> str:
+    """A run row's ``next_nodes`` column: a graph has a few such lists, every step writes one."""
+    return json.dumps(list(nodes))
 
 
 def _interrupt_row(key: tuple[str, str], i: InterruptRecord) -> tuple[Any, ...]:
