@@ -721,6 +721,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
             self._put_meter(db, meter)
 
     def _put_deltas(self, db: Executor, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert delta rows (PostgreSQL sends several as one statement)."""
         db.executemany(self.q.Q_INSERT_DELTA, rows)
 
     def _put_meter(self, db: Executor, rows: Sequence[tuple[Any, ...]]) -> None:
