@@ -324,7 +324,10 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         incarnation: str | None = None,
         lease: tuple[str, float] | None = None,
     ) -> RunRecord:
-        with self._tx(tenant_id) as db:
+        # Born claimed, the row waits on nobody but its holder, whose first commit (durable)
+        # makes it durable too: it may ride on that commit, as a lease does.
+        tx = self._tx if lease is None else self._lease_tx
+        with tx(tenant_id) as db:
             row = self._insert_run(
                 db,
                 tenant_id,
