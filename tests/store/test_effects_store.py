@@ -3,9 +3,8 @@ tenant isolation, metering, purge."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
+from effect_rows import effect_record
 
 from wayline.errors import LeaseLost
 from wayline.store.base import Store
@@ -13,21 +12,7 @@ from wayline.store.records import EffectRecord
 
 
 def record(tenant: str = "t", key: str = "k1", **kw: object) -> EffectRecord:
-    base = EffectRecord(
-        tenant_id=tenant,
-        key=key,
-        run_id="r1",
-        kind="effect",
-        node="charge",
-        step=2,
-        name="charge",
-        seq=0,
-        attempt=1,
-        request_digest="d1",
-        status="EXECUTING",
-        fencing_token=0,
-    )
-    return dataclasses.replace(base, **kw)  # type: ignore[arg-type]
+    return effect_record(tenant_id=tenant, key=key, **kw)
 
 
 def claimed(store: Store, tenant: str = "t") -> int:

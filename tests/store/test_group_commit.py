@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from effect_rows import effect_record
 from turns import holding_write_turn
 
 import wayline
@@ -131,21 +132,13 @@ def test_a_bad_row_rolls_back_its_run_alone(store: Store) -> None:
         assert run is not None and run.step == 1
 
 
+def _steps(store: Store, runs: list[tuple[str, int]]) -> list[int | None]:
+    """The step each run's row is at (None: no row)."""
+    return [getattr(store.get_run(T, r), "step", None) for r, _ in runs]
+
+
 def _intent(run_id: str, token: int, key: str) -> EffectRecord:
-    return EffectRecord(
-        tenant_id=T,
-        key=key,
-        run_id=run_id,
-        kind="effect",
-        node="node",
-        step=0,
-        name="charge",
-        seq=0,
-        attempt=1,
-        request_digest="d",
-        status="EXECUTING",
-        fencing_token=token,
-    )
+    return effect_record(tenant_id=T, key=key, run_id=run_id, fencing_token=token)
 
 
 def test_effect_intents_of_several_runs_share_one_transaction(store: Store) -> None:
@@ -283,9 +276,7 @@ def test_runs_ready_together_share_one_transaction(store: Store) -> None:
     # The first commits alone (held until the rest queued); the other seven share one.
     assert (group.stats.commits, group.stats.transactions, group.stats.largest) == (8, 2, 7)
     assert sizes == [7]  # one commit_many (one transaction) carried the seven
-    for r, _ in runs:
-        run = store.get_run(T, r)
-        assert run is not None and run.step == 0
+    assert _steps(store, runs) == [0] * len(runs)
 
 
 def test_commits_queued_while_the_leader_waits_for_the_write_turn_join_its_group(
@@ -313,9 +304,7 @@ def test_commits_queued_while_the_leader_waits_for_the_write_turn_join_its_group
     assert errors == []
     assert (group.stats.commits, group.stats.transactions, group.stats.largest) == (8, 1, 8)
     assert sizes == [8]
-    for r, _ in runs:
-        run = store.get_run(T, r)
-        assert run is not None and run.step == 0
+    assert _steps(store, runs) == [0] * len(runs)
 
 
 def test_a_write_turn_that_cannot_be_taken_fails_the_commits_it_was_for(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from effect_rows import effect_record
 
 import wayline
 from wayline import END, START, StateGraph
@@ -21,7 +22,6 @@ from wayline.codec import default_codec
 from wayline.effects import NOT_FOUND, RetryPolicy
 from wayline.effects.ops import list_effects, resolve_effect
 from wayline.errors import EffectError, EffectFailed, EffectIntentMismatch, RunParkedError
-from wayline.store.records import EffectRecord
 
 FAST = RetryPolicy(max_attempts=3, initial_delay=0.001, max_delay=0.002)
 
@@ -318,18 +318,12 @@ def test_a_business_key_in_flight_in_a_live_run_is_not_taken_over(tmp_path: Path
     store.create_run("default", "owner", graph_name="g", graph_version="1", durability="sync")
     token = store.claim("default", "owner", owner="live-worker", lease_seconds=60)
     digest = hashlib.sha256(default_codec.dumps(["charge", {"amount": 100}])).hexdigest()
-    in_flight = EffectRecord(
+    in_flight = effect_record(
         tenant_id="default",
         key="refund-request-9",
         run_id="owner",
-        kind="effect",
-        node="charge",
         step=1,
-        name="charge",
-        seq=0,
-        attempt=1,
         request_digest=digest,
-        status="EXECUTING",
         fencing_token=token,
     )
     assert store.put_effect("owner", token, in_flight, expect=None)
