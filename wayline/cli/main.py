@@ -224,7 +224,7 @@ def worker(
 
     from wayline.cli.loading import load_graph
     from wayline.worker import Worker, WorkerConfig
-    from wayline.worker.affinity import parse_cpus, pin_this_thread
+    from wayline.worker.affinity import pin_this_thread
 
     _require("execute", "run a worker")
     with _reported(2):
@@ -232,9 +232,9 @@ def worker(
     if processes > 1:
         options = ["--db", db, "--concurrency", str(concurrency), "--lease", str(lease)]
         options += ["--poll", str(poll)] + (["--tenant", tenant] if tenant else [])
-        each = [[*graphs, *options, "--cpus", cpu] for cpu in placed]
+        each = [[*graphs, *options, "--cpus", _cpu_list(place)] for place in placed]
         raise typer.Exit(_worker_processes(each))
-    pinned = None if placed == ["all"] else parse_cpus(placed[0])
+    pinned = placed[0]
     if pinned is not None:  # the whole process: threads the store starts inherit it
         pin_this_thread(pinned)
     store = _open(db, create=True)
@@ -262,23 +262,31 @@ def worker(
     )
 
 
-def _place_workers(cpus: str, processes: int) -> list[str]:
-    """The ``--cpus`` of each worker process (``wayline.worker.affinity``): "all" for one
-    left to the OS. ``auto`` gives each of several processes an allowed CPU of its own, in
-    turn; a list is checked here, before any process starts."""
+def _place_workers(cpus: str, processes: int) -> list[frozenset[int] | None]:
+    """The CPUs of each worker process (``wayline.worker.affinity``), None for one left to
+    the OS. ``auto`` gives each of several processes an allowed CPU of its own, in turn; a
+    list is checked here, once, before any process starts."""
     from wayline.worker.affinity import allowed_cpus, parse_cpus
 
     if cpus == "all" or (cpus == "auto" and processes == 1):
-        return ["all"] * processes
+        return [None] * processes
     if cpus == "auto":
-        allowed = allowed_cpus()
-        if len(allowed) < 2 or not hasattr(os, "sched_setaffinity"):
-            return ["all"] * processes  # nothing to spread them over
-        return [str(allowed[i % len(allowed)]) for i in range(processes)]
-    chosen = sorted(parse_cpus(cpus))
-    if processes == 1:
-        return [cpus]
-    return [str(chosen[i % len(chosen)]) for i in range(processes)]
+        if not hasattr(os, "sched_setaffinity"):
+            return [None] * processes
+        ordered = allowed_cpus()
+        if len(ordered) < 2:
+            return [None] * processes  # nothing to spread them over
+    else:
+        chosen = parse_cpus(cpus)
+        if processes == 1:
+            return [chosen]
+        ordered = sorted(chosen)
+    return [frozenset({ordered[i % len(ordered)]}) for i in range(processes)]
+
+
+def _cpu_list(cpus: frozenset[int] | None) -> str:
+    """A child process's ``--cpus``."""
+    return "all" if cpus is None else ",".join(map(str, sorted(cpus)))
 
 
 def _worker_processes(each: list[list[str]]) -> int:
