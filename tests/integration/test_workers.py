@@ -236,6 +236,22 @@ def test_sigterm_finishes_the_step_and_releases_the_run(
     assert set(executions(side).values()) == {1}
 
 
+def test_a_burst_of_stop_signals_stops_the_worker_once(
+    tmp_path: Path, side: Path, procs: list[Any]
+) -> None:
+    """A worker under ``--processes``, systemd or ``timeout`` gets each stop signal more than
+    once (its process group's and its parent's). A second handler that ran while the first
+    held the stop event's lock waited for itself forever; now the first signal stops the
+    worker and the rest are ignored."""
+    url = f"sqlite:///{tmp_path / 'burst.db'}"
+    for attempt in range(10):
+        worker = spawn(procs, url, side, lease=30.0, name=f"burst-{attempt}")
+        for _ in range(200):
+            worker.send_signal(signal.SIGTERM if _ % 2 else signal.SIGINT)
+        assert worker.wait(timeout=20) == 0
+        assert b"stopped after" in (side / f"burst-{attempt}.log").read_bytes()
+
+
 def in_process_worker(url: str, **config: Any) -> tuple[Worker, threading.Thread]:
     settings = {"poll_interval": 0.02, "lease_seconds": 0.6, **config}
     worker = Worker(url, worker_graphs.build().compile(url), WorkerConfig(**settings))

@@ -220,9 +220,8 @@ def worker(
     ] = "auto",
 ) -> None:
     """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
-    import signal
-
     from wayline.cli.loading import load_graph
+    from wayline.cli.signals import stop_on_signals
     from wayline.worker import Worker, WorkerConfig
     from wayline.worker.affinity import pin_this_thread
 
@@ -248,8 +247,7 @@ def worker(
         cpus=pinned,
     )
     w = Worker(store, compiled, config)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: w.stop())
+    stop_on_signals(w.stop)
     names = ", ".join(f"{name}@{version}" for name, version in sorted(w.graphs))
     where = redact_url(db)
     on = f", CPU {','.join(map(str, sorted(pinned)))}" if pinned else ""
@@ -299,6 +297,8 @@ def _worker_processes(each: list[list[str]]) -> int:
     import sys
     import threading
 
+    from wayline.worker.worker import SIGNAL_SLICE
+
     command = [sys.executable, "-m", "wayline.cli.main", "--scope", SESSION["scope"], "worker"]
     children = [subprocess.Popen([*command, *args]) for args in each]
     exited = threading.Event()
@@ -318,7 +318,7 @@ def _worker_processes(each: list[list[str]]) -> int:
         threading.Thread(target=watch, args=(child,), daemon=True).start()
     first_failure = 0
     while any(child.poll() is None for child in children):
-        exited.wait()
+        exited.wait(SIGNAL_SLICE)  # timed: a signal caught by a watcher thread still runs
         exited.clear()
         failed = [child.returncode for child in children if child.returncode]
         if failed and not first_failure:

@@ -39,6 +39,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from wayline.cli.signals import stop_on_signals
+
 __all__ = ["Ledger", "PaymentsService", "main"]
 
 _SCHEMA = """
@@ -368,8 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+    stop_on_signals(stop.set)
     svc = PaymentsService(args.ledger, port=args.port).start()
     try:
         if args.port_file:

@@ -127,7 +127,7 @@ class Worker:
             keeper = self._thread(self._retention, "wayline-retention")
             keeper.start()
         for slot in slots:
-            slot.join()
+            _join(slot)
         self.stopping.set()
         beat.join()
         if keeper is not None:
@@ -335,3 +335,16 @@ def _queued_breakpoints(
     graph's compiled-in ones). They hold for the invocation that takes this inbox."""
     given = None if run.inbox is None else inbox_breakpoints(graph.codec, run.inbox)
     return None if given is None else graph.breakpoints(*given)
+
+
+SIGNAL_SLICE = 0.5
+"""Seconds a waiting main thread sleeps at most before its signal handlers may run."""
+
+
+def _join(thread: threading.Thread) -> None:
+    """Wait for ``thread`` in slices. The kernel hands a process's SIGTERM to any thread,
+    and one that lands on a slot leaves an untimed ``join`` of the main thread asleep, so
+    its Python handler (a graceful stop) never ran: a worker sent a burst of stop signals
+    never exited. A timed wait returns to the interpreter, which runs pending handlers."""
+    while thread.is_alive():
+        thread.join(SIGNAL_SLICE)
