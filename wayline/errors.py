@@ -21,6 +21,7 @@
     │   ├── StoreFullError          the disk (or the database's size limit) is full
     │   ├── TenantMismatchError     a call names a tenant its client or actor is not pinned to
     │   ├── RunNotFoundError
+    │   ├── RunExistsError          a commit was to create a run another process created first
     │   ├── LeaseConflictError
     │   ├── CorruptionError         a stored row fails its integrity check
     │   └── KeysRequiredError       an encrypted store opened without keys
@@ -86,6 +87,7 @@ __all__ = [
     "ReducerError",
     "ReplayDivergenceError",
     "ResumeError",
+    "RunExistsError",
     "RunNotFoundError",
     "RunParkedError",
     "SchemaError",
@@ -201,6 +203,19 @@ class TenantMismatchError(StoreError):
 
 class RunNotFoundError(StoreError):
     """No run with this id exists for this tenant."""
+
+
+class RunExistsError(StoreError):
+    """A commit that was to create its run found the run there already (another process
+    started the same thread first). Nothing was written; the caller reads the run and
+    continues it instead (``invoke`` does so by itself)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        super().__init__(
+            f"run {run_id!r} exists already (another process started it first); nothing was "
+            "written: read it and continue it instead of creating it"
+        )
 
 
 class LeaseConflictError(StoreError):

@@ -7,13 +7,20 @@ import time
 
 import pytest
 
-from wayline.errors import LeaseConflictError, LeaseLost, RunNotFoundError, StoreError
+from wayline.errors import (
+    LeaseConflictError,
+    LeaseLost,
+    RunExistsError,
+    RunNotFoundError,
+    StoreError,
+)
 from wayline.store.base import Store
 from wayline.store.records import (
     CommitBatch,
     DeltaRecord,
     InterruptRecord,
     PendingWriteRecord,
+    RunCreation,
     RunUpdate,
     SnapshotRecord,
 )
@@ -55,6 +62,47 @@ def test_a_run_created_with_a_lease_is_born_claimed(store: Store) -> None:
         T, "r1", graph_name="g", graph_version="1", durability="sync", lease=("other", 30)
     )
     assert (again.lease_owner, again.fencing_token, again.step) == ("me", 1, 0)  # as it was
+
+
+def test_a_commit_creates_its_run_with_its_first_batch(store: Store) -> None:
+    """A new run's row and its input step in one transaction: born claimed (token 1), the
+    batch applied to it; a second creation writes nothing and says the run exists."""
+    new = RunCreation("g", "1", "sync", "me", 30, subject="ann", classes={"n": "pii"})
+    step = CommitBatch(deltas=[DeltaRecord(0, b"x")], run=RunUpdate("running", 0, ("a",)))
+    step.create = new
+    store.commit(T, "r1", 1, step)
+    run = store.get_run(T, "r1")
+    assert run is not None
+    assert (run.status, run.step, run.next_nodes) == ("running", 0, ("a",))
+    assert (run.lease_owner, run.fencing_token, run.incarnation) == ("me", 1, new.incarnation)
+    assert (run.subject, dict(run.classes)) == ("ann", {"n": "pii"})
+    assert [d.step for d in store.load_deltas(T, "r1", -1, 0)] == [0]
+    with pytest.raises(LeaseConflictError):
+        store.claim(T, "r1", owner="w", lease_seconds=30)
+    other = RunCreation("g", "1", "sync", "other", 30)
+    again = CommitBatch(deltas=[DeltaRecord(0, b"y")], run=RunUpdate("done", 0, ()))
+    again.create = other
+    with pytest.raises(RunExistsError):
+        store.commit(T, "r1", 1, again)
+    after = store.get_run(T, "r1")
+    assert after is not None and (after.status, after.lease_owner) == ("running", "me")
+    assert [d.payload for d in store.load_deltas(T, "r1", -1, 0)] == [b"x"]
+
+
+def test_a_group_commit_creates_runs_and_refuses_an_existing_one_alone(store: Store) -> None:
+    new_run(store, "old")
+
+    def first(payload: bytes, owner: str) -> CommitBatch:
+        batch = CommitBatch(deltas=[DeltaRecord(0, payload)], run=RunUpdate("running", 0, ()))
+        batch.create = RunCreation("g", "1", "sync", owner, 30)
+        return batch
+
+    errors = store.commit_many([(T, "new", 1, first(b"n", "a")), (T, "old", 1, first(b"o", "b"))])
+    assert errors[0] is None and isinstance(errors[1], RunExistsError)
+    created, old = store.get_run(T, "new"), store.get_run(T, "old")
+    assert created is not None and (created.lease_owner, created.step) == ("a", 0)
+    assert old is not None and (old.lease_owner, old.step) == ("w1", -1)
+    assert store.load_deltas(T, "old", -1, 0) == []
 
 
 def test_runs_are_isolated_by_tenant(store: Store) -> None:

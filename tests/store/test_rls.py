@@ -83,3 +83,20 @@ def test_a_tenant_scoped_role_sees_and_writes_only_its_tenant(
     assert owner.get_run("globex", "claim-9") is not None
     owner.close()
     store.close()
+
+
+def test_a_commit_of_many_rows_is_scoped_too(rls_urls: tuple[str, str, str, str]) -> None:
+    """An exit-mode run commits all its steps at once (several deltas and meter rows in one
+    statement each): under row-level security that goes through the tenant's policy too."""
+    _, app_url, _, _ = rls_urls
+    store = wayline.connect(app_url)
+    app = build_refund_agent(store, refund)
+    cfg = {"configurable": {"thread_id": "claim-exit", "tenant": "acme"}}
+    app.invoke(claim_input(), cfg, durability="exit")
+    run = store.get_run("acme", "claim-exit")
+    assert run is not None and run.step >= 2
+    deltas = store.load_deltas("acme", "claim-exit", -1, run.step)
+    assert [d.step for d in deltas] == list(range(run.step + 1))
+    assert {m.table for m in store.load_meter("acme", "claim-exit")} >= {"deltas"}
+    assert store.get_run("globex", "claim-exit") is None
+    store.close()

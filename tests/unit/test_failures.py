@@ -200,8 +200,9 @@ def test_undeclared_key_in_the_input_is_refused() -> None:
     app = g.compile()
     with pytest.raises(InvalidUpdateError, match="bogus"):
         app.invoke({"bogus": 1}, cfg())
-    assert run_row(app).step == -1  # nothing was committed
-    assert app.get_state(cfg()).values == {"log": []}
+    assert app.store.get_run("default", "t") is None  # no row: it goes in with its input
+    assert app.get_state(cfg()).values == {}
+    assert app.invoke({"log": ["x"]}, cfg()) == {"log": ["x", "a"]}  # the thread starts anew
 
 
 def test_node_returning_a_non_mapping_is_an_invalid_update() -> None:

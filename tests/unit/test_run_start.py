@@ -46,25 +46,76 @@ def test_a_new_run_takes_no_claim_and_a_resume_takes_one(
     assert claims == ["t1"] and run is not None and run.fencing_token == 2
 
 
-def test_a_new_run_rides_on_its_first_durable_commit(
+def test_a_new_run_goes_in_with_its_input_in_one_transaction(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On SQLite with synchronous=FULL the row of a run born claimed is inserted with
-    synchronous=NORMAL (no fsync of its own): the input step's commit, fsync'd, makes it
-    durable with it. A queued start (``enqueue``) stays durable on its own."""
+    """The row of a run that ``invoke`` starts is inserted by the commit of its input step
+    (one transaction, one fsync, no row without its input); a queued start (``enqueue``)
+    creates its row durably on its own, as a worker must find it."""
     url = f"sqlite:///{tmp_path / 'start.db'}"
     store = connect(url)
-    modes: dict[str, int] = {}  # run id -> PRAGMA synchronous when its row went in
-    insert = store._insert_run  # type: ignore[attr-defined]
+    inserted: dict[str, bool] = {}  # run id -> inserted inside a commit
+    transactions: list[str] = []
+    committing = False
+    insert, commit, tx = store._insert_run, store.commit, store._tx  # type: ignore[attr-defined]
 
     def observed(db: Any, tenant_id: str, run_id: str, *a: Any, **kw: Any) -> Any:
-        modes[run_id] = db.execute("PRAGMA synchronous").fetchone()[0]
+        inserted[run_id] = committing
         return insert(db, tenant_id, run_id, *a, **kw)
 
+    def counted_commit(*a: Any) -> None:
+        nonlocal committing
+        committing = True
+        try:
+            commit(*a)
+        finally:
+            committing = False
+
+    def counted_tx(*a: Any, **kw: Any) -> Any:
+        transactions.append("tx")
+        return tx(*a, **kw)
+
     monkeypatch.setattr(store, "_insert_run", observed)
+    monkeypatch.setattr(store, "commit", counted_commit)
+    monkeypatch.setattr(store, "_tx", counted_tx)
     app = _app(store)
     assert app.invoke({"n": 0}, {"configurable": {"thread_id": "fresh"}}) == {"n": 1}
+    assert inserted == {"fresh": True}
+    assert len(transactions) == 2  # the input step with the row, the node's step
     Wayline(store).start(app, {"n": 0}, run_id="queued")
-    assert modes == {"fresh": 1, "queued": 2}  # NORMAL, FULL
+    assert inserted == {"fresh": True, "queued": False}
     run = connect(url).get_run("default", "fresh")  # another connection sees it all
-    assert run is not None and run.status == "done" and run.step == 1
+    assert run is not None and run.status == "done" and run.step == 1 and run.fencing_token == 1
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_a_run_started_elsewhere_first_is_continued_not_created(
+    monkeypatch: pytest.MonkeyPatch, durability: str
+) -> None:
+    """Two processes start the same thread at once: the one whose input commits second
+    finds the row there (RunExistsError inside its commit, nothing written) and continues
+    the run as an existing one: it takes the lease over and its input is the next step."""
+    store = connect("sqlite:///:memory:")
+    app = _app(store)
+    cfg = {"configurable": {"thread_id": "t"}}
+    get_run = store.get_run
+    raced: list[bool] = []
+
+    def late_read(tenant_id: str, run_id: str) -> Any:
+        run = get_run(tenant_id, run_id)
+        if run is None and not raced:  # the other process starts it between read and commit
+            raced.append(True)
+            assert app.invoke({"n": 10}, cfg) == {"n": 11}
+        return run
+
+    monkeypatch.setattr(store, "get_run", late_read)
+    assert app.invoke({"n": 0}, cfg, durability=durability) == {"n": 1}
+    run = get_run("default", "t")
+    assert raced and run is not None and run.status == "done"
+    assert run.step == 3 and run.fencing_token == 2  # two inputs, two steps; claimed again
+    assert [s.values for s in app.get_state_history(cfg)][::-1] == [
+        {"n": 10},
+        {"n": 11},
+        {"n": 0},
+        {"n": 1},
+    ]

@@ -12,6 +12,7 @@ import dataclasses
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from wayline.errors import (
     ParentCommand,
     RedactedRunError,
     ResumeError,
+    RunExistsError,
     RunParkedError,
     VersionMismatchError,
 )
@@ -69,6 +71,7 @@ from wayline.store.records import (
     CommitBatch,
     DeltaRecord,
     PendingWriteRecord,
+    RunCreation,
     RunRecord,
     RunStatus,
     RunUpdate,
@@ -201,6 +204,8 @@ class RunLoop:
         run's recorded step or status (it would rewind a run that could not be read)."""
         self.origin: ForkOrigin | None = None
         """Set for a fork: its effects run under the fork's effect mode (travel.py)."""
+        self.creating: RunCreation | None = None
+        """A new run's row, created by the commit of its input step (one transaction)."""
         self.invocation = Invocation()
         """What this invocation hands its nodes: runtime context, ``previous``, streams."""
 
@@ -219,6 +224,14 @@ class RunLoop:
     # -- lifecycle --------------------------------------------------------------------
 
     def begin(self, input: Any) -> Iterator[Event]:
+        try:
+            yield from self._begin(input, create_with_input=True)
+        except RunExistsError:  # another process started the run since it was read: it
+            self.sink.close()  # is continued as any existing run is (nothing was written)
+            self._sink, self.token = None, 0
+            yield from self._begin(input, create_with_input=False)
+
+    def _begin(self, input: Any, *, create_with_input: bool) -> Iterator[Event]:
         g = self.graph
         run = self.claimed_run or self.store.get_run(self.tenant_id, self.run_id)
         if run is None:
@@ -227,19 +240,7 @@ class RunLoop:
                     f"there is no run {self.run_id!r} (tenant {self.tenant_id!r}) to continue "
                     "or resume: start it with an input first; nothing was created"
                 )
-            run = self.store.create_run(
-                self.tenant_id,
-                self.run_id,
-                graph_name=g.name,
-                graph_version=g.version,
-                durability=self.durability,
-                schema_version=g.schema_version,
-                subject=_subject(self.config),
-                classes=g.schema.classes,
-                lease=None if self.claimed else (self.owner, self.lease_seconds),
-            )
-            if run.lease_owner == self.owner:  # created here, claimed in the same statement
-                self.token, self.claimed = run.fencing_token, True
+            run = self._new_run(create_with_input and _input_only(input))
         if run.graph_name != g.name or run.graph_version != g.version:
             raise VersionMismatchError(
                 f"run {self.run_id!r} was written by {run.graph_name}@{run.graph_version}, "
@@ -253,7 +254,7 @@ class RunLoop:
         self.subject = run.subject
         if run.subject and run.classes:  # classified values sealed under the subject's keys
             self.seal = SubjectSeal(self.store, self.tenant_id, run.subject, run.classes)
-        if not self.claimed:
+        if not self.claimed and self.creating is None:
             self.token = self.store.claim(
                 self.tenant_id,
                 self.run_id,
@@ -318,6 +319,41 @@ class RunLoop:
             raise ResumeError(
                 f"run {self.run_id!r} has no input yet: pass an input to invoke, not None"
             )
+
+    def _new_run(self, with_input: bool) -> RunRecord:
+        """The row of a run this invocation starts. ``with_input``: the row goes in with
+        the input step, in its transaction (no commit of its own, and no row left behind
+        by a process that dies before its input is durable); else it is created now."""
+        g = self.graph
+        subject = _subject(self.config)
+        if with_input and not self.claimed:
+            self.creating = RunCreation(
+                g.name,
+                g.version,
+                self.durability,
+                self.owner,
+                self.lease_seconds,
+                schema_version=g.schema_version,
+                subject=subject,
+                classes=dict(g.schema.classes),
+            )
+            run = self.creating.record(self.tenant_id, self.run_id, time.time())
+            self.token = run.fencing_token
+            return run
+        run = self.store.create_run(
+            self.tenant_id,
+            self.run_id,
+            graph_name=g.name,
+            graph_version=g.version,
+            durability=self.durability,
+            schema_version=g.schema_version,
+            subject=subject,
+            classes=g.schema.classes,
+            lease=None if self.claimed else (self.owner, self.lease_seconds),
+        )
+        if run.lease_owner == self.owner:  # created here, claimed in the same statement
+            self.token, self.claimed = run.fencing_token, True
+        return run
 
     def close(self, error: BaseException | None) -> None:
         """Make what was submitted durable (exit mode: now), then give the lease up, on
@@ -636,7 +672,12 @@ class RunLoop:
                 seal=self.seal,
             )
             self.snapshots.taken(step, len(batch.snapshots[-1].payload))
-        self.sink.submit(batch)
+        if self.creating is None:
+            self.sink.submit(batch)
+        else:  # a new run's input step: its row goes in with it, held from then on
+            batch.create, self.creating = self.creating, None
+            self.sink.commit_now(batch)
+            self.claimed = True
         self.channels, self.next_tasks, self.step, self.logs = staged, next_tasks, step, logs
         self.unfinished.committed()
 
@@ -710,6 +751,12 @@ def _staged(
         if key in channels and staged[key] is channels[key]:
             staged[key] = channels[key].copy()
     return staged
+
+
+def _input_only(input: Any) -> bool:
+    """Whether ``input`` starts a run with its input step alone: a resume commits its
+    answers first, so its run is created before it."""
+    return not isinstance(input, Command) or input.resume is None
 
 
 def _starts_a_run(input: Any) -> bool:

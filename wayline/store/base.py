@@ -170,7 +170,9 @@ class Store(Protocol):
         ...
 
     def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
-        """Apply ``batch`` in one transaction if ``token`` is current, else raise LeaseLost."""
+        """Apply ``batch`` in one transaction if ``token`` is current, else raise LeaseLost.
+        A batch that creates its run (``batch.create``) inserts the row first, born claimed
+        with token 1; if the run exists it writes nothing and raises RunExistsError."""
         ...
 
     def commit_many(

@@ -7,6 +7,7 @@ milliseconds of commits on a server crash for latency (a worker kill still loses
 A ``?schema=NAME`` URL option keeps wayline's tables in their own schema; ``?rls=1`` scopes
 every transaction to its tenant for row-level security (``wayline db upgrade --rls``), and
 ``?rls=1&tenant=T`` pins a store to tenant T: the database itself then refuses it the rest.
+``?prepare_threshold=none`` turns prepared statements off (for a pooler that cannot keep them).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import dataclasses
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from wayline.errors import (
     LeaseLost,
+    RunExistsError,
     StoreError,
     StoreFullError,
     StoreNotFoundError,
@@ -33,6 +35,7 @@ from wayline.store.records import CommitBatch
 from wayline.store.sql_store import (
     Executor,
     SQLStore,
+    created_params,
     fence_params,
     load_queries,
     split_statements,
@@ -61,7 +64,14 @@ SELECT table_name FROM information_schema.tables
 WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name
 """
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-_WAYLINE_OPTIONS = ("schema", "synchronous_commit", "pool_size", "rls", "tenant")
+_WAYLINE_OPTIONS = (
+    "schema",
+    "synchronous_commit",
+    "pool_size",
+    "prepare_threshold",
+    "rls",
+    "tenant",
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -83,6 +93,14 @@ class _Executor:
             cur.executemany(query, rows)  # pipelined: one round trip for all the rows
             return _Changed(cur.rowcount)  # the rows all of them changed (read before close)
 
+    def copy(self, statement: tuple[str, Sequence[str]], rows: Sequence[Sequence[Any]]) -> None:
+        """``COPY ... FROM STDIN (FORMAT BINARY)`` of ``rows``, typed as ``statement`` says."""
+        query, types = statement
+        with self.conn.cursor() as cur, cur.copy(query) as copy:
+            copy.set_types(types)
+            for row in rows:
+                copy.write_row(row)
+
 
 Q_PUT_SEGMENTS = """
 INSERT INTO segments (tenant_id, run_id, seg_id, channel, level, first_step, last_step, payload,
@@ -97,6 +115,19 @@ run of 300 steps commits 16 or more at once: 2.8 ms of round trips, 1.4 ms this 
 2-vCPU dev machine's embedded server)."""
 
 
+COPY_DELTAS = (
+    "COPY deltas (tenant_id, run_id, step, payload, fencing_token, sizes, crc) "
+    "FROM STDIN (FORMAT BINARY)",
+    ("text", "text", "int8", "bytea", "int8", "text", "int8"),
+)
+COPY_METER = (
+    "COPY meter (tenant_id, run_id, step, tbl, channel, bytes) FROM STDIN (FORMAT BINARY)",
+    ("text", "text", "int8", "text", "text", "int8"),
+)
+"""A commit's deltas (and meter rows), when it carries several, as one binary COPY: the
+final commit of an exit-mode run of 300 steps (``bench/fleet.py``, one run) took 2.8 ms for
+its deltas pipelined as an ``executemany``, 2.2 ms as an INSERT over binary arrays (which
+psycopg builds in Python) and 1.6 ms this way; with one row the plain insert stays."""
 Q_PUT_DELTAS = """
 INSERT INTO deltas (tenant_id, run_id, step, payload, fencing_token, sizes, crc)
 SELECT * FROM unnest(%b::text[], %b::text[], %b::bigint[], %b::bytea[], %b::bigint[],
@@ -107,10 +138,8 @@ INSERT INTO meter (tenant_id, run_id, step, tbl, channel, bytes)
 SELECT * FROM unnest(%b::text[], %b::text[], %b::bigint[], %b::text[], %b::text[],
     %b::bigint[])
 """
-"""A commit's deltas (and meter rows), when it carries several, as one statement over binary
-arrays: the final commit of an exit-mode run of 300 steps (``bench/fleet.py``, one run) took
-2.8 ms for its deltas pipelined as an ``executemany`` and 2.3 ms this way, and 1.2 ms for
-its 96 meter rows against 0.7 ms; with one row the plain insert stays."""
+"""The same as one INSERT over binary arrays, under row-level security, which PostgreSQL
+does not apply to ``COPY FROM`` (it refuses it)."""
 
 
 Q_STEP_ONE_TRIP = f"""
@@ -124,6 +153,21 @@ is its own transaction, so the commit is one round trip instead of four (measure
 2-vCPU dev machine with the embedded server: 4.5 ms a sync step before, see bench/fleet.py)."""
 
 
+Q_CREATE_ONE_TRIP = """
+WITH created AS (
+    INSERT INTO runs (tenant_id, run_id, graph_name, graph_version, status, step, next_nodes,
+        durability, fencing_token, lease_owner, lease_expires_at, error, state_digest,
+        created_at, updated_at, schema_version, incarnation, queued_at, subject, classes)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 1, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+    ON CONFLICT (tenant_id, run_id) DO NOTHING RETURNING 1
+)
+INSERT INTO deltas (tenant_id, run_id, step, payload, fencing_token, sizes, crc)
+SELECT %s, %s, %s, %s, %s, %s, %s FROM created
+"""
+"""A new run's row, as its input step leaves it, and that step's delta as one statement
+(``Q_STEP_ONE_TRIP`` for a run's first commit): no delta when the run exists already."""
+
+
 def _write_error(exc: psycopg.Error) -> StoreError:
     if isinstance(exc, psycopg.errors.DiskFull):
         return StoreFullError(
@@ -132,6 +176,20 @@ def _write_error(exc: psycopg.Error) -> StoreError:
             "server, then resume the run (a worker continues from its last committed step)"
         )
     return StoreError(f"PostgreSQL write failed and was rolled back: {exc}")
+
+
+def _prepare_threshold(value: str | None) -> int | None:
+    """Executions of a statement before psycopg prepares it on a connection: 0 by default,
+    so a statement a run sends once (its final commit's) is planned once per connection,
+    not each time (as LangGraph's ``PostgresSaver`` connects); ``none`` turns preparing off
+    (a pooler in transaction mode that cannot hold prepared statements)."""
+    if value is None:
+        return 0
+    if value.lower() == "none":
+        return None
+    if not value.isdigit():
+        raise StoreURLError(f"prepare_threshold must be a count or 'none', got {value!r}")
+    return int(value)
 
 
 def _columns(rows: Sequence[tuple[Any, ...]]) -> list[list[Any]]:
@@ -203,7 +261,11 @@ class PostgresStore(SQLStore):
                 conninfo,
                 min_size=1,
                 max_size=size,
-                kwargs={"autocommit": True, "options": " ".join(settings)},
+                kwargs={
+                    "autocommit": True,
+                    "options": " ".join(settings),
+                    "prepare_threshold": _prepare_threshold(options.get("prepare_threshold")),
+                },
                 open=True,
                 name="wayline",
             )
@@ -244,29 +306,49 @@ class PostgresStore(SQLStore):
         key = (tenant_id, run_id)
         sealed = self._sealed(tenant_id, run_id, batch)
         (d,) = sealed.deltas
-        _, fence = fence_params(self.q, key, token, sealed, time.time(), "")
         check = crc(("deltas", *key, d.step), d.payload)
         row = (*key, d.step, d.payload, token, d.sizes(), check)
+        if batch.create is None:
+            _, fence = fence_params(self.q, key, token, sealed, time.time(), "")
+            query, params = Q_STEP_ONE_TRIP, (*fence, *row)
+        else:
+            query, params = Q_CREATE_ONE_TRIP, (*created_params(key, batch, time.time()), *row)
         try:
             with self._pool.connection() as conn:  # autocommit: one statement, one transaction
-                changed = conn.execute(Q_STEP_ONE_TRIP, (*fence, *row)).rowcount
+                changed = conn.execute(query, params).rowcount
         except psycopg.Error as exc:
             raise _write_error(exc) from exc
-        if changed != 1:
-            raise LeaseLost(run_id, token)
+        if changed == 1:
+            return
+        if batch.create is not None:
+            raise RunExistsError(run_id)
+        raise LeaseLost(run_id, token)
 
     def _put_segments(self, db: Executor, rows: Sequence[tuple[Any, ...]]) -> set[str]:
         return {seg_id for (seg_id,) in db.execute(Q_PUT_SEGMENTS, _columns(rows)).fetchall()}
 
     def _put_deltas(self, db: Executor, rows: Sequence[tuple[Any, ...]]) -> None:
-        if len(rows) == 1:
-            return super()._put_deltas(db, rows)
-        db.execute(Q_PUT_DELTAS, _columns(rows))
+        self._put_rows(db, rows, COPY_DELTAS, Q_PUT_DELTAS, super()._put_deltas)
 
     def _put_meter(self, db: Executor, rows: Sequence[tuple[Any, ...]]) -> None:
-        if len(rows) == 1:
-            return super()._put_meter(db, rows)
-        db.execute(Q_PUT_METER, _columns(rows))
+        self._put_rows(db, rows, COPY_METER, Q_PUT_METER, super()._put_meter)
+
+    def _put_rows(
+        self,
+        db: Executor,
+        rows: Sequence[tuple[Any, ...]],
+        copy: tuple[str, Sequence[str]],
+        insert: str,
+        one: Callable[[Executor, Sequence[tuple[Any, ...]]], None],
+    ) -> None:
+        """One row plainly (``one``); several as one ``copy``, or under row-level security
+        as one ``insert`` over arrays."""
+        if len(rows) == 1 or not isinstance(db, _Executor):
+            one(db, rows)
+        elif self.rls:
+            db.execute(insert, _columns(rows))
+        else:
+            db.copy(copy, rows)
 
     def _rescope(self, db: Executor, tenant: str) -> None:
         if isinstance(db, _Executor):

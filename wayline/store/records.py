@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import uuid
 from collections.abc import Mapping
 from typing import Literal, cast, get_args
 
@@ -27,6 +28,7 @@ __all__ = [
     "InterruptRecord",
     "MeterRow",
     "PendingWriteRecord",
+    "RunCreation",
     "RunRecord",
     "RunStatus",
     "RunUpdate",
@@ -308,6 +310,49 @@ class RunUpdate:
     state_digest: str | None = None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunCreation:
+    """A run row created by the commit of its first batch (its input step): the row and
+    the input become durable together, in one transaction, and a process that dies before
+    that commit leaves no row behind. Born claimed by ``owner`` (fencing token 1), as
+    ``Store.create_run`` with a lease; if the run exists already the commit writes nothing
+    and raises ``RunExistsError``."""
+
+    graph_name: str
+    graph_version: str
+    durability: str
+    owner: str
+    lease_seconds: float
+    schema_version: str = ""
+    subject: str | None = None
+    classes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    incarnation: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)
+
+    def record(self, tenant_id: str, run_id: str, now: float) -> RunRecord:
+        """The row as this creation will write it, before its first step commits."""
+        return RunRecord(
+            tenant_id,
+            run_id,
+            self.graph_name,
+            self.graph_version,
+            "pending",
+            -1,
+            (),
+            self.durability,
+            1,
+            self.owner,
+            now + self.lease_seconds,
+            None,
+            None,
+            now,
+            now,
+            schema_version=self.schema_version,
+            incarnation=self.incarnation,
+            subject=self.subject,
+            classes=dict(self.classes),
+        )
+
+
 @dataclasses.dataclass(slots=True)
 class CommitBatch:
     """Everything one durable commit writes, in one transaction, under one fencing token.
@@ -332,8 +377,11 @@ class CommitBatch:
     effects: list[EffectWrite] = dataclasses.field(default_factory=list)
     """Effect records (an intent before its dispatch, an outcome after): committed through
     the same path as steps, so a worker's runs share the fsync (``EffectLedger``)."""
+    create: RunCreation | None = None
+    """The run row this batch creates before its other rows (a new run's first batch)."""
 
     def merge(self, later: CommitBatch) -> None:
+        self.create = self.create or later.create
         self.deltas.extend(later.deltas)
         self.snapshots.extend(later.snapshots)
         self.segments.extend(later.segments)
@@ -353,7 +401,8 @@ class CommitBatch:
 
     def is_empty(self) -> bool:
         return not (
-            self.deltas
+            self.create
+            or self.deltas
             or self.snapshots
             or self.segments
             or self.blobs

@@ -61,6 +61,7 @@ def _fast(store: SQLStore, db: Executor, items: Sequence[Item], now: float) -> l
     updates: dict[str, list[tuple[Any, ...]]] = {}
     for tenant_id, run_id, token, batch in items:
         key = (tenant_id, run_id)
+        store._create(db, tenant_id, run_id, batch)
         query, params = first_fence(q, key, token, batch, now)
         updates.setdefault(query, []).append(params)
         fenced.append((key, token, batch))
@@ -84,6 +85,7 @@ def _isolated(store: SQLStore, items: Sequence[Item]) -> list[BaseException | No
             store._rescope(db, tenant_id)
             db.execute("SAVEPOINT wayline_run")
             try:
+                store._create(db, tenant_id, run_id, batch)
                 store._fence(db, tenant_id, run_id, token, batch, now)
                 store._write(db, [((tenant_id, run_id), token, batch)], now)
             except Exception as exc:

@@ -26,6 +26,7 @@ from wayline.errors import (
     LeaseConflictError,
     LeaseLost,
     NewerSchemaError,
+    RunExistsError,
     RunNotFoundError,
     SchemaError,
     StoreNotFoundError,
@@ -35,6 +36,7 @@ from wayline.store.lg_sql import LangGraphSQL, lg_payload_columns
 from wayline.store.payloads import Payloads
 from wayline.store.payloads import checksum as crc
 from wayline.store.records import (
+    SETTLED_STATUSES,
     AuditRecord,
     CommitBatch,
     DeltaRecord,
@@ -612,6 +614,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         batch = self._sealed(tenant_id, run_id, batch)  # the meter counts what is stored
         with self._tx(tenant_id) as db:
             now = time.time()
+            self._create(db, tenant_id, run_id, batch)
             self._fence(db, tenant_id, run_id, token, batch, now)
             self._write(db, [((tenant_id, run_id), token, batch)], now)
 
@@ -626,6 +629,27 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
     def _rescope(self, db: Executor, tenant: str) -> None:
         """Name the tenant of the next statements where the backend enforces tenancy itself
         (PostgreSQL row-level security); a group transaction spans several tenants."""
+
+    def _create(self, db: Executor, tenant_id: str, run_id: str, batch: CommitBatch) -> None:
+        """Insert the run row a batch creates (born claimed, token 1), or RunExistsError."""
+        new = batch.create
+        if new is None:
+            return
+        row = self._insert_run(
+            db,
+            tenant_id,
+            run_id,
+            new.graph_name,
+            new.graph_version,
+            new.durability,
+            new.schema_version,
+            subject=new.subject,
+            classes=new.classes,
+            incarnation=new.incarnation,
+            lease=(new.owner, new.lease_seconds),
+        )
+        if row is None:
+            raise RunExistsError(run_id)
 
     def _fence(
         self, db: Executor, tenant_id: str, run_id: str, token: int, batch: CommitBatch, now: float
@@ -1065,8 +1089,9 @@ def first_fence(
     q: SimpleNamespace, key: tuple[str, str], token: int, batch: CommitBatch, now: float
 ) -> tuple[str, tuple[Any, ...]]:
     """The fenced update to try first: a step of a held run keeps its status (``running``),
-    so the cheaper query that does not assign it; a status change has no cheaper one."""
-    moves = batch.run is not None and batch.run.status != "running"
+    so the cheaper query that does not assign it; a status change has no cheaper one (and a
+    row the batch creates is ``pending``: its first step changes the status)."""
+    moves = batch.create is not None or (batch.run is not None and batch.run.status != "running")
     return fence_params(q, key, token, batch, now, "" if moves else None)
 
 
@@ -1090,6 +1115,39 @@ def fence_params(
     if status is None or status == run.status:
         return q.Q_FENCE_STEP, (*step, *key, token, run.status)
     return q.Q_FENCE_UPDATE, (run.status, *step, run.status, run.status, *key, token)
+
+
+def created_params(key: tuple[str, str], batch: CommitBatch, now: float) -> tuple[Any, ...]:
+    """The row of a run that ``batch`` creates as its first step leaves it (the row
+    ``_create`` inserts, after the step's fenced update), for a backend that writes both in
+    one statement: tenant, run, graph, version, status, step, next nodes, durability, lease
+    owner and expiry (none once settled), error, digest, times, schema version,
+    incarnation, queued time, subject, classes."""
+    new, run = batch.create, batch.run
+    assert new is not None and run is not None
+    held = run.status not in SETTLED_STATUSES
+    owner, expires = (new.owner, now + new.lease_seconds) if held else (None, None)
+    nodes = _nodes_json(tuple(run.next_nodes))
+    return (
+        *key,
+        new.graph_name,
+        new.graph_version,
+        run.status,
+        run.step,
+        nodes,
+        new.durability,
+        owner,
+        expires,
+        run.error,
+        run.state_digest,
+        now,
+        now,
+        new.schema_version,
+        new.incarnation,
+        now,
+        new.subject,
+        _classes_json(new.classes),
+    )
 
 
 @functools.lru_cache(maxsize=1024)

@@ -65,6 +65,11 @@ class CommitSink:
     def submit(self, batch: CommitBatch) -> None:
         raise NotImplementedError
 
+    def commit_now(self, batch: CommitBatch) -> None:
+        """Commit ``batch`` at once, whatever the mode: a new run's input step, whose row
+        its commit creates (nothing is held before it)."""
+        self._commit(batch)
+
     def flush(self) -> None:
         """Return once everything submitted is durable."""
 
