@@ -231,6 +231,7 @@ class TracedGraph(CompiledGraph):
         breakpoints: tuple[frozenset[str], frozenset[str]] | None = None,
     ) -> Iterator[tuple[str, Any]]:
         inst = self._inst
+        loop.step_events = True  # each step's values event closes its span
         base = {"wayline.run_id": loop.run_id, "wayline.tenant": loop.tenant_id}
         attrs = {**base, "wayline.graph": self.name}
         with inst.tracer.start_as_current_span("wayline.run", attributes=attrs) as run_span:

@@ -104,3 +104,28 @@ def test_a_step_of_several_tasks_folds_them_together() -> None:
     assert CALLS[3:] == [(0, 1), (1, 1), (2, 1), (3, 1)]
     state = app.get_state({"configurable": {"thread_id": "two"}})
     assert state.values == out
+
+
+def test_invoke_builds_no_step_events_and_stream_builds_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``invoke`` reads only the result, so a step builds no ``values`` state for it; a
+    stream in ``values`` mode gets one a step, the input's included."""
+    from wayline.graph.loop import RunLoop
+
+    built: list[int] = []
+    values = RunLoop.values
+
+    def counted(self: RunLoop) -> dict[str, Any]:
+        built.append(self.step)
+        return values(self)
+
+    monkeypatch.setattr(RunLoop, "values", counted)
+    app = _graph(parallel=False).compile(connect("sqlite:///:memory:"))
+    out = app.invoke({"items": [], "n": 0}, {"configurable": {"thread_id": "quiet"}})
+    assert out == {"items": [0, 1, 2], "n": 3}
+    assert built == [0]  # the input step's, which tells a start from a resume
+    built.clear()
+    cfg = {"configurable": {"thread_id": "loud"}}
+    chunks = list(app.stream({"items": [], "n": 0}, cfg, stream_mode="values"))
+    assert chunks[-1] == out and len(chunks) == 4 and built == [0, 1, 2, 3]

@@ -226,6 +226,7 @@ class CompiledGraph:
         if _inside_task(config):
             return run_child(self, input, context=context)
         loop = self.make_loop(config, durability, context=context)
+        loop.step_events = False  # only the result is read
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         for _ in self.run_loop(loop, input, breakpoints=breaks):
             pass
@@ -270,6 +271,7 @@ class CompiledGraph:
         **kwargs: Any,
     ) -> dict[str, Any]:
         loop = self.make_loop(config, durability, context=context)
+        loop.step_events = False  # only the result is read
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         async for _ in self._adrive(loop, input, breaks):
             pass

@@ -230,6 +230,7 @@ class Worker:
                 self.completed += 1
             return
         held.loop = loop
+        loop.step_events = False  # nothing reads them here (a traced graph turns them on)
         with self._lock:
             self._held[key] = held
             if self.stopping.is_set():
