@@ -6,8 +6,9 @@ from typing import Any, TypedDict
 
 import pytest
 
-from wayline import END, START, StateGraph, connect
+from wayline import END, START, Command, StateGraph, connect
 from wayline.client import Wayline
+from wayline.errors import ResumeError
 from wayline.store.base import Store
 
 
@@ -119,3 +120,15 @@ def test_a_run_started_elsewhere_first_is_continued_not_created(
         {"n": 0},
         {"n": 1},
     ]
+
+
+def test_a_start_refused_before_its_input_commits_leaves_no_row() -> None:
+    """A resume of a thread that never ran has no question to answer: refused, with no
+    row written (it would be a run with no input that nothing could continue)."""
+    store = connect("sqlite:///:memory:")
+    app = _app(store)
+    cfg = {"configurable": {"thread_id": "never"}}
+    with pytest.raises(ResumeError, match="no pending interrupt"):
+        app.invoke(Command(resume="yes", update={"n": 1}), cfg)
+    assert store.get_run("default", "never") is None
+    assert app.invoke({"n": 0}, cfg) == {"n": 1}  # the thread starts as a new one

@@ -243,7 +243,7 @@ class RunLoop:
                     f"there is no run {self.run_id!r} (tenant {self.tenant_id!r}) to continue "
                     "or resume: start it with an input first; nothing was created"
                 )
-            run = self._new_run(create_with_input and _input_only(input))
+            run = self._new_run(create_with_input)
         if run.graph_name != g.name or run.graph_version != g.version:
             raise VersionMismatchError(
                 f"run {self.run_id!r} was written by {run.graph_name}@{run.graph_version}, "
@@ -756,12 +756,6 @@ def _staged(
         if key in channels and staged[key] is channels[key]:
             staged[key] = channels[key].copy()
     return staged
-
-
-def _input_only(input: Any) -> bool:
-    """Whether ``input`` starts a run with its input step alone: a resume commits its
-    answers first, so its run is created before it."""
-    return not isinstance(input, Command) or input.resume is None
 
 
 def _starts_a_run(input: Any) -> bool:

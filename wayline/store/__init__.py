@@ -24,7 +24,8 @@ def open_store(
     ``sqlite:///:memory:``, ``postgresql://user@host/db``; options as query parameters
     (SQLite ``?synchronous=NORMAL``, ``?secure_delete=off``, ``?busy_timeout_ms=N``: how
     long a write waits for another process's write, 10,000 by default; PostgreSQL
-    ``?schema=NAME&synchronous_commit=off``).
+    ``?schema=NAME&synchronous_commit=off``, ``?prepare_threshold=none`` behind a pooler
+    that cannot keep prepared statements).
 
     A new database gets the current schema. An existing one with an older schema is refused
     with a clear error unless ``upgrade`` (``wayline db upgrade``) applies the migrations.
