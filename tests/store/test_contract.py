@@ -76,6 +76,7 @@ def test_a_commit_creates_its_run_with_its_first_batch(store: Store) -> None:
     assert (run.status, run.step, run.next_nodes) == ("running", 0, ("a",))
     assert (run.lease_owner, run.fencing_token, run.incarnation) == ("me", 1, new.incarnation)
     assert (run.subject, dict(run.classes)) == ("ann", {"n": "pii"})
+    assert (run.attempts, run.wake_at, run.cancel_requested, run.inbox) == (0, None, False, None)
     assert [d.step for d in store.load_deltas(T, "r1", -1, 0)] == [0]
     with pytest.raises(LeaseConflictError):
         store.claim(T, "r1", owner="w", lease_seconds=30)
@@ -87,6 +88,13 @@ def test_a_commit_creates_its_run_with_its_first_batch(store: Store) -> None:
     after = store.get_run(T, "r1")
     assert after is not None and (after.status, after.lease_owner) == ("running", "me")
     assert [d.payload for d in store.load_deltas(T, "r1", -1, 0)] == [b"x"]
+    done = CommitBatch(deltas=[DeltaRecord(0, b"z")], run=RunUpdate("done", 0, (), None, "d"))
+    done.create = RunCreation("g", "1", "exit", "me", 30)
+    store.commit(T, "r2", 1, done)  # a run that finishes in its first step holds no lease
+    settled = store.get_run(T, "r2")
+    assert settled is not None and (settled.status, settled.state_digest) == ("done", "d")
+    assert (settled.lease_owner, settled.lease_expires_at, settled.fencing_token) == (None, None, 1)
+    assert (settled.durability, settled.subject, dict(settled.classes)) == ("exit", None, {})
 
 
 def test_a_group_commit_creates_runs_and_refuses_an_existing_one_alone(store: Store) -> None:

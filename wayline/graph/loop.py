@@ -230,8 +230,9 @@ class RunLoop:
         try:
             yield from self._begin(input, create_with_input=True)
         except RunExistsError:  # another process started the run since it was read: it
-            self.sink.close()  # is continued as any existing run is (nothing was written)
-            self._sink, self.token = None, 0
+            if self._sink is not None:  # is continued as any existing run is (nothing of
+                self._sink.close()  # this start was written)
+            self._sink, self.token, self.seal = None, 0, None
             yield from self._begin(input, create_with_input=False)
 
     def _begin(self, input: Any, *, create_with_input: bool) -> Iterator[Event]:
