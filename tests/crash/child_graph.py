@@ -293,6 +293,21 @@ def _wait_peers_saved(probe: Probe) -> bool:
 # -- running ------------------------------------------------------------------------------
 
 
+def block_in_start(app: CompiledGraph, probe: Probe) -> None:
+    """Stop inside the transaction that creates the run with its input step, right after
+    the run's row went in and before anything is committed."""
+    store: Any = app.store
+    create = store._create
+
+    def blocking(db: Any, tenant_id: str, run_id: str, batch: Any) -> None:
+        create(db, tenant_id, run_id, batch)
+        if batch.create is not None:
+            probe.mark(event="in_start", run=run_id)
+            block_forever()
+
+    store._create = blocking
+
+
 def config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}, "recursion_limit": 10_000}
 
@@ -336,6 +351,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--block-at", type=int)
     p.add_argument("--stall-at", type=int)
     p.add_argument("--stall-durable", type=int)
+    p.add_argument(
+        "--block-in-start",
+        action="store_true",
+        help="block inside the commit that creates the run, after its row is inserted",
+    )
     p.add_argument("--out")
     args = p.parse_args(argv)
 
@@ -353,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     app = build(args.graph, f"sqlite:///{args.db}", probe)
     cfg = config(args.thread)
     probe.app, probe.cfg = app, cfg
+    if args.block_in_start:
+        block_in_start(app, probe)
     inp = graph_input(args.graph) if args.role == "run" else None
     result = app.invoke(inp, cfg, durability=args.mode)
     if args.out:

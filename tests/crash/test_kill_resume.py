@@ -21,6 +21,7 @@ import child_graph as cg
 import pytest
 from crash_harness import CrashRun, run_baseline
 
+import wayline
 from wayline.store.writer import AsyncSink
 
 pytestmark = pytest.mark.crash
@@ -51,6 +52,34 @@ def assert_finished_like(
     assert final["committed_digest"] is not None
     assert final["committed_digest"] == final["reconstructed_digest"]
     assert final["committed_digest"] == baseline["committed_digest"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "exit"])
+def test_a_start_killed_inside_its_first_commit_leaves_no_row(
+    crash_run: Callable[[str, str], CrashRun], tmp_path: Path, mode: str
+) -> None:
+    """The run's row and its input step are one transaction: killed with the row inserted
+    and nothing committed, the store holds no run at all (not a row without its input,
+    which nothing could continue), and starting the thread again runs it whole."""
+    run = crash_run("linear", mode)
+    proc = run.start("--block-in-start")
+    marker = run.wait_for_marker(proc)
+    assert marker == {"pid": proc.pid, "event": "in_start", "run": run.thread}
+    run.sigkill(proc)
+    assert run.executions() == [], "no node ran: the kill came before the first step"
+    store = wayline.connect(run.url)
+    assert store.get_run("default", run.thread) is None
+    assert store.list_runs("default") == []
+    store.close()
+
+    again = run.start(label="again")
+    assert again.wait(timeout=60) == 0, run.stderr("again")
+    assert [n for _, n in run.executions("again")] == list(range(STEPS))
+    baseline, _ = run_baseline(tmp_path, "linear", mode)
+    final = run.durable()
+    assert final["values"] == baseline["values"] == cg.expected_linear()
+    assert final["committed_digest"] == baseline["committed_digest"]
+    assert final["step"] == STEPS
 
 
 @pytest.mark.parametrize("mode", ["sync", "async", "exit"])
