@@ -11,9 +11,9 @@ commit the whole queue together, the others only when their commit is done (one 
 request: every thread switch costs a worker CPU under the GIL). The leader wakes only the
 first of its group, and each woken thread wakes the next: a group woken at once put all its
 threads on the run queues of every core together, to fight over the GIL, and one worker at
-concurrency 8 on two cores ran 5,870 steps/s that way against 6,300 woken in a chain
-(``bench/fleet.py``, SQLite). Each run still waits for its own commit before its next step,
-so sync semantics are unchanged.
+concurrency 8 on two cores ran 5,870 steps/s that way against 6,300 woken in a chain (the
+worker cell of ``bench/fleet.py``, SQLite, 3 runs each way). Each run still waits for its
+own commit before its next step, so sync semantics are unchanged.
 
 Inside the shared transaction each run's batch is fenced by its own token
 (``Store.commit_many``): a run whose lease is gone or whose rows are bad gets its own error,
