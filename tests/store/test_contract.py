@@ -44,35 +44,20 @@ def test_create_run_is_idempotent(store: Store) -> None:
     assert again.graph_name == "g" and again.created_at == first.created_at
 
 
-def test_a_run_created_with_a_lease_is_born_claimed(store: Store) -> None:
-    """The process that starts a run takes it in the same statement: fencing token 1, no
-    claim of its own, and no worker can claim it first."""
-    before = time.time()
-    run = store.create_run(
-        T, "r1", graph_name="g", graph_version="1", durability="sync", lease=("me", 30)
-    )
-    assert (run.lease_owner, run.fencing_token, run.status) == ("me", 1, "pending")
-    assert run.lease_expires_at is not None and run.lease_expires_at >= before + 30
-    assert store.claim_next(owner="w", lease_seconds=30, graphs=[("g", "1")]) is None
-    with pytest.raises(LeaseConflictError):
-        store.claim(T, "r1", owner="w", lease_seconds=30)
-    batch = CommitBatch(deltas=[DeltaRecord(0, b"x")], run=RunUpdate("running", 0, ("a",)))
-    store.commit(T, "r1", 1, batch)  # the token it was born with fences its commits
-    again = store.create_run(
-        T, "r1", graph_name="g", graph_version="1", durability="sync", lease=("other", 30)
-    )
-    assert (again.lease_owner, again.fencing_token, again.step) == ("me", 1, 0)  # as it was
-
-
 def test_a_commit_creates_its_run_with_its_first_batch(store: Store) -> None:
-    """A new run's row and its input step in one transaction: born claimed (token 1), the
-    batch applied to it; a second creation writes nothing and says the run exists."""
+    """A new run's row and its input step in one transaction: born claimed (token 1), so
+    the process that starts a run needs no claim of its own and no worker can take it
+    first; the batch applied to it; a second creation writes nothing and says the run
+    exists."""
+    before = time.time()
     new = RunCreation("g", "1", "sync", "me", 30, subject="ann", classes={"n": "pii"})
     step = CommitBatch(deltas=[DeltaRecord(0, b"x")], run=RunUpdate("running", 0, ("a",)))
     step.create = new
     store.commit(T, "r1", 1, step)
     run = store.get_run(T, "r1")
     assert run is not None
+    assert run.lease_expires_at is not None and run.lease_expires_at >= before + 30
+    assert store.claim_next(owner="w", lease_seconds=30, graphs=[("g", "1")]) is None
     assert (run.status, run.step, run.next_nodes) == ("running", 0, ("a",))
     assert (run.lease_owner, run.fencing_token, run.incarnation) == ("me", 1, new.incarnation)
     assert (run.subject, dict(run.classes)) == ("ann", {"n": "pii"})

@@ -228,14 +228,14 @@ class RunLoop:
 
     def begin(self, input: Any) -> Iterator[Event]:
         try:
-            yield from self._begin(input, create_with_input=True)
-        except RunExistsError:  # another process started the run since it was read: it
-            if self._sink is not None:  # is continued as any existing run is (nothing of
-                self._sink.close()  # this start was written)
+            yield from self._begin(input)
+        except RunExistsError:  # another process started the run since it was read: read
+            if self._sink is not None:  # it again and continue it as any existing run
+                self._sink.close()  # (nothing of this start was written)
             self._sink, self.token, self.seal = None, 0, None
-            yield from self._begin(input, create_with_input=False)
+            yield from self._begin(input)
 
-    def _begin(self, input: Any, *, create_with_input: bool) -> Iterator[Event]:
+    def _begin(self, input: Any) -> Iterator[Event]:
         g = self.graph
         run = self.claimed_run or self.store.get_run(self.tenant_id, self.run_id)
         if run is None:
@@ -244,7 +244,7 @@ class RunLoop:
                     f"there is no run {self.run_id!r} (tenant {self.tenant_id!r}) to continue "
                     "or resume: start it with an input first; nothing was created"
                 )
-            run = self._new_run(create_with_input)
+            run = self._new_run()
         if run.graph_name != g.name or run.graph_version != g.version:
             raise VersionMismatchError(
                 f"run {self.run_id!r} was written by {run.graph_name}@{run.graph_version}, "
@@ -324,39 +324,36 @@ class RunLoop:
                 f"run {self.run_id!r} has no input yet: pass an input to invoke, not None"
             )
 
-    def _new_run(self, with_input: bool) -> RunRecord:
-        """The row of a run this invocation starts. ``with_input``: the row goes in with
-        the input step, in its transaction (no commit of its own, and no row left behind
-        by a process that dies before its input is durable); else it is created now."""
+    def _new_run(self) -> RunRecord:
+        """The row of a run this invocation starts, as the commit of its input step will
+        insert it, in that step's transaction: no commit of its own, and no row left behind
+        by a process that dies before its input is durable. (A loop handed a token, a
+        fork's, finds no row only if it was removed meanwhile: it is created as it was.)"""
         g = self.graph
         subject = _subject(self.config)
-        if with_input and not self.claimed:
-            self.creating = RunCreation(
-                g.name,
-                g.version,
-                self.durability,
-                self.owner,
-                self.lease_seconds,
+        if self.claimed:
+            return self.store.create_run(
+                self.tenant_id,
+                self.run_id,
+                graph_name=g.name,
+                graph_version=g.version,
+                durability=self.durability,
                 schema_version=g.schema_version,
                 subject=subject,
-                classes=dict(g.schema.classes),
+                classes=g.schema.classes,
             )
-            run = self.creating.record(self.tenant_id, self.run_id, time.time())
-            self.token = run.fencing_token
-            return run
-        run = self.store.create_run(
-            self.tenant_id,
-            self.run_id,
-            graph_name=g.name,
-            graph_version=g.version,
-            durability=self.durability,
+        self.creating = RunCreation(
+            g.name,
+            g.version,
+            self.durability,
+            self.owner,
+            self.lease_seconds,
             schema_version=g.schema_version,
             subject=subject,
-            classes=g.schema.classes,
-            lease=None if self.claimed else (self.owner, self.lease_seconds),
+            classes=dict(g.schema.classes),
         )
-        if run.lease_owner == self.owner:  # created here, claimed in the same statement
-            self.token, self.claimed = run.fencing_token, True
+        run = self.creating.record(self.tenant_id, self.run_id, time.time())
+        self.token = run.fencing_token
         return run
 
     def close(self, error: BaseException | None) -> None:

@@ -72,15 +72,10 @@ class Store(Protocol):
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
         incarnation: str | None = None,
-        lease: tuple[str, float] | None = None,
     ) -> RunRecord:
         """Create the run row, or return the existing one: creating twice is not an error.
-        ``incarnation``: the new run's (default: random). ``lease`` (owner, seconds): a run
-        this call creates is created claimed by that owner, fencing token 1, so the process
-        that starts a run needs no claim of its own and no worker can take it first; an
-        existing run comes back as it is (its ``lease_owner`` says whether it is held).
-        Such a row may become durable only with its holder's first commit, as a lease does
-        (SQLite with ``synchronous=FULL`` writes it without an fsync of its own)."""
+        ``incarnation``: the new run's (default: random). (A run that ``invoke`` starts is
+        created by the commit of its input step instead: ``CommitBatch.create``.)"""
         ...
 
     def get_run(self, tenant_id: str, run_id: str) -> RunRecord | None: ...

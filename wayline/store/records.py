@@ -314,9 +314,9 @@ class RunUpdate:
 class RunCreation:
     """A run row created by the commit of its first batch (its input step): the row and
     the input become durable together, in one transaction, and a process that dies before
-    that commit leaves no row behind. Born claimed by ``owner`` (fencing token 1), as
-    ``Store.create_run`` with a lease; if the run exists already the commit writes nothing
-    and raises ``RunExistsError``."""
+    that commit leaves no row behind. Born claimed by ``owner`` (fencing token 1, a lease
+    of ``lease_seconds``), so no claim of its own and no worker can take it first; if the
+    run exists already the commit writes nothing and raises ``RunExistsError``."""
 
     graph_name: str
     graph_version: str

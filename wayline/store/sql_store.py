@@ -324,12 +324,8 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
         incarnation: str | None = None,
-        lease: tuple[str, float] | None = None,
     ) -> RunRecord:
-        # Born claimed, the row waits on nobody but its holder, whose first commit (durable)
-        # makes it durable too: it may ride on that commit, as a lease does.
-        tx = self._tx if lease is None else self._lease_tx
-        with tx(tenant_id) as db:
+        with self._tx(tenant_id) as db:
             row = self._insert_run(
                 db,
                 tenant_id,
@@ -341,7 +337,6 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                 subject=subject,
                 classes=classes,
                 incarnation=incarnation,
-                lease=lease,
             )
         return self._existing(tenant_id, run_id) if row is None else self._run(row)
 
