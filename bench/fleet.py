@@ -6,13 +6,14 @@
    an order rotated every round: the raw one-row fsync'd commit rate of a fresh file (the
    disk's limit for one run), the engine alone (one run, ``invoke``, durability exit, 1,000
    steps), one run through ``invoke`` in sync mode (what a worker at concurrency 1 should
-   reach), and an in-process ``Worker`` (threads, as ``wayline worker --concurrency C``) at
+   reach), and an in-process ``Worker`` (threads, placed as ``wayline worker --concurrency
+   C`` places them: on one CPU, the least busy, ``WorkerConfig.cpus="auto"``) at
    concurrency 1, 4, 8, 16 draining R runs of ``fleet_graph.fleet`` (20 node steps + the
    input step = 21 commits a run) queued beforehand with ``Wayline.start``. Timed from
    ``Worker.run`` to the last run's final commit (the latest ``updated_at``); concurrency
-   8 again with the worker's threads pinned to one CPU (``WorkerConfig.cpus``), and at 1
-   and 8 on one CPU with ``fleet_graph.effects`` (an effect in every node step; steps/s
-   counts node and input steps as elsewhere, commits/tx counts effect records too). Then
+   8 again with the worker's threads left to the OS (``--cpus all``), and at 1 and 8 with
+   ``fleet_graph.effects`` (an effect in every node step; steps/s counts node and input
+   steps as elsewhere, commits/tx counts effect records too). Then
    ``wayline worker --processes 2`` at concurrency 4 and 8 (8 and 16 slots), each process
    on a CPU of its own (``--cpus auto``, the default), and at concurrency 4 with the CPUs
    left to the OS (``--cpus all``), the runs queued before the command starts, timed from
@@ -22,8 +23,8 @@
    of one run: the previous step's commit wait included). Goal at concurrency 8 (8 slots):
    >= 2x the raw rate, capped at half the engine's rate.
 2. PostgreSQL (an embedded server started here, ``synchronous_commit=on``): one ``wayline
-   worker --processes P`` command, P = 1, 2, 4 (several: each process on a CPU of its own,
-   ``--cpus auto``; one: left to the OS), at ``--concurrency 8`` each, draining R runs
+   worker --processes P`` command, P = 1, 2, 4 (``--cpus auto``: several, each process on
+   a CPU of its own; one, on the least busy CPU), at ``--concurrency 8`` each, draining R runs
    started while they are idle; timed from the first ``start`` to the last commit. WAL
    fsyncs counted by the server (``pg_stat_io``, object ``wal``) over the cell; step
    commits per transaction as the workers report them when stopped; latency from the
@@ -60,14 +61,13 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import _common as c
 import fleet_graph as fg
 
 import wayline
 from wayline.client import Wayline
-from wayline.worker.affinity import allowed_cpus
 from wayline.worker.worker import Worker, WorkerConfig
 
 REPO = Path(wayline.__file__).resolve().parent.parent
@@ -78,11 +78,12 @@ SQLITE_PROCESSES = ((2, 4, "auto"), (2, 4, "all"), (2, 8, "auto"))
 """``wayline worker --processes P --concurrency C --cpus X`` cells on SQLite: P x C slots;
 ``auto`` (the default) puts each process on a CPU of its own, ``all`` leaves them to the
 OS (``wayline.worker.affinity``)."""
-ONE_CPU = 8
-"""The in-process worker at this concurrency also runs pinned to one CPU."""
+LEFT_TO_OS = 8
+"""The in-process worker at this concurrency also runs with its threads left to the OS
+(``--cpus all``)."""
 EFFECT_CONCURRENCY = (1, 8)
 """Cells of ``fleet_graph.effects`` (an effect in every node step: two more durable records
-a step, an intent and an outcome), pinned to one CPU."""
+a step, an intent and an outcome)."""
 PG_PROCESSES = (1, 2, 4)
 CELL_FIGURES = ("steps_s", "commits_per_tx", "p50_ms", "p99_ms")
 PLACED = {"auto": ", a CPU each", "all": ", CPUs left to the OS"}
@@ -116,7 +117,7 @@ def worker_cell(
     tmp: Path,
     concurrency: int,
     runs: int,
-    cpus: frozenset[int] | None = None,
+    cpus: frozenset[int] | Literal["auto"] | None = "auto",
     graph: Any = fg.fleet,
 ) -> dict[str, Any]:
     url = c.wayline_url(tmp / f"fleet-{concurrency}-{uuid.uuid4().hex[:6]}.db")
@@ -126,7 +127,9 @@ def worker_cell(
     ids = [client.start(app, {"n": 0}, run_id=f"r{i}") for i in range(runs)]
     config = WorkerConfig(concurrency=concurrency, poll_interval=0.01, cpus=cpus)
     w = Worker(url, app, config)
-    fg.STARTS.clear()
+    if w.placement is not None:
+        w.placement.start()  # its CPU, chosen over a short sample before serving, as the
+    fg.STARTS.clear()  # command does before it prints that it serves
     t0 = time.time()
     w.run(max_runs=runs)
     elapsed = last_commit(store, ids) - t0
@@ -158,15 +161,9 @@ def sqlite_section(tmp: Path, runs: int, rounds: int) -> dict[str, Any]:
     ]
     for conc in CONCURRENCY:
         arms.append((f"c{conc}", lambda conc=conc: worker_cell(tmp, conc, runs)))
-    one_cpu = frozenset(allowed_cpus()[:1]) or None
-    arms.append((f"c{ONE_CPU}one", lambda: worker_cell(tmp, ONE_CPU, runs, one_cpu)))
+    arms.append((f"c{LEFT_TO_OS}os", lambda: worker_cell(tmp, LEFT_TO_OS, runs, None)))
     for conc in EFFECT_CONCURRENCY:
-        arms.append(
-            (
-                f"e{conc}",
-                lambda conc=conc: worker_cell(tmp, conc, runs, one_cpu, fg.effects),
-            )
-        )
+        arms.append((f"e{conc}", lambda conc=conc: worker_cell(tmp, conc, runs, graph=fg.effects)))
     for procs, conc, cpus in SQLITE_PROCESSES:
         arms.append(
             (
@@ -214,10 +211,11 @@ def sqlite_table(samples: dict[str, list[Any]]) -> dict[str, Any]:
     ]
     summary: dict[str, Any] = {"raw": raw, "engine": engine, "goal_c8": goal}
     cells_by_label = [(f"c{n}", f"worker, concurrency {n}", n) for n in CONCURRENCY]
-    cells_by_label.append((f"c{ONE_CPU}one", f"worker, concurrency {ONE_CPU}, one CPU", ONE_CPU))
+    cells_by_label.append(
+        (f"c{LEFT_TO_OS}os", f"worker, concurrency {LEFT_TO_OS}, CPUs left to the OS", 8)
+    )
     cells_by_label += [
-        (f"e{n}", f"worker, concurrency {n}, one CPU, an effect a step", 0)
-        for n in EFFECT_CONCURRENCY
+        (f"e{n}", f"worker, concurrency {n}, an effect a step", 0) for n in EFFECT_CONCURRENCY
     ]
     cells_by_label += [
         (f"p{p}c{n}{cpus}", f"{p} worker processes x concurrency {n}{PLACED[cpus]}", p * n)

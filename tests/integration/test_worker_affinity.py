@@ -84,3 +84,36 @@ def test_cpu_lists_read_as_written() -> None:
     assert parse_cpus(f"{first}-{second}") == set(range(first, second + 1))
     with pytest.raises(ConfigError, match="not a CPU list"):
         parse_cpus("first")
+
+
+def test_an_auto_placed_worker_runs_every_slot_on_the_one_cpu_it_chose(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'auto.db'}"
+    seen: list[set[int]] = []
+    store = wayline.connect(url)
+    app = _graph(seen).compile(store)
+    ids = [Wayline(store).start(app, {"n": 0}, run_id=f"a{i}") for i in range(4)]
+    before = os.sched_getaffinity(0)
+    worker = Worker(url, app, WorkerConfig(concurrency=2, poll_interval=0.01, cpus="auto"))
+    assert worker.placement is not None
+    runner = threading.Thread(target=worker.run, kwargs={"max_runs": len(ids)})
+    runner.start()
+    runner.join(60)
+    assert not runner.is_alive()
+    chosen = worker.placement.cpu
+    assert chosen in ALLOWED
+    assert len(seen) == 3 * len(ids)
+    assert {frozenset(s) for s in seen} == {frozenset({chosen})}
+    assert os.sched_getaffinity(0) == before  # the caller's thread: as it was
+    worker.store.close()
+    store.close()
+
+
+def test_the_command_places_a_lone_worker_and_spreads_several() -> None:
+    from wayline.cli.main import _place_workers
+
+    assert _place_workers("auto", 1) == ["auto"]
+    assert _place_workers("all", 1) == [None]
+    assert _place_workers("all", 2) == [None, None]
+    spread = _place_workers("auto", 2)
+    assert len(set(spread)) == 2 and all(isinstance(p, frozenset) and len(p) == 1 for p in spread)
+    assert _place_workers(f"{ALLOWED[0]}", 1) == [frozenset({ALLOWED[0]})]

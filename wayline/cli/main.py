@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, Literal, NoReturn
 
 import typer
 from rich.console import Console
@@ -213,8 +213,9 @@ def worker(
         typer.Option(
             help="CPUs the worker's threads run on (Linux): a list such as 0, 0,2 or 0-3 "
             "(with --processes, each process takes one of them in turn); 'auto': with "
-            "--processes, each process on a CPU of its own, else 'all'; 'all': wherever the "
-            "OS schedules them. Slots hand the GIL to each other every step, which costs "
+            "--processes, each process on a CPU of its own, else one CPU, the least busy, "
+            "and another when other programs keep it busy; 'all': wherever the OS "
+            "schedules them. Slots hand the GIL to each other every step, which costs "
             "less on one core.",
         ),
     ] = "auto",
@@ -234,8 +235,8 @@ def worker(
         each = [[*graphs, *options, "--cpus", _cpu_list(place)] for place in placed]
         raise typer.Exit(_worker_processes(each))
     pinned = placed[0]
-    if pinned is not None:  # the whole process: threads the store starts inherit it
-        pin_this_thread(pinned)
+    if pinned is not None and pinned != "auto":  # the whole process: threads the store
+        pin_this_thread(pinned)  # starts inherit it
     store = _open(db, create=True)
     with _reported(2):
         compiled = [load_graph(spec, store) for spec in graphs]
@@ -250,7 +251,9 @@ def worker(
     stop_on_signals(w.stop)
     names = ", ".join(f"{name}@{version}" for name, version in sorted(w.graphs))
     where = redact_url(db)
-    on = f", CPU {','.join(map(str, sorted(pinned)))}" if pinned else ""
+    on = f", CPU {','.join(map(str, sorted(pinned)))}" if isinstance(pinned, frozenset) else ""
+    if w.placement is not None:
+        on = f", CPU {w.placement.start()}, left when others keep it busy"
     console.print(f"worker {w.owner} serving {names} on {where} (concurrency {concurrency}{on})")
     w.run()
     g = w.group.stats
@@ -260,13 +263,16 @@ def worker(
     )
 
 
-def _place_workers(cpus: str, processes: int) -> list[frozenset[int] | None]:
+def _place_workers(cpus: str, processes: int) -> list[frozenset[int] | Literal["auto"] | None]:
     """The CPUs of each worker process (``wayline.worker.affinity``), None for one left to
-    the OS. ``auto`` gives each of several processes an allowed CPU of its own, in turn; a
-    list is checked here, once, before any process starts."""
+    the OS. ``auto`` gives each of several processes an allowed CPU of its own, in turn,
+    and a lone process a CPU it chooses and changes (``wayline.worker.placement``); a list
+    is checked here, once, before any process starts."""
     from wayline.worker.affinity import allowed_cpus, parse_cpus
 
-    if cpus == "all" or (cpus == "auto" and processes == 1):
+    if cpus == "auto" and processes == 1:
+        return ["auto"]
+    if cpus == "all":
         return [None] * processes
     if cpus == "auto":
         if not hasattr(os, "sched_setaffinity"):
@@ -282,9 +288,11 @@ def _place_workers(cpus: str, processes: int) -> list[frozenset[int] | None]:
     return [frozenset({ordered[i % len(ordered)]}) for i in range(processes)]
 
 
-def _cpu_list(cpus: frozenset[int] | None) -> str:
+def _cpu_list(cpus: frozenset[int] | Literal["auto"] | None) -> str:
     """A child process's ``--cpus``."""
-    return "all" if cpus is None else ",".join(map(str, sorted(cpus)))
+    if cpus is None:
+        return "all"
+    return cpus if cpus == "auto" else ",".join(map(str, sorted(cpus)))
 
 
 def _worker_processes(each: list[list[str]]) -> int:

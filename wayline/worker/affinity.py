@@ -8,8 +8,9 @@ from one core's cache to another's, and the same work costs more CPU. Measured o
 concurrency 8 ran 4,513 steps/s on both cores and 5,829 pinned to one; two worker
 processes at concurrency 4 ran 4,580 unpinned and 7,083 each pinned to its own core. So
 ``wayline worker --processes N`` gives each process a core of its own by default, and a
-single worker may be pinned with ``WorkerConfig.cpus`` (``--cpus``). Pinning is per
-thread: a worker embedded in an application pins only its own threads.
+single one places itself on one (``wayline.worker.placement``); ``WorkerConfig.cpus``
+(``--cpus``) names CPUs instead. Pinning is per thread: a worker embedded in an
+application pins only its own threads.
 
 Linux only (``os.sched_setaffinity``); elsewhere asking for CPUs is a ``ConfigError``.
 """

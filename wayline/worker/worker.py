@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
+from typing import Literal
 
 from wayline.control.policy import DataPolicy, apply_policy
 from wayline.effects.retry import RetryPolicy, retry_any
@@ -37,6 +38,7 @@ from wayline.store.group import GroupCommit
 from wayline.store.records import RunRecord
 from wayline.worker.affinity import check_cpus, pin_this_thread
 from wayline.worker.emitted import EMITTED_MODES, EmitSink
+from wayline.worker.placement import Placement
 
 __all__ = ["Worker", "WorkerConfig"]
 
@@ -64,10 +66,12 @@ class WorkerConfig:
     """Retention by data class, applied when the worker starts and every ``policy_every``
     seconds (to ``tenant``, or every tenant). Idempotent: several workers may apply it."""
     policy_every: float = 3600.0
-    cpus: AbstractSet[int] | None = None
+    cpus: AbstractSet[int] | Literal["auto"] | None = None
     """Run this worker's threads on these CPUs only (Linux; ``wayline.worker.affinity``):
     its slots hand the GIL to each other every step, which costs less CPU on one core than
-    across several. None: wherever the OS schedules them."""
+    across several. ``"auto"``: on one CPU, the least busy, and another when others take
+    it (``wayline.worker.placement``; what ``wayline worker`` does). None: wherever the OS
+    schedules them (the default for a worker embedded in an application)."""
 
     @property
     def heartbeat_interval(self) -> float:
@@ -98,7 +102,11 @@ class Worker:
         self.graphs = {(g.name, g.version): g.with_store(self.store) for g in graphs}
         """Versions side by side: each run continues on the version that wrote it."""
         self.config = config or WorkerConfig()
-        if self.config.cpus is not None:
+        self.placement: Placement | None = None
+        """Where the threads run under ``cpus="auto"`` (None: fixed CPUs, or none)."""
+        if self.config.cpus == "auto":
+            self.placement = Placement() if Placement.available() else None
+        elif self.config.cpus is not None:
             check_cpus(self.config.cpus)  # refused here, not in a thread that cannot say so
         self.owner = owner or default_owner()
         self.stopping = threading.Event()
@@ -114,6 +122,16 @@ class Worker:
 
     def run(self, *, max_runs: int | None = None) -> None:
         """Serve until ``stop()`` (or ``max_runs`` runs were executed)."""
+        watcher = None
+        if self.placement is not None:
+            self.placement.start()
+            watcher = threading.Thread(
+                target=self.placement.watch,
+                args=(self.stopping,),
+                name="wayline-placement",
+                daemon=True,
+            )
+            watcher.start()
         beat = self._thread(self._heartbeats, "wayline-heartbeat", daemon=True)
         beat.start()
         slots = [
@@ -132,16 +150,25 @@ class Worker:
         beat.join()
         if keeper is not None:
             keeper.join()
+        if watcher is not None:
+            watcher.join()
 
     def _thread(
         self, target: Callable[[], None], name: str, *, daemon: bool = False
     ) -> threading.Thread:
         """One of this worker's threads, on ``config.cpus`` when set (the caller's threads
         keep theirs)."""
-        cpus = self.config.cpus
+        cpus, placement = self.config.cpus, self.placement
 
         def body() -> None:
-            if cpus is not None:
+            if placement is not None:
+                placement.enter()
+                try:
+                    target()
+                finally:
+                    placement.leave()
+                return
+            if cpus is not None and cpus != "auto":
                 pin_this_thread(cpus)
             target()
 

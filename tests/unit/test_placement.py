@@ -1,0 +1,172 @@
+"""Where a lone worker's threads run (``wayline.worker.placement``): the load read from
+``/proc/stat``, the rule that moves them, and a move seen by the threads themselves."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from wayline.worker.affinity import allowed_cpus
+from wayline.worker.placement import (
+    Placement,
+    better_cpu,
+    busy_shares,
+    least_busy,
+    read_cpu_times,
+)
+
+STAT = """cpu  300 0 100 1500 100 0 0 0 0 0
+cpu0 200 0 50 700 50 0 0 0 0 0
+cpu1 100 0 50 800 50 0 0 0 0 0
+intr 12345 0 0
+ctxt 999
+"""
+
+
+def stat(*cpus: tuple[int, int]) -> str:
+    """A ``/proc/stat`` text whose CPU N was busy/idle for the given ticks."""
+    lines = [f"cpu{i} {busy} 0 0 {idle} 0 0 0 0 0 0" for i, (busy, idle) in enumerate(cpus)]
+    return "\n".join(["cpu  0 0 0 0 0 0 0 0 0 0", *lines, "ctxt 1"]) + "\n"
+
+
+def test_the_load_is_read_per_cpu_with_iowait_as_idle() -> None:
+    assert read_cpu_times(STAT) == {0: (250, 1000), 1: (150, 1000)}
+    later = read_cpu_times(STAT.replace("cpu0 200", "cpu0 300").replace("cpu1 100", "cpu1 110"))
+    assert busy_shares(read_cpu_times(STAT), later, [0, 1]) == {0: 100 / 100, 1: 10 / 10}
+    # a CPU that is not allowed, or missing from a reading, is left out
+    assert busy_shares(read_cpu_times(STAT), later, [1, 7]) == {1: 1.0}
+
+
+def test_threads_stay_where_the_load_is_their_own() -> None:
+    assert better_cpu(0, {0: 0.95, 1: 0.05}, ours=0.9) is None  # a busy worker, alone
+    assert better_cpu(0, {0: 0.2, 1: 0.0}, ours=0.0) is None  # a neighbour within the margin
+    assert better_cpu(0, {0: 1.0, 1: 0.9}, ours=0.0) is None  # every CPU is taken
+    assert better_cpu(0, {0: 1.0}, ours=0.0) is None  # nowhere to go
+
+
+def test_threads_move_to_the_least_busy_cpu_when_others_take_theirs() -> None:
+    assert better_cpu(0, {0: 1.0, 1: 0.05}, ours=0.5) == 1  # sharing with a neighbour
+    assert better_cpu(2, {0: 0.6, 1: 0.1, 2: 1.0, 3: 0.3}, ours=0.2) == 1
+    assert better_cpu(0, {0: 1.0, 1: 0.1}, ours=0.6, margin=0.5) is None
+
+
+def test_the_first_cpu_is_one_of_the_least_busy_at_random() -> None:
+    busy = {0: 0.05, 1: 0.0, 2: 0.9}
+    picks = {least_busy(busy, random.Random(seed)) for seed in range(40)}
+    assert picks == {0, 1}  # two processes starting together need not both take CPU 0
+
+
+CPUS = allowed_cpus()
+linux = pytest.mark.skipif(
+    not Placement.available(),
+    reason="placement needs Linux (/proc/stat, os.sched_setaffinity) and two or more CPUs; "
+    f"this process may run on {CPUS}",
+)
+
+
+class PlacedThread:
+    """A thread placed by ``placement``, which reports its own affinity when asked (and
+    keeps its CPU busy meanwhile while ``busy`` is set)."""
+
+    def __init__(self, placement: Placement) -> None:
+        self.placement = placement
+        self.busy = threading.Event()
+        self._ask, self._done = threading.Event(), threading.Event()
+        self._seen: list[set[int]] = []
+        self._thread = threading.Thread(target=self._body)
+        self._thread.start()
+
+    def _body(self) -> None:
+        self.placement.enter()
+        try:
+            while not self._done.is_set():
+                while self.busy.is_set() and not self._ask.is_set():
+                    sum(range(1000))
+                if self._ask.wait(0.05):
+                    self._ask.clear()
+                    self._seen.append(os.sched_getaffinity(0))  # 0: this thread's own
+        finally:
+            self.placement.leave()
+
+    def affinity(self) -> set[int]:
+        count = len(self._seen)
+        self._ask.set()
+        deadline = time.monotonic() + 10
+        while len(self._seen) == count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self._seen[-1]
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(10)
+
+
+@pytest.fixture
+def placed() -> Iterator[PlacedThread]:
+    placement = Placement(window=0.3, every=60.0)
+    placement.start()
+    thread = PlacedThread(placement)
+    yield thread
+    thread.stop()
+
+
+@linux
+def test_a_neighbour_that_takes_the_cpu_moves_the_threads(placed: PlacedThread) -> None:
+    placement = placed.placement
+    start = placement.cpu
+    assert start is not None and placed.affinity() == {start}
+    burner = subprocess.Popen(
+        [sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{start}}})\nwhile 1: pass"]
+    )
+    try:
+        _wait_for_cpu_time(burner.pid, 0.2)  # it runs: from now on it keeps the CPU busy
+        moved = placement.check()
+        assert moved is not None and moved != start, "a CPU taken by a neighbour was kept"
+        assert placement.cpu == moved and placement.moves == 1
+        assert placed.affinity() == {moved}
+        assert placement.check() is None  # the new CPU is free: they stay there
+    finally:
+        burner.kill()
+        burner.wait()
+
+
+@linux
+def test_a_busy_worker_alone_on_its_cpu_stays(placed: PlacedThread) -> None:
+    placement = placed.placement
+    start = placement.cpu
+    placed.busy.set()  # its CPU is fully busy, with its own threads' work
+    try:
+        assert placement.check() is None
+    finally:
+        placed.busy.clear()
+    assert placement.cpu == start and placement.moves == 0
+    assert placed.affinity() == {start}
+
+
+def test_a_neighbour_seen_in_the_readings_moves_the_threads_it_places() -> None:
+    """The rule on canned readings: CPU 0 fully taken by others, CPU 1 idle."""
+    readings = iter([stat((0, 100), (0, 100)), stat((100, 100), (0, 200))])
+    placement = Placement(window=0.01, read=lambda: next(readings))
+    placement.cpus = [0, 1]
+    placement.cpu = 0
+    placement.move = lambda cpu: setattr(placement, "cpu", cpu)  # type: ignore[method-assign]
+    assert placement.check() == 1 and placement.cpu == 1
+
+
+def _wait_for_cpu_time(pid: int, seconds: float) -> None:
+    ticks = os.sysconf("SC_CLK_TCK")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        if (int(fields[11]) + int(fields[12])) / ticks >= seconds:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"process {pid} did not run for {seconds} s of CPU within 30 s")
