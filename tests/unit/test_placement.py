@@ -170,3 +170,22 @@ def _wait_for_cpu_time(pid: int, seconds: float) -> None:
             return
         time.sleep(0.02)
     raise AssertionError(f"process {pid} did not run for {seconds} s of CPU within 30 s")
+
+
+@linux
+def test_a_thread_whose_cpu_is_refused_runs_on_left_to_the_os() -> None:
+    """A CPU taken from the process since the choice (a cpuset changed): the thread runs
+    on, left to the OS, instead of dying at its start."""
+    placement = Placement(window=0.01)
+    placement.cpu = max(CPUS) + 1  # not this process's to use
+    seen: list[set[int]] = []
+
+    def body() -> None:
+        placement.enter()
+        seen.append(os.sched_getaffinity(0))
+        placement.leave()
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join(10)
+    assert seen == [set(CPUS)]

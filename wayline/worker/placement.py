@@ -147,8 +147,12 @@ class Placement:
         assert self.cpu is not None, "start() chooses the CPU first"
         me = threading.get_ident()
         with self._lock:
+            try:
+                os.sched_setaffinity(0, {self.cpu})
+            except OSError as exc:  # the CPU was taken from this process since (a cpuset)
+                log.warning("worker thread left to the OS: CPU %d refused it: %s", self.cpu, exc)
+                return
             self._threads[me] = (threading.get_native_id(), time.pthread_getcpuclockid(me))
-            os.sched_setaffinity(0, {self.cpu})
 
     def leave(self) -> None:
         with self._lock:
@@ -179,8 +183,12 @@ class Placement:
             self.cpu = cpu
             self.moves += 1
             for native_id, _ in self._threads.values():
-                with contextlib.suppress(ProcessLookupError):  # ended without leaving
+                try:
                     os.sched_setaffinity(native_id, {cpu})
+                except ProcessLookupError:  # it ended without leaving
+                    pass
+                except OSError as exc:  # the CPU was taken from this process meanwhile
+                    log.warning("worker thread %d stays: CPU %d refused: %s", native_id, cpu, exc)
 
     def watch(self, stopping: threading.Event) -> None:
         """Check at random moments, ``every`` seconds apart on average, until ``stopping``."""
