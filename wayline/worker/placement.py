@@ -35,7 +35,15 @@ from pathlib import Path
 
 from wayline.worker.affinity import allowed_cpus
 
-__all__ = ["MOVE_MARGIN", "CpuTimes", "Placement", "better_cpu", "busy_shares", "read_cpu_times"]
+__all__ = [
+    "MOVE_MARGIN",
+    "CpuTimes",
+    "Placement",
+    "better_cpu",
+    "busy_shares",
+    "least_busy",
+    "read_cpu_times",
+]
 
 log = logging.getLogger("wayline.worker")
 
