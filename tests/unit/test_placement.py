@@ -151,7 +151,7 @@ def test_a_busy_worker_alone_on_its_cpu_stays(placed: PlacedThread) -> None:
     assert placed.affinity() == {start}
 
 
-def test_a_neighbour_seen_in_the_readings_moves_the_threads_it_places() -> None:
+def test_a_neighbour_seen_in_canned_readings_moves_the_placement() -> None:
     """The rule on canned readings: CPU 0 fully taken by others, CPU 1 idle."""
     readings = iter([stat((0, 100), (0, 100)), stat((100, 100), (0, 200))])
     placement = Placement(window=0.01, read=lambda: next(readings))
