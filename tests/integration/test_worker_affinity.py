@@ -5,7 +5,11 @@ before anything runs."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -13,6 +17,7 @@ import pytest
 
 import wayline
 from wayline import END, START, NodeContext, StateGraph
+from wayline.cli.loading import load_graph
 from wayline.client import Wayline
 from wayline.errors import ConfigError
 from wayline.worker import Worker, WorkerConfig
@@ -109,11 +114,94 @@ def test_an_auto_placed_worker_runs_every_slot_on_the_one_cpu_it_chose(tmp_path:
 
 
 def test_the_command_places_a_lone_worker_and_spreads_several() -> None:
-    from wayline.cli.main import _place_workers
+    from wayline.cli.main import _cpu_list, _place_workers
 
     assert _place_workers("auto", 1) == ["auto"]
     assert _place_workers("all", 1) == [None]
     assert _place_workers("all", 2) == [None, None]
-    spread = _place_workers("auto", 2)
-    assert len(set(spread)) == 2 and all(isinstance(p, frozenset) and len(p) == 1 for p in spread)
+    spread = _place_workers("auto", 2)  # each placed, starting on a CPU of its own
+    assert spread == ALLOWED[:2]
+    assert [_cpu_list(p) for p in spread] == [f"auto:{cpu}" for cpu in ALLOWED[:2]]
+    assert _place_workers(f"auto:{ALLOWED[1]}", 1) == [ALLOWED[1]]  # what a child is handed
     assert _place_workers(f"{ALLOWED[0]}", 1) == [frozenset({ALLOWED[0]})]
+    assert _place_workers(f"{ALLOWED[0]},{ALLOWED[1]}", 2) == [
+        frozenset({ALLOWED[0]}),
+        frozenset({ALLOWED[1]}),
+    ]
+    with pytest.raises(ConfigError, match="write auto:N"):
+        _place_workers("auto:first", 1)
+    with pytest.raises(ConfigError, match="not available"):
+        _place_workers(f"auto:{max(ALLOWED) + 1}", 1)
+
+
+GRAPH = """
+import os
+import time
+from typing import TypedDict
+from wayline import END, START, StateGraph
+
+class Count(TypedDict):
+    n: int
+
+def step(state):
+    path = os.environ["AFFINITY_LOG"]
+    with open(path, "a") as log:
+        log.write(f"{os.getpid()} {sorted(os.sched_getaffinity(0))}\\n")
+    deadline = time.monotonic() + 30  # hold the run until both processes have run a node
+    while time.monotonic() < deadline:
+        with open(path) as log:
+            if len({line.split()[0] for line in log}) >= 2:
+                break
+        time.sleep(0.01)
+    return {"n": state["n"] + 1}
+
+g = StateGraph(Count, name="affinity_cli")
+g.add_node("step", step)
+g.add_edge(START, "step")
+g.add_conditional_edges("step", lambda s: "step" if s["n"] < 3 else END)
+graph = g
+"""
+
+
+def test_worker_processes_each_run_on_a_cpu_of_their_own(tmp_path: Path) -> None:
+    """``wayline worker --processes 2``: each process placed, starting on its own CPU."""
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    spec = tmp_path / "graph.py"
+    spec.write_text(GRAPH)
+    log = tmp_path / "affinity.log"
+    store = wayline.connect(url)
+    app = load_graph(f"{spec}:graph", store)  # as the command loads it
+    ids = [Wayline(store).start(app, {"n": 0}, run_id=f"c{i}") for i in range(16)]
+    command = [sys.executable, "-m", "wayline.cli.main", "worker", f"{spec}:graph"]
+    command += ["--db", url, "--processes", "2", "--concurrency", "2", "--poll", "0.05"]
+    proc = subprocess.Popen(
+        command,
+        env={**os.environ, "AFFINITY_LOG": str(log), "COLUMNS": "200"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            runs = [store.get_run("default", run_id) for run_id in ids]
+            if all(r is not None and r.status == "done" for r in runs):
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the worker processes did not finish the runs within 60 s")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    by_pid: dict[str, set[str]] = {}
+    for line in log.read_text().splitlines():
+        pid, cpus = line.split(" ", 1)
+        by_pid.setdefault(pid, set()).add(cpus)
+    assert len(by_pid) == 2, by_pid  # both processes ran nodes (each waits for the other)
+    assert all(len(seen) == 1 for seen in by_pid.values()), by_pid  # on one CPU each
+    (first,), (second,) = by_pid.values()
+    assert first != second, by_pid  # and not the same one
+    said = " ".join(out.split())  # rich may wrap a long line
+    assert said.count("left when others keep it busy") == 2, out  # each placed, not pinned
+    store.close()

@@ -189,3 +189,10 @@ def test_a_thread_whose_cpu_is_refused_runs_on_left_to_the_os() -> None:
     thread.start()
     thread.join(10)
     assert seen == [set(CPUS)]
+
+
+@linux
+def test_a_process_handed_a_cpu_starts_there_and_one_handed_none_it_may_use_chooses() -> None:
+    assert Placement(window=0.05).start(at=CPUS[1]) == CPUS[1]  # no sample: as handed
+    chosen = Placement(window=0.05).start(at=max(CPUS) + 1)
+    assert chosen in CPUS

@@ -212,11 +212,11 @@ def worker(
         str,
         typer.Option(
             help="CPUs the worker's threads run on (Linux): a list such as 0, 0,2 or 0-3 "
-            "(with --processes, each process takes one of them in turn); 'auto': with "
-            "--processes, each process on a CPU of its own, else one CPU, the least busy, "
-            "and another when other programs keep it busy; 'all': wherever the OS "
-            "schedules them. Slots hand the GIL to each other every step, which costs "
-            "less on one core.",
+            "(with --processes, each process takes one of them in turn); 'auto': each "
+            "process on one CPU (with --processes, a CPU of its own; alone, the least "
+            "busy), and on another when other programs keep that one busy; 'all': "
+            "wherever the OS schedules them. Slots hand the GIL to each other every step, "
+            "which costs less on one core.",
         ),
     ] = "auto",
 ) -> None:
@@ -235,8 +235,8 @@ def worker(
         each = [[*graphs, *options, "--cpus", _cpu_list(place)] for place in placed]
         raise typer.Exit(_worker_processes(each))
     pinned = placed[0]
-    if pinned is not None and pinned != "auto":  # the whole process: threads the store
-        pin_this_thread(pinned)  # starts inherit it
+    if isinstance(pinned, frozenset):  # the whole process: threads the store starts
+        pin_this_thread(pinned)  # inherit it
     store = _open(db, create=True)
     with _reported(2):
         compiled = [load_graph(spec, store) for spec in graphs]
@@ -245,7 +245,7 @@ def worker(
         lease_seconds=lease,
         poll_interval=poll,
         tenant=tenant,
-        cpus=pinned,
+        cpus=pinned if isinstance(pinned, frozenset) or pinned is None else "auto",
     )
     w = Worker(store, compiled, config)
     stop_on_signals(w.stop)
@@ -253,7 +253,9 @@ def worker(
     where = redact_url(db)
     on = f", CPU {','.join(map(str, sorted(pinned)))}" if isinstance(pinned, frozenset) else ""
     if w.placement is not None:
-        on = f", CPU {w.placement.start()}, left when others keep it busy"
+        first = w.placement.start(at=pinned if isinstance(pinned, int) else None)
+        w.placement.enter()  # this thread too: the whole process moves, as it was pinned
+        on = f", CPU {first}, left when others keep it busy"
     console.print(f"worker {w.owner} serving {names} on {where} (concurrency {concurrency}{on})")
     w.run()
     g = w.group.stats
@@ -263,36 +265,53 @@ def worker(
     )
 
 
-def _place_workers(cpus: str, processes: int) -> list[frozenset[int] | Literal["auto"] | None]:
-    """The CPUs of each worker process (``wayline.worker.affinity``), None for one left to
-    the OS. ``auto`` gives each of several processes an allowed CPU of its own, in turn,
-    and a lone process a CPU it chooses and changes (``wayline.worker.placement``); a list
-    is checked here, once, before any process starts."""
-    from wayline.worker.affinity import allowed_cpus, parse_cpus
+Placed = frozenset[int] | int | Literal["auto"] | None
+"""Where one worker process runs (``wayline.worker.affinity``): on fixed CPUs; placed on one
+CPU that changes when others keep it busy (``wayline.worker.placement``), starting on the
+CPU given (an int) or on the least busy (``"auto"``); or left to the OS (None)."""
 
-    if cpus == "auto" and processes == 1:
-        return ["auto"]
+
+def _place_workers(cpus: str, processes: int) -> list[Placed]:
+    """Where each worker process runs. ``auto`` places each of several processes, starting
+    on an allowed CPU of its own, in turn (``auto:N``, what each is handed: starting on CPU
+    N), and a lone process starting on the least busy CPU; a list pins, each of several
+    processes to one CPU of it in turn. Checked here, once, before any process starts."""
+    from wayline.errors import ConfigError
+    from wayline.worker.affinity import allowed_cpus, check_cpus, parse_cpus
+
     if cpus == "all":
         return [None] * processes
+    if cpus.startswith("auto:") and processes == 1:
+        first = cpus.removeprefix("auto:")
+        if not first.isdigit():
+            raise ConfigError(f"--cpus {cpus!r}: write auto:N with N a CPU number, or auto")
+        (cpu,) = check_cpus({int(first)})
+        return [cpu]
     if cpus == "auto":
+        if processes == 1:
+            return ["auto"]
         if not hasattr(os, "sched_setaffinity"):
             return [None] * processes
         ordered = allowed_cpus()
         if len(ordered) < 2:
             return [None] * processes  # nothing to spread them over
-    else:
-        chosen = parse_cpus(cpus)
-        if processes == 1:
-            return [chosen]
-        ordered = sorted(chosen)
+        return [ordered[i % len(ordered)] for i in range(processes)]
+    chosen = parse_cpus(cpus)
+    if processes == 1:
+        return [chosen]
+    ordered = sorted(chosen)
     return [frozenset({ordered[i % len(ordered)]}) for i in range(processes)]
 
 
-def _cpu_list(cpus: frozenset[int] | Literal["auto"] | None) -> str:
+def _cpu_list(place: Placed) -> str:
     """A child process's ``--cpus``."""
-    if cpus is None:
+    if place is None:
         return "all"
-    return cpus if cpus == "auto" else ",".join(map(str, sorted(cpus)))
+    if place == "auto":
+        return place
+    if isinstance(place, int):
+        return f"auto:{place}"
+    return ",".join(map(str, sorted(place)))
 
 
 def _worker_processes(each: list[list[str]]) -> int:

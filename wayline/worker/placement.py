@@ -141,11 +141,15 @@ class Placement:
             and len(allowed_cpus()) > 1
         )
 
-    def start(self) -> int:
-        """Choose the CPU to start on: the least busy over a short sample (a fifth of a
-        window: the worker's start waits for it)."""
+    def start(self, at: int | None = None) -> int:
+        """Choose the CPU to start on: ``at`` when it is one this process may use (a CPU
+        handed out by ``wayline worker --processes``, one to each process), else the
+        least busy over a short sample (a fifth of a window: the worker's start waits)."""
         if self.cpu is not None:  # once: the CPU chosen stays until a check moves it
             return self.cpu
+        if at in self.cpus:
+            self.cpu = at
+            return at
         busy, _ = self._sample(self.window / 5)
         self.cpu = least_busy(busy or {cpu: 0.0 for cpu in self.cpus}, self._rng)
         return self.cpu
