@@ -57,7 +57,9 @@ def parse_cpus(text: str) -> frozenset[int]:
             first, _, last = part.strip().partition("-")
             cpus.update(range(int(first), int(last or first) + 1))
     except ValueError:
-        raise ConfigError(f"--cpus {text!r} is not a CPU list: write it as 0, 0,2 or 0-3") from None
+        raise ConfigError(
+            f"--cpus {text!r} is not a CPU list: write it as 0, 0,2 or 0-3 (or auto, or all)"
+        ) from None
     return check_cpus(cpus)
 
 

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from wayline.worker.affinity import allowed_cpus
+from wayline.worker.affinity import allowed_cpus, pin_this_thread
 
 __all__ = [
     "MOVE_MARGIN",
@@ -160,7 +160,7 @@ class Placement:
         me = threading.get_ident()
         with self._lock:
             try:
-                os.sched_setaffinity(0, {self.cpu})
+                pin_this_thread({self.cpu})
             except OSError as exc:  # the CPU was taken from this process since (a cpuset)
                 log.warning("worker thread left to the OS: CPU %d refused it: %s", self.cpu, exc)
                 return
