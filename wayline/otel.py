@@ -189,7 +189,8 @@ def _end(spans: list[Any]) -> None:
 
 def _committed(inst: _Instruments, batch: CommitBatch) -> None:
     """Metrics of a batch that committed: bytes per table and channel, effects by status."""
-    for row in [m for d in batch.deltas for m in d.meter()] + batch.meter():
+    rows = [m for part in (batch.deltas, batch.snapshots) for r in part for m in r.meter()]
+    for row in rows + batch.meter():
         inst.bytes_written.add(row.bytes, {"table": row.table, "channel": row.channel})
     for w in batch.effects:
         if w.record.kind == "effect":

@@ -18,7 +18,13 @@ from wayline.graph.segments import FANOUT
 from wayline.instrument import byte_report
 from wayline.store.base import Store
 from wayline.store.lg_records import LG_TABLES
-from wayline.store.records import METERED_TABLES
+from wayline.store.records import (
+    METERED_TABLES,
+    CommitBatch,
+    DeltaRecord,
+    SegmentRecord,
+    SnapshotRecord,
+)
 
 EXEMPT_TABLES = {
     "meter",
@@ -139,3 +145,35 @@ def test_blob_is_stored_once_per_tenant_and_purge_keeps_shared_blobs(store: Stor
 
 def metered_tenant(store: Store, tenant: str, run_id: str) -> dict[str, int]:
     return byte_report(store, tenant, run_id).by_table()
+
+
+def test_a_snapshot_row_carries_its_meter_and_a_rewrite_keeps_both_writes(store: Store) -> None:
+    """A snapshot step writes no meter row: the snapshot's own row carries its breakdown
+    and the segments that were new with it. Written again at its step (a migration does),
+    it keeps the first write's rows and adds its own; a segment already stored is not
+    counted twice; one written without a snapshot at its step gets a meter row."""
+    store.create_run("t", "r1", graph_name="g", graph_version="1", durability="sync")
+    token = store.claim("t", "r1", owner="w", lease_seconds=30)
+    seg = SegmentRecord("seg-1", "log", 0, 0, 1, b"x" * 40, step=1)
+    first = SnapshotRecord(1, b"s" * 10, (("log", 6),))
+    deltas = [DeltaRecord(0, b"d0"), DeltaRecord(1, b"d1")]
+    store.commit("t", "r1", token, CommitBatch(deltas=deltas, snapshots=[first], segments=[seg]))
+    assert store.dump_run("t", "r1")["meter"] == []
+
+    def rows() -> list[tuple[int, str, str, int]]:
+        meter = store.load_meter("t", "r1")
+        return [(m.step, m.table, m.channel, m.bytes) for m in meter if m.table != "deltas"]
+
+    written = [(1, "snapshots", "log", 6), (1, "snapshots", "", 4), (1, "segments", "log", 40)]
+    assert rows() == written
+    again = SnapshotRecord(1, b"t" * 7)
+    store.commit("t", "r1", token, CommitBatch(snapshots=[again], segments=[seg]))
+    assert rows() == [*written, (1, "snapshots", "", 7)]
+    snapshot = store.load_snapshot("t", "r1", 1)
+    assert snapshot is not None and snapshot.payload == b"t" * 7
+
+    alone = SegmentRecord("seg-2", "log", 1, 2, 3, b"y" * 9, step=3)
+    store.commit("t", "r1", token, CommitBatch(segments=[alone]))
+    assert len(store.dump_run("t", "r1")["meter"]) == 1
+    assert rows()[-1] == (3, "segments", "log", 9)
+    assert store.held_bytes("t", "r1")["segments"] == 49

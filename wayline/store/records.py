@@ -7,7 +7,7 @@ import dataclasses
 import functools
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Literal, cast, get_args
 
 from wayline.errors import ConfigError
@@ -170,6 +170,14 @@ class SnapshotRecord:
 
     def meter(self) -> list[MeterRow]:
         return _rows(self.step, "snapshots", self.payload, self.channels)
+
+    def sizes(self, segments: Iterable[SegmentRecord] = ()) -> str:
+        """The meter rows of this snapshot's write, stored in its own row (JSON
+        ``[table, channel, bytes]``): its bytes by channel and the ``segments`` that were new
+        with it, so a snapshot writes no meter row. Never empty: a rewrite of the row
+        appends its rows to these (``Q_PUT_SNAPSHOT``)."""
+        rows = [*self.meter(), *(m for seg in segments for m in seg.meter())]
+        return json.dumps([[m.table, m.channel, m.bytes] for m in rows], separators=(",", ":"))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -416,11 +424,12 @@ class CommitBatch:
         )
 
     def meter(self) -> list[MeterRow]:
-        """Meter rows for the records that get them: not deltas (each delta row carries its
-        own breakdown, so a step commit writes no meter row), and not segments and blobs
-        (written only if new, so the backend meters them when its insert takes effect)."""
+        """Meter rows for the records that get them: not deltas and snapshots (each of
+        their rows carries its own breakdown, so a step commit writes no meter row), and
+        not segments and blobs (written only if new, so the backend meters them when its
+        insert takes effect)."""
         rows: list[MeterRow] = []
-        for part in (self.snapshots, self.pending, self.interrupts):
+        for part in (self.pending, self.interrupts):
             for record in part:
                 rows.extend(record.meter())
         return rows

@@ -48,6 +48,7 @@ from wayline.store.records import (
     PendingWriteRecord,
     RunRecord,
     RunStatus,
+    SegmentRecord,
     SnapshotRecord,
 )
 from wayline.store.sql import lg_queries, queries
@@ -672,13 +673,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         ]
         if rows:
             self._put_deltas(db, rows)
-        rows = [
-            (*key, s.step, s.payload, crc(("snapshots", *key, s.step), s.payload))
-            for key, _, batch in fenced
-            for s in batch.snapshots
-        ]
-        if rows:
-            db.executemany(q.Q_PUT_SNAPSHOT, rows)
+        snapshots: list[tuple[Any, ...]] = []
         meter: list[tuple[Any, ...]] = []
         for key, token, batch in fenced:
             tenant_id = key[0]
@@ -705,25 +700,19 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
             if batch.versions is not None:
                 db.execute(q.Q_SET_VERSIONS, (*batch.versions, *key, token))
             metered = batch.meter()
-            if batch.segments:  # immutable and deterministic: written at most once
-                rows = [
-                    (
-                        *key,
-                        seg.seg_id,
-                        seg.channel,
-                        seg.level,
-                        seg.first_step,
-                        seg.last_step,
-                        seg.payload,
-                        crc(("segments", *key, seg.seg_id), seg.payload),
-                    )
-                    for seg in batch.segments
-                ]
-                new = self._put_segments(db, rows)
-                for seg in batch.segments:
-                    if seg.seg_id in new:
-                        new.discard(seg.seg_id)  # metered once, as it was inserted once
-                        metered.extend(seg.meter())
+            new = self._new_segments(db, key, batch.segments) if batch.segments else []
+            steps = {s.step for s in batch.snapshots}
+            metered.extend(m for seg in new if seg.step not in steps for m in seg.meter())
+            snapshots.extend(
+                (
+                    *key,
+                    s.step,
+                    s.payload,
+                    s.sizes(seg for seg in new if seg.step == s.step),
+                    crc(("snapshots", *key, s.step), s.payload),
+                )
+                for s in batch.snapshots
+            )
             for blob in batch.blobs:
                 check = crc(("blobs", tenant_id, blob.digest), blob.payload)
                 params = (tenant_id, blob.digest, blob.payload, check)
@@ -739,8 +728,36 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                     )
                 if not self._put_effect(db, key[1], w.record, w.expect, now):
                     raise EffectRecordChanged(w.record.key, w.expect)
+        if snapshots:
+            db.executemany(q.Q_PUT_SNAPSHOT, snapshots)
         if meter:
             self._put_meter(db, meter)
+
+    def _new_segments(
+        self, db: Executor, key: tuple[str, str], segments: Sequence[SegmentRecord]
+    ) -> list[SegmentRecord]:
+        """Insert segments (immutable and deterministic: written at most once); those that
+        were not there yet, each once, to be metered as they were inserted once."""
+        rows = [
+            (
+                *key,
+                seg.seg_id,
+                seg.channel,
+                seg.level,
+                seg.first_step,
+                seg.last_step,
+                seg.payload,
+                crc(("segments", *key, seg.seg_id), seg.payload),
+            )
+            for seg in segments
+        ]
+        inserted = self._put_segments(db, rows)
+        new = []
+        for seg in segments:
+            if seg.seg_id in inserted:
+                inserted.discard(seg.seg_id)
+                new.append(seg)
+        return new
 
     def _put_deltas(self, db: Executor, rows: Sequence[tuple[Any, ...]]) -> None:
         """Insert delta rows (PostgreSQL sends several as one statement)."""
@@ -968,6 +985,10 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
             self.q.Q_LOAD_DELTA_SIZES, (tenant_id, run_id), tenant=tenant_id
         ):
             meter.extend(MeterRow(step, "deltas", ch, n) for ch, n in json.loads(sizes))
+        for step, sizes in self._read(
+            self.q.Q_LOAD_SNAPSHOT_SIZES, (tenant_id, run_id), tenant=tenant_id
+        ):
+            meter.extend(MeterRow(step, tbl, ch, n) for tbl, ch, n in json.loads(sizes))
         return sorted(meter, key=lambda m: m.step)  # stable: write order within a step
 
     def held_bytes(self, tenant_id: str, run_id: str) -> dict[str, int]:

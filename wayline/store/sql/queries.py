@@ -179,8 +179,17 @@ Q_LOAD_DELTA_SIZES = """
 SELECT step, sizes FROM deltas WHERE tenant_id = ? AND run_id = ? AND sizes IS NOT NULL
 """
 Q_PUT_SNAPSHOT = """
-INSERT INTO snapshots (tenant_id, run_id, step, payload, crc) VALUES (?, ?, ?, ?, ?)
-ON CONFLICT (tenant_id, run_id, step) DO UPDATE SET payload = excluded.payload, crc = excluded.crc
+INSERT INTO snapshots (tenant_id, run_id, step, payload, sizes, crc) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (tenant_id, run_id, step) DO UPDATE SET payload = excluded.payload,
+    crc = excluded.crc,
+    sizes = CASE WHEN snapshots.sizes IS NULL THEN excluded.sizes
+        ELSE substr(snapshots.sizes, 1, length(snapshots.sizes) - 1) || ','
+            || substr(excluded.sizes, 2) END
+"""
+"""A snapshot replaced (a migration's, at the run's step) keeps the meter rows of every
+write: the new JSON array's items are appended to the stored one's."""
+Q_LOAD_SNAPSHOT_SIZES = """
+SELECT step, sizes FROM snapshots WHERE tenant_id = ? AND run_id = ? AND sizes IS NOT NULL
 """
 Q_CLEAR_PENDING = "DELETE FROM pending_writes WHERE tenant_id = ? AND run_id = ? AND step <= ?"
 Q_CLEAR_INTERRUPTS = "DELETE FROM interrupts WHERE tenant_id = ? AND run_id = ? AND step <= ?"

@@ -1,4 +1,4 @@
--- The current wayline PostgreSQL schema (version 11): what the numbered migrations
+-- The current wayline PostgreSQL schema (version 12): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
     step      BIGINT  NOT NULL,
     payload   BYTEA    NOT NULL,
     crc              BIGINT,
+    sizes     TEXT,
     PRIMARY KEY (tenant_id, run_id, step)
 );
 
