@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -196,3 +197,95 @@ def test_a_process_handed_a_cpu_starts_there_and_one_handed_none_it_may_use_choo
     assert Placement(window=0.05).start(at=CPUS[1]) == CPUS[1]  # no sample: as handed
     chosen = Placement(window=0.05).start(at=max(CPUS) + 1)
     assert chosen in CPUS
+
+
+MOVE_CHILD = """
+import json, os, sys, threading
+from wayline.worker.placement import Placement
+
+cpus = sorted(os.sched_getaffinity(0))
+early_ready, release = threading.Event(), threading.Event()
+seen = {}
+
+def wait_and_report(name, ready):
+    ready.set()
+    release.wait()
+    seen[name] = sorted(os.sched_getaffinity(0))
+
+early = threading.Thread(target=wait_and_report, args=("before", early_ready))
+early.start()  # a thread the process had before the worker placed itself: all CPUs
+early_ready.wait()
+placement = Placement(window=0.05, every=60.0)
+placement.start(at=cpus[0])
+placement.take_process() if sys.argv[1] == "process" else placement.enter()
+node_ready = threading.Event()
+node = threading.Thread(target=wait_and_report, args=("node", node_ready))
+node.start()  # started by a placed thread, as a node's own thread is: on its CPU
+node_ready.wait()
+placement.move(cpus[1])
+release.set()
+node.join()
+early.join()
+seen["main"] = sorted(os.sched_getaffinity(0))
+print(json.dumps(seen))
+"""
+
+
+@linux
+@pytest.mark.parametrize("mode", ["process", "embedded"])
+def test_the_worker_process_moves_whole_and_an_embedded_worker_only_its_threads(
+    mode: str,
+) -> None:
+    """``take_process`` (the ``wayline worker`` command): a thread a node started begins on
+    the worker's CPU and goes with a move; an embedded worker moves only the threads it
+    placed. Neither touches a thread that was never on the worker's CPU. In a child
+    process, so this test's runner is never pinned."""
+    out = subprocess.run(
+        [sys.executable, "-c", MOVE_CHILD, mode],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    seen = json.loads(out.stdout)
+    first, second = CPUS[0], CPUS[1]
+    assert seen["main"] == [second] and seen["before"] == CPUS
+    assert seen["node"] == ([second] if mode == "process" else [first])
+
+
+BUSY_NODE_CHILD = """
+import os, threading
+from wayline.worker.placement import Placement
+
+cpus = sorted(os.sched_getaffinity(0))
+placement = Placement(window=0.3, every=60.0)
+placement.start(at=cpus[0])
+placement.take_process()
+running, done = threading.Event(), threading.Event()
+
+def node_work():
+    running.set()
+    while not done.is_set():
+        sum(range(1000))
+
+node = threading.Thread(target=node_work)
+node.start()  # a node's own thread keeps the worker's CPU busy
+running.wait()
+print(placement.check(), placement.cpu == cpus[0])
+done.set()
+node.join()
+"""
+
+
+@linux
+def test_a_node_thread_keeping_the_worker_process_busy_does_not_move_it() -> None:
+    """The CPU time of a process that is the worker counts as its own, the threads its
+    nodes started included: their load is not a neighbour's."""
+    out = subprocess.run(
+        [sys.executable, "-c", BUSY_NODE_CHILD],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert out.stdout.split() == ["None", "True"]

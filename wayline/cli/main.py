@@ -255,7 +255,7 @@ def worker(
     on = f", CPU {','.join(map(str, sorted(pinned)))}" if isinstance(pinned, frozenset) else ""
     if w.placement is not None:
         first = w.placement.start(at=pinned if isinstance(pinned, int) else None)
-        w.placement.enter()  # this thread too: the whole process moves, as it was pinned
+        w.placement.take_process()  # the whole process moves, as it was pinned
         on = f", CPU {first}, left when others keep it busy"
     console.print(f"worker {w.owner} serving {names} on {where} (concurrency {concurrency}{on})")
     w.run()

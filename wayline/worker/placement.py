@@ -129,6 +129,8 @@ class Placement:
         self._read = read or PROC_STAT.read_text
         self._threads: dict[int, tuple[int, int]] = {}
         """Python thread id -> (native id, CPU clock id), of the threads placed here."""
+        self.whole_process = False
+        """The process is this worker alone (``take_process``)."""
         self._lock = threading.Lock()
 
     @staticmethod
@@ -166,6 +168,16 @@ class Placement:
                 return
             self._threads[me] = (threading.get_native_id(), time.pthread_getcpuclockid(me))
 
+    def take_process(self) -> None:
+        """Place the calling thread, and treat the whole process as the worker's (the
+        ``wayline worker`` command): a move takes every thread still on the CPU it leaves,
+        the threads nodes started (they begin on their starter's CPU) included, and the
+        process's CPU time is what counts as its own. A ``Worker`` embedded in an
+        application moves only its own threads, as the application's may be pinned there
+        on purpose."""
+        self.whole_process = True
+        self.enter()
+
     def leave(self) -> None:
         with self._lock:
             self._threads.pop(threading.get_ident(), None)
@@ -192,9 +204,12 @@ class Placement:
 
     def move(self, cpu: int) -> None:
         with self._lock:
-            self.cpu = cpu
+            leaving, self.cpu = self.cpu, cpu
             self.moves += 1
-            for native_id, _ in self._threads.values():
+            movers = {native_id for native_id, _ in self._threads.values()}
+            if self.whole_process and leaving is not None:
+                movers.update(_threads_on(leaving))
+            for native_id in sorted(movers):
                 try:
                     os.sched_setaffinity(native_id, {cpu})
                 except ProcessLookupError:  # it ended without leaving
@@ -220,7 +235,11 @@ class Placement:
         return busy_shares(before, after, self.cpus), max(0.0, used / span)
 
     def _cpu_times(self) -> dict[int, float]:
-        """CPU clock id -> CPU seconds, of each placed thread (one that ended: left out)."""
+        """CPU clock id -> CPU seconds, of each placed thread (one that ended: left out),
+        or of the process when it is the worker's."""
+        if self.whole_process:
+            clock = time.CLOCK_PROCESS_CPUTIME_ID
+            return {clock: time.clock_gettime(clock)}
         with self._lock:
             clocks = [clock for _, clock in self._threads.values()]
         times = {}
@@ -228,3 +247,13 @@ class Placement:
             with contextlib.suppress(OSError):
                 times[clock] = time.clock_gettime(clock)
         return times
+
+
+def _threads_on(cpu: int) -> list[int]:
+    """Native ids of this process's threads allowed on ``cpu`` alone."""
+    found = []
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(OSError, ValueError):  # ended meanwhile
+            if os.sched_getaffinity(int(task.name)) == {cpu}:
+                found.append(int(task.name))
+    return found
