@@ -29,6 +29,7 @@ import json
 import operator
 import os
 import platform
+import socket
 import sqlite3
 import statistics
 import subprocess
@@ -285,6 +286,13 @@ def sqlite_file_size(path: Path | str) -> int:
 def temp_dir(name: str) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix=f"wayline-bench-{name}-") as d:
         yield Path(d)
+
+
+def free_port() -> int:
+    """A loopback port free now, for a server subprocess to listen on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 # -- raw commits ------------------------------------------------------------------------

@@ -17,8 +17,9 @@
    ``wayline worker --processes 2`` at concurrency 4 and 8 (8 and 16 slots), each process
    on a CPU of its own (``--cpus auto``, the default), and at concurrency 4 with the CPUs
    left to the OS (``--cpus all``), the runs queued before the command starts, timed from
-   the first node start to the last commit.
-   Beside each: step commits per transaction (``Worker.group.stats``: each write
+   the first node start to the last commit; and so is ``wayline serve --workers 8`` (its
+   in-process workers; the API is not used), placed (``--cpus auto``, the default) and
+   left to the OS. Beside each: step commits per transaction (``Worker.group.stats``: each write
    transaction is one fsync), and p50/p99 step latency (the gap between two node starts
    of one run: the previous step's commit wait included). Goal at concurrency 8 (8 slots):
    >= 2x the raw rate, capped at half the engine's rate.
@@ -85,6 +86,9 @@ LEFT_TO_OS = 8
 EFFECT_CONCURRENCY = (1, 8)
 """Cells of ``fleet_graph.effects`` (an effect in every node step: two more durable records
 a step, an intent and an outcome)."""
+SERVE_CPUS = ("auto", "all")
+"""Cells of ``wayline serve`` draining the runs with ``--workers 8`` in-process workers:
+placed (``--cpus auto``, the default) and left to the OS."""
 PG_PROCESSES = (1, 2, 4)
 CELL_FIGURES = ("steps_s", "commits_per_tx", "p50_ms", "p99_ms")
 PLACED = {"auto": ", a CPU each", "all": ", CPUs left to the OS"}
@@ -181,6 +185,22 @@ def sqlite_section(tmp: Path, runs: int, rounds: int) -> dict[str, Any]:
                 ),
             )
         )
+    for cpus in SERVE_CPUS:
+        arms.append(
+            (
+                f"s{LEFT_TO_OS}{cpus}",
+                lambda cpus=cpus: process_cell(
+                    tmp,
+                    c.wayline_url(tmp / f"serve-{uuid.uuid4().hex[:6]}.db"),
+                    1,
+                    LEFT_TO_OS,
+                    runs,
+                    queued_first=True,
+                    cpus=cpus,
+                    serve=True,
+                ),
+            )
+        )
     samples: dict[str, list[Any]] = {name: [] for name, _ in arms}
     for r in range(rounds):
         order = arms[r % len(arms) :] + arms[: r % len(arms)]
@@ -221,6 +241,10 @@ def sqlite_table(samples: dict[str, list[Any]]) -> dict[str, Any]:
     cells_by_label += [
         (f"p{p}c{n}{cpus}", f"{p} worker processes x concurrency {n}{PLACED[cpus]}", p * n)
         for p, n, cpus in SQLITE_PROCESSES
+    ]
+    cells_by_label += [
+        (f"s{LEFT_TO_OS}{cpus}", f"wayline serve, {LEFT_TO_OS} in-process workers{where}", 0)
+        for cpus, where in zip(SERVE_CPUS, (", placed", PLACED["all"]), strict=True)
     ]
     for name, label, slots in cells_by_label:
         cells = samples[name]
@@ -304,10 +328,16 @@ class Proc:
         side: Path,
         processes: int = 1,
         cpus: str = "auto",
+        serve: bool = False,
     ) -> None:
-        cmd = [sys.executable, "-m", "wayline.cli.main", "worker", f"{GRAPH_FILE}:fleet"]
-        cmd += ["--db", url, "--concurrency", str(concurrency), "--poll", "0.05"]
-        cmd += ["--processes", str(processes)] if processes > 1 else []
+        cli = [sys.executable, "-m", "wayline.cli.main"]
+        if serve:  # its in-process workers; the API is not used
+            cmd = [*cli, "serve", f"fleet={GRAPH_FILE}:fleet", "--db", url, "--dev"]
+            cmd += ["--workers", str(concurrency), "--port", str(c.free_port())]
+        else:
+            cmd = [*cli, "worker", f"{GRAPH_FILE}:fleet", "--db", url, "--poll", "0.05"]
+            cmd += ["--concurrency", str(concurrency)]
+            cmd += ["--processes", str(processes)] if processes > 1 else []
         cmd += ["--cpus", cpus]
         self.processes = processes
         env = {**os.environ, "COLUMNS": "400", "WAYLINE_FLEET_LOG": str(side)}
@@ -352,12 +382,14 @@ def process_cell(
     one_command: bool = False,
     queued_first: bool = False,
     cpus: str = "auto",
+    serve: bool = False,
 ) -> dict[str, Any]:
     """``processes`` worker processes at ``concurrency`` each (started as that many
-    ``wayline worker`` commands, or as one with ``--processes``) draining ``runs`` runs
-    started while they are idle, timed from the first start; or, ``queued_first``, queued
-    before the workers start, as the in-process cells, timed from the first node start.
-    ``base``: the PostgreSQL server whose WAL fsyncs count."""
+    ``wayline worker`` commands, or as one with ``--processes``; ``serve``: one ``wayline
+    serve`` with that many in-process workers) draining ``runs`` runs started while they
+    are idle, timed from the first start; or, ``queued_first``, queued before the workers
+    start, as the in-process cells, timed from the first node start. ``base``: the
+    PostgreSQL server whose WAL fsyncs count."""
     store = wayline.connect(url)
     app = fg.fleet.compile(store)
     client = Wayline(store)
@@ -366,7 +398,7 @@ def process_cell(
     each, commands = (processes, 1) if one_command else (1, processes)
     ids = [client.start(app, {"n": 0}, run_id=f"r{i}") for i in range(runs)] if queued_first else []
     procs = [
-        Proc(url, logs / f"w-{processes}-{i}.log", concurrency, side, each, cpus)
+        Proc(url, logs / f"w-{processes}-{i}.log", concurrency, side, each, cpus, serve)
         for i in range(commands)
     ]
     try:

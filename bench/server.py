@@ -32,7 +32,6 @@ import json
 import os
 import platform
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _common as c
 import httpx
 from rich.console import Console
 from rich.table import Table
@@ -71,12 +71,6 @@ graph = g.compile()
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def wait_ok(url: str, proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -92,7 +86,7 @@ def wait_ok(url: str, proc: subprocess.Popen[bytes], timeout: float = 120.0) -> 
 
 
 def start_wayline(tmp: Path, workers: int) -> tuple[str, subprocess.Popen[bytes]]:
-    port = free_port()
+    port = c.free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT), *sys.path])}
     cmd = [
         sys.executable, "-m", "wayline.cli.main", "serve", "bench=server_graph.py:graph",
@@ -121,7 +115,7 @@ def start_langgraph(binary: str, tmp: Path, jobs: int) -> tuple[str, subprocess.
     (project / "langgraph.json").write_text(
         json.dumps({"dependencies": ["."], "graphs": {"bench": "./graph.py:graph"}})
     )
-    port = free_port()
+    port = c.free_port()
     cmd = [binary, "dev", "--no-browser", "--no-reload", "--config", "langgraph.json",
            "--port", str(port), "--n-jobs-per-worker", str(jobs)]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -170,7 +164,7 @@ async def load(
         *(one_client(url, runs, steps, durability) for _ in range(clients))
     )
     wall = time.perf_counter() - start
-    samples = [s for c in per_client for s in c]
+    samples = [s for each in per_client for s in each]
     return {"wall_s": wall, "runs": len(samples), "samples": samples}
 
 

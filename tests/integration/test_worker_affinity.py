@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -204,4 +205,65 @@ def test_worker_processes_each_run_on_a_cpu_of_their_own(tmp_path: Path) -> None
     assert first != second, by_pid  # and not the same one
     said = " ".join(out.split())  # rich may wrap a long line
     assert said.count("left when others keep it busy") == 2, out  # each placed, not pinned
+    store.close()
+
+
+SERVE_GRAPH = """
+import os
+from typing import TypedDict
+from wayline import END, START, StateGraph
+
+class Where(TypedDict, total=False):
+    cpus: list[int]
+
+def where(state):
+    return {"cpus": sorted(os.sched_getaffinity(0))}  # 0: the node's thread
+
+g = StateGraph(Where, name="affinity_serve")
+g.add_node("where", where)
+g.add_edge(START, "where")
+g.add_edge("where", END)
+graph = g
+"""
+
+
+@pytest.mark.parametrize("cpus", ["auto", "all"])
+def test_wayline_serve_runs_its_workers_where_cpus_says(tmp_path: Path, cpus: str) -> None:
+    """``wayline serve`` places its process (``--cpus auto``, the default): the nodes its
+    in-process workers run are on the one CPU its banner names; ``--cpus all`` leaves them
+    to the OS. Stopped, it logs what its workers did."""
+    url = f"sqlite:///{tmp_path / 'serve.db'}"
+    spec = tmp_path / "where.py"
+    spec.write_text(SERVE_GRAPH)
+    store = wayline.connect(url)
+    app = load_graph(f"{spec}:graph", store)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    command = [sys.executable, "-m", "wayline.cli.main", "serve", f"where={spec}:graph"]
+    command += ["--db", url, "--dev", "--port", str(port), "--workers", "2", "--cpus", cpus]
+    proc = subprocess.Popen(
+        command,
+        env={**os.environ, "COLUMNS": "200"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        Wayline(store).start(app, {}, run_id="s1")
+        deadline = time.monotonic() + 60
+        while (run := store.get_run("default", "s1")) is None or run.status != "done":
+            assert time.monotonic() < deadline, "the server's workers did not run s1 in 60 s"
+            assert proc.poll() is None, "wayline serve exited"
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    seen = app.get_state({"configurable": {"thread_id": "s1"}}).values["cpus"]
+    said = " ".join(out.split())  # rich may wrap a long line
+    assert "in-process workers stopped after 1 run executions" in said, out  # its log line
+    if cpus == "all":
+        assert seen == ALLOWED and "CPU" not in said, out
+    else:
+        assert len(seen) == 1 and f"CPU {seen[0]}, left when others keep it busy" in said, out
     store.close()

@@ -223,6 +223,7 @@ def worker(
 ) -> None:
     """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
     from wayline.cli.loading import load_graph
+    from wayline.cli.logs import log_to_stderr
     from wayline.cli.signals import stop_on_signals
     from wayline.worker import Worker, WorkerConfig
     from wayline.worker.affinity import pin_this_thread
@@ -250,6 +251,7 @@ def worker(
     )
     w = Worker(store, compiled, config)
     stop_on_signals(w.stop)
+    log_to_stderr()
     names = ", ".join(f"{name}@{version}" for name, version in sorted(w.graphs))
     where = redact_url(db)
     on = f", CPU {','.join(map(str, sorted(pinned)))}" if isinstance(pinned, frozenset) else ""

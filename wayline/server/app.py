@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -31,6 +32,8 @@ from wayline.store.server_tables import ServerTables, server_tables
 from wayline.worker import Worker, WorkerConfig
 
 __all__ = ["DEV_PRINCIPAL", "ServerConfig", "create_app"]
+
+log = logging.getLogger("wayline.server")
 
 DEV_PRINCIPAL = Principal(tenant="default", actor="dev", scopes=("admin",))
 """Who a request is in ``--dev`` mode when it sends no key (loopback only)."""
@@ -160,6 +163,14 @@ def create_app(
             if worker is not None and thread is not None:
                 worker.stop()
                 await call(thread.join, 30)
+                g = worker.group.stats
+                log.info(
+                    "in-process workers stopped after %d run executions (%d step commits in "
+                    "%d transactions)",
+                    worker.completed,
+                    g.commits,
+                    g.transactions,
+                )
 
     routes = api.routes() + operator.routes() + data_routes.routes()
     if config.ui:

@@ -42,6 +42,7 @@ __all__ = [
     "better_cpu",
     "busy_shares",
     "least_busy",
+    "place_process",
     "read_cpu_times",
 ]
 
@@ -257,3 +258,20 @@ def _threads_on(cpu: int) -> list[int]:
             if os.sched_getaffinity(int(task.name)) == {cpu}:
                 found.append(int(task.name))
     return found
+
+
+def place_process(stopping: threading.Event) -> Placement | None:
+    """Place the calling process whole, on the least busy CPU, and watch it from a thread
+    of its own until ``stopping``: for a command whose process runs one worker among other
+    work (``wayline serve``: its HTTP loop, its in-process workers). None where there is
+    nothing to place."""
+    if not Placement.available():
+        return None
+    placement = Placement()
+    placement.start()
+    placement.take_process()
+    watcher = threading.Thread(
+        target=placement.watch, args=(stopping,), name="wayline-placement", daemon=True
+    )
+    watcher.start()
+    return placement
