@@ -15,6 +15,8 @@ import pytest
 import wayline
 from wayline import END, START, StateGraph
 from wayline.errors import StoreError
+from wayline.store.payloads import checksum
+from wayline.store.records import CommitBatch, SnapshotRecord
 from wayline.store.sql_store import SCHEMA_VERSION, migrations, split_statements
 
 
@@ -301,3 +303,40 @@ def test_a_foreign_database_is_refused_clearly(raw: Raw) -> None:
     assert cli.returncode != 0 and "not a wayline store" in cli.stdout
     assert "no such column" not in cli.stdout + cli.stderr
     assert raw.fingerprint() == before
+
+
+def test_a_snapshot_written_before_its_meter_moved_into_its_row_is_counted_once(
+    tmp_path: Path,
+) -> None:
+    """Upgrading to 0012: a snapshot row written before has no ``sizes`` and its meter row
+    in ``meter``. Rewritten at its step after the upgrade (a migration does), both writes
+    are counted once each; a new snapshot counts from its own row."""
+    path = tmp_path / "v11.db"
+    db = sqlite3.connect(path)
+    for version, _, sql in migrations("sqlite"):
+        if version <= 11:
+            for statement in split_statements(sql):
+                db.execute(statement)
+    db.execute("INSERT INTO wayline_meta VALUES ('schema_version', '11')")
+    old = b"old-snap"
+    check = checksum(("snapshots", "t", "r", 4), old)
+    db.execute("INSERT INTO snapshots VALUES ('t', 'r', 4, ?, ?)", (old, check))
+    db.execute(
+        "INSERT INTO meter (tenant_id, run_id, step, tbl, channel, bytes) "
+        "VALUES ('t', 'r', 4, 'snapshots', '', ?)",
+        (len(old),),
+    )
+    db.commit()
+    db.close()
+
+    store = wayline.connect(f"sqlite:///{path}", upgrade=True)
+    assert store.schema_version() == SCHEMA_VERSION
+    store.create_run("t", "r", graph_name="g", graph_version="1", durability="sync")
+    token = store.claim("t", "r", owner="w", lease_seconds=30)
+    store.commit("t", "r", token, CommitBatch(snapshots=[SnapshotRecord(4, b"new")]))
+    store.commit("t", "r", token, CommitBatch(snapshots=[SnapshotRecord(8, b"later")]))
+    meter = [(m.step, m.bytes) for m in store.load_meter("t", "r") if m.table == "snapshots"]
+    assert meter == [(4, len(old)), (4, 3), (8, 5)]
+    rewritten = store.load_snapshot("t", "r", 4)
+    assert rewritten is not None and rewritten.payload == b"new"
+    store.close()
