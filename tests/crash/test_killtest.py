@@ -84,3 +84,15 @@ def test_kill_db_with_durable_commits_keeps_the_bound(tmp_path: Path) -> None:
     assert code == 0, text
     assert all(t["beyond"] == 0 and t["state_equal"] for t in report["trials"]), text
     assert any(t["db_killed"] for t in report["trials"])
+
+
+def test_fleet_kill_on_postgresql_replays_at_most_the_step_in_flight_per_run(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """On PostgreSQL a worker's slots commit their steps together in one statement: a
+    SIGKILL around it loses no committed step and replays at most the step in flight."""
+    code, report, text = _run(tmp_path, pg_url, trials=2, modes=["sync"], runs=6, concurrency=6)
+    assert code == 0, text
+    (sync,) = report["totals"]
+    assert sync["runs"] == 12 and sync["states_equal"] == 12, text
+    assert sync["max_replayed_steps"] <= 1 and sync["beyond"] == 0, text

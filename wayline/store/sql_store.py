@@ -67,6 +67,7 @@ __all__ = [
     "fence_params",
     "load_queries",
     "migrations",
+    "nodes_json",
 ]
 
 ENCRYPTION_MARK = "aes-256-gcm"
@@ -1126,7 +1127,7 @@ def fence_params(
     take = 1 if batch.take_inbox else 0
     if run is None:
         return q.Q_FENCE_TOUCH, (now, take, *key, token)
-    nodes = _nodes_json(tuple(run.next_nodes))  # a tuple as declared: tuple() returns it
+    nodes = nodes_json(tuple(run.next_nodes))  # a tuple as declared: tuple() returns it
     step = (run.step, nodes, run.error, run.state_digest, now, take)
     if status is None or status == run.status:
         return q.Q_FENCE_STEP, (*step, *key, token, run.status)
@@ -1143,7 +1144,7 @@ def created_params(key: tuple[str, str], batch: CommitBatch, now: float) -> tupl
     assert new is not None and run is not None
     held = run.status not in SETTLED_STATUSES
     owner, expires = (new.owner, now + new.lease_seconds) if held else (None, None)
-    nodes = _nodes_json(tuple(run.next_nodes))
+    nodes = nodes_json(tuple(run.next_nodes))
     return (
         *key,
         new.graph_name,
@@ -1167,7 +1168,7 @@ def created_params(key: tuple[str, str], batch: CommitBatch, now: float) -> tupl
 
 
 @functools.lru_cache(maxsize=1024)
-def _nodes_json(nodes: tuple[str, ...]) -> str:
+def nodes_json(nodes: tuple[str, ...]) -> str:
     """A run row's ``next_nodes`` column: a graph has a few such lists, every step writes one."""
     return json.dumps(list(nodes))
 
