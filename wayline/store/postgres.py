@@ -13,6 +13,7 @@ every transaction to its tenant for row-level security (``wayline db upgrade --r
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import re
 import threading
@@ -32,14 +33,13 @@ from wayline.errors import (
     StoreURLError,
 )
 from wayline.store.payloads import checksum as crc
-from wayline.store.records import SETTLED_STATUSES, CommitBatch
+from wayline.store.records import CommitBatch
 from wayline.store.sql_store import (
     Executor,
     SQLStore,
     created_params,
     fence_params,
     load_queries,
-    nodes_json,
     split_statements,
 )
 from wayline.store.urls import redact_url
@@ -157,34 +157,27 @@ is its own transaction, so the commit is one round trip instead of four (measure
 2-vCPU dev machine with the embedded server: 4.5 ms a sync step before, see bench/fleet.py)."""
 
 
-Q_GROUP_ONE_TRIP = """
-WITH v AS (
-    SELECT * FROM unnest(%b::text[], %b::text[], %b::bigint[], %b::text[], %b::bigint[],
-        %b::text[], %b::text[], %b::text[], %b::bool[], %b::bool[])
-        AS v(tenant_id, run_id, token, status, step, next_nodes, error, state_digest, take,
-            settled)
-), fenced AS (
-    UPDATE runs r SET status = v.status, step = v.step, next_nodes = v.next_nodes,
-        error = v.error, state_digest = COALESCE(v.state_digest, r.state_digest),
-        updated_at = %b, inbox = CASE WHEN v.take THEN NULL ELSE r.inbox END,
-        lease_owner = CASE WHEN v.settled THEN NULL ELSE r.lease_owner END,
-        lease_expires_at = CASE WHEN v.settled THEN NULL ELSE r.lease_expires_at END
-    FROM v
-    WHERE r.tenant_id = v.tenant_id AND r.run_id = v.run_id AND r.fencing_token = v.token
-    RETURNING r.tenant_id, r.run_id
-)
+@functools.lru_cache(maxsize=64)
+def group_one_trip(n: int) -> str:
+    """``n`` plain step commits (a run row and one delta each, of ``n`` different runs) as
+    one statement, its own transaction: each run's row updated where its token still holds
+    (``Q_FENCE_UPDATE``, a primary-key lookup each, whatever the size of ``runs``), and its
+    delta inserted only if it was. The runs returned committed; the others lost their lease.
+    One round trip for the group, where the general path (``wayline.store.sql_group``)
+    takes five: BEGIN, the fences, the deltas' COPY (two) and COMMIT. One text per group
+    size, each prepared once per connection."""
+    fence = _QUERIES.Q_FENCE_UPDATE.strip()
+    updates = ",\n".join(f"u{i} AS ({fence} RETURNING tenant_id, run_id)" for i in range(n))
+    fenced = " UNION ALL ".join(f"SELECT * FROM u{i}" for i in range(n))
+    return f"""
+WITH {updates},
+fenced AS ({fenced})
 INSERT INTO deltas (tenant_id, run_id, step, payload, fencing_token, sizes, crc)
 SELECT d.* FROM unnest(%b::text[], %b::text[], %b::bigint[], %b::bytea[], %b::bigint[],
     %b::text[], %b::bigint[]) AS d(tenant_id, run_id, step, payload, fencing_token, sizes, crc)
 JOIN fenced f ON f.tenant_id = d.tenant_id AND f.run_id = d.run_id
 RETURNING tenant_id, run_id
 """
-"""A group of plain step commits (each a run row and one delta, of different runs) as one
-statement, its own transaction: each run's row is updated only where its token still
-holds (``Q_FENCE_UPDATE``, a row each), and its delta inserted only if it was; the runs
-returned committed, the others lost their lease. One round trip for the group, where the
-general path (``wayline.store.sql_group``) takes five: BEGIN, the fences, the deltas'
-COPY (two) and COMMIT."""
 
 
 Q_CREATE_ONE_TRIP = """
@@ -361,26 +354,26 @@ class PostgresStore(SQLStore):
         self, items: Sequence[tuple[str, str, int, CommitBatch]]
     ) -> list[BaseException | None]:
         """Plain steps of different runs (what a worker's slots commit together) as one
-        statement (``Q_GROUP_ONE_TRIP``); anything else, or a group a bad row fails, by the
+        statement (``group_one_trip``); anything else, or a group a bad row fails, by the
         general path (``wayline.store.sql_group``), which isolates the run at fault."""
         distinct = len({(t, r) for t, r, _, _ in items}) == len(items)
         plain = all(b.create is None and _one_trip(b) for _, _, _, b in items)
         if self.rls or not plain or not distinct or len(items) < 2:
             return super().commit_many(items)
-        fences, deltas = [], []
+        fences: list[Any] = []
+        deltas = []
+        now = time.time()
         for t, r, token, batch in items:
             sealed = self._sealed(t, r, batch)
-            run, (d,) = sealed.run, sealed.deltas
-            assert run is not None
-            nodes = nodes_json(tuple(run.next_nodes))
-            settled = run.status in SETTLED_STATUSES  # nobody holds it: the lease goes
-            step = (run.status, run.step, nodes, run.error, run.state_digest)
-            fences.append((t, r, token, *step, sealed.take_inbox, settled))
+            (d,) = sealed.deltas
+            query, fence = fence_params(self.q, (t, r), token, sealed, now, "")
+            assert query is self.q.Q_FENCE_UPDATE  # the statement's form for each run
+            fences.extend(fence)
             check = crc(("deltas", t, r, d.step), d.payload)
             deltas.append((t, r, d.step, d.payload, token, d.sizes(), check))
-        params = (*_columns(fences), time.time(), *_columns(deltas))
+        params = (*fences, *_columns(deltas))
         try:
-            _, rows = self._one_statement(Q_GROUP_ONE_TRIP, params)
+            _, rows = self._one_statement(group_one_trip(len(items)), params)
         except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
             # The server refused a row, so the statement committed nothing: the general
             # path finds the run at fault. Any other failure (a lost connection: the
