@@ -6,6 +6,8 @@ undamaged run, its effect performed once."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,7 +17,7 @@ import pytest
 from fault_graph import RESUME, START_INPUT, build, cfg, everything, reference
 from fault_rows import delete_row as delete
 from fault_rows import flip_row as flip
-from fault_rows import pick, rows_of
+from fault_rows import pick, rows_of, sql
 from fault_rows import restore_row as restore
 from fault_rows import truncate_row as truncate
 
@@ -108,6 +110,34 @@ def test_damage_that_loses_nothing(store: Store, table: str, fault: str) -> None
     assert list(charges.values()) == [1]
 
 
+@pytest.mark.parametrize("table", ["deltas", "snapshots"])
+def test_unreadable_byte_counts_are_reported_and_lose_nothing(store: Store, table: str) -> None:
+    """A row's byte counts (its ``sizes``) damaged: the instrument names the row, and the
+    run, whose state never reads them, resumes as if nothing happened."""
+    charges: Counter[str] = Counter()
+    app = waiting_run(store, charges)
+    row = pick(store, table, "f-1")
+    assert row["sizes"] is not None
+    damage = f"UPDATE {table} SET sizes = ? WHERE tenant_id = 'default' AND run_id = ? AND step = ?"
+    sql(store, damage, ('[["log",', "f-1", row["step"]))
+    with pytest.raises(CorruptionError) as unreadable:
+        store.load_meter("default", "f-1")
+    assert (unreadable.value.table, unreadable.value.step) == (table, row["step"])
+    cli = [sys.executable, "-m", "wayline.cli.main", "runs", "bytes", "f-1"]
+    env = {**os.environ, "COLUMNS": "300"}
+    shown = subprocess.run(
+        [*cli, "--db", store.url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert shown.returncode == 1 and "Traceback" not in shown.stderr, shown.stderr
+    assert f"{table} row of run 'f-1' at step {row['step']}" in shown.stdout + shown.stderr
+    assert app.invoke(RESUME, cfg()) == reference(store)
+    assert list(charges.values()) == [1]
+
+
 def test_a_deleted_question_is_refused_then_answered_once_restored(store: Store) -> None:
     charges: Counter[str] = Counter()
     app = waiting_run(store, charges)
@@ -143,9 +173,6 @@ def test_a_damaged_queued_input_leaves_the_run_failed_until_restored(
 
 
 def test_runs_verify_lists_damage_of_an_unfinished_run_without_the_graph(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     url = f"sqlite:///{tmp_path / 'verify.db'}"
     store = wayline.connect(url)
     waiting_run(store, Counter())

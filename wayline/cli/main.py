@@ -475,7 +475,8 @@ def runs_bytes(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "d
     store = _open(db)
     if store.get_run(tenant, run_id) is None:
         _fail(f"no run {run_id!r} for tenant {tenant!r}")
-    report = byte_report(store, tenant, run_id)
+    with _reported(1):  # a row whose byte counts cannot be read: named, no traceback
+        report = byte_report(store, tenant, run_id)
     tables = report.by_table()
     table = Table(title=f"bytes written by run {run_id}")
     for col in ("table", "channel", "bytes", "share"):

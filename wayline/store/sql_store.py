@@ -982,14 +982,12 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
     def load_meter(self, tenant_id: str, run_id: str) -> list[MeterRow]:
         rows = self._read(self.q.Q_LOAD_METER, (tenant_id, run_id), tenant=tenant_id)
         meter = [MeterRow(step, tbl, ch, n) for step, tbl, ch, n in rows]
-        for step, sizes in self._read(
-            self.q.Q_LOAD_DELTA_SIZES, (tenant_id, run_id), tenant=tenant_id
+        for table, query in (
+            ("deltas", self.q.Q_LOAD_DELTA_SIZES),
+            ("snapshots", self.q.Q_LOAD_SNAPSHOT_SIZES),
         ):
-            meter.extend(MeterRow(step, "deltas", ch, n) for ch, n in json.loads(sizes))
-        for step, sizes in self._read(
-            self.q.Q_LOAD_SNAPSHOT_SIZES, (tenant_id, run_id), tenant=tenant_id
-        ):
-            meter.extend(MeterRow(step, tbl, ch, n) for tbl, ch, n in json.loads(sizes))
+            for step, sizes in self._read(query, (tenant_id, run_id), tenant=tenant_id):
+                meter.extend(_carried_meter((table, tenant_id, run_id, step), sizes))
         return sorted(meter, key=lambda m: m.step)  # stable: write order within a step
 
     def held_bytes(self, tenant_id: str, run_id: str) -> dict[str, int]:
@@ -1171,6 +1169,20 @@ def created_params(key: tuple[str, str], batch: CommitBatch, now: float) -> tupl
 def nodes_json(nodes: tuple[str, ...]) -> str:
     """A run row's ``next_nodes`` column: a graph has a few such lists, every step writes one."""
     return json.dumps(list(nodes))
+
+
+def _carried_meter(ident: tuple[str, str, str, int], sizes: str) -> list[MeterRow]:
+    """The meter rows a delta row (``[channel, bytes]`` items) or a snapshot row (``[table,
+    channel, bytes]``) carries in its ``sizes``; ``CorruptionError`` naming the row when
+    they cannot be read."""
+    table, step = ident[0], ident[3]
+    try:
+        items = json.loads(sizes)
+        if table == "deltas":
+            return [MeterRow(step, table, str(ch), int(n)) for ch, n in items]
+        return [MeterRow(step, str(tbl), str(ch), int(n)) for tbl, ch, n in items]
+    except (ValueError, TypeError) as exc:
+        raise CorruptionError.of(ident, f"its byte counts (sizes) cannot be read: {exc}") from None
 
 
 def _interrupt_row(key: tuple[str, str], i: InterruptRecord) -> tuple[Any, ...]:
