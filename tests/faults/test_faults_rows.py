@@ -172,6 +172,31 @@ def test_a_damaged_queued_input_leaves_the_run_failed_until_restored(
     assert app.invoke(RESUME, cfg("q-1")) == reference(store)
 
 
+def test_a_run_row_whose_next_nodes_cannot_be_read_is_failed_at_its_claim(store: Store) -> None:
+    """Unlike payloads, a run row's JSON columns carry no checksum: damaged, the claim reports
+    the row and fails the run (not taken again at every lease expiry); restored and
+    requeued, it runs to the same state as an undamaged run."""
+    app = build(store)
+    Wayline(store).start(app, START_INPUT, run_id="q-2")
+    damage = "UPDATE runs SET next_nodes = ? WHERE tenant_id = 'default' AND run_id = ?"
+    sql(store, damage, ("[", "q-2"))
+    graphs = [(app.name, app.version)]
+    with pytest.raises(CorruptionError, match="runs row of run 'q-2'"):
+        store.claim_next(owner="w", lease_seconds=30, graphs=graphs)
+    with pytest.raises(CorruptionError, match="runs row of run 'q-2'"):
+        store.get_run("default", "q-2")
+    (after,) = rows_of(store, "runs", "q-2")
+    assert after["status"] == "failed" and after["lease_owner"] is None
+    assert "corrupt" in after["error"]
+    assert store.claim_next(owner="w", lease_seconds=30, graphs=graphs) is None
+
+    sql(store, damage, ("[]", "q-2"))
+    assert store.requeue("default", "q-2")
+    Worker(store, app, WorkerConfig(retry=RetryPolicy(max_attempts=1))).run(max_runs=1)
+    assert app.get_state(cfg("q-2")).interrupts  # it ran to its question
+    assert app.invoke(RESUME, cfg("q-2")) == reference(store)
+
+
 def test_runs_verify_lists_damage_of_an_unfinished_run_without_the_graph(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'verify.db'}"
     store = wayline.connect(url)

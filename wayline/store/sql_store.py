@@ -560,13 +560,19 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         inbox = self.payloads.get_opt(
             _inbox_ident(tenant, run_id), tenant, f"{run_id}|n", r.pop("inbox"), r.pop("inbox_crc")
         )
+        # These columns carry no checksum, unlike payloads: one damaged is the row's
+        # corruption too (a claim then fails the run instead of taking it again and again).
+        try:
+            r.update(
+                next_nodes=tuple(json.loads(r["next_nodes"])),
+                classes=dict(json.loads(r["classes"] or "{}")),
+                redacted=dict(json.loads(r["redacted"] or "{}")),
+            )
+        except (ValueError, TypeError) as exc:
+            why = f"its next nodes, classes or erasures cannot be read: {exc}"
+            raise CorruptionError.of(("runs", tenant, run_id), why) from None
         r.update(
-            inbox=inbox,
-            next_nodes=tuple(json.loads(r["next_nodes"])),
-            classes=json.loads(r["classes"] or "{}"),
-            redacted=json.loads(r["redacted"] or "{}"),
-            attempts=int(r["attempts"]),
-            cancel_requested=bool(r["cancel_requested"]),
+            inbox=inbox, attempts=int(r["attempts"]), cancel_requested=bool(r["cancel_requested"])
         )
         return RunRecord(**r)
 
