@@ -11,7 +11,7 @@ import pytest
 from wayline.client import Wayline
 from wayline.control import Actor
 from wayline.demo.refund_agent import build_refund_agent, claim_input
-from wayline.errors import ApprovalRefused, ResumeError, RunNotFoundError
+from wayline.errors import ApprovalRefused, CorruptionError, ResumeError, RunNotFoundError
 from wayline.graph.types import Command
 
 FINANCE = Actor(id="fatima", roles=("finance",), tenant="acme")
@@ -228,3 +228,25 @@ def test_an_actor_of_another_tenant_is_refused_whatever_the_run_state(url: str) 
         client.resume("claim-9", {"approved": False}, actor=stranger, digest=question.digest)
     assert refused.value.reason == "wrong_tenant"
     assert refusals(client) == [("fatima", "wrong_tenant")]
+
+
+def test_a_question_whose_approvers_cannot_be_read_is_reported_and_decides_nothing(
+    url: str,
+) -> None:
+    """Who may decide is a column without a checksum: damaged, a decision is refused with
+    the question named (never a guess that anyone may decide), nothing is written, and
+    once the column is restored the decision goes through."""
+    refunds = Refunds()
+    app, client, question = waiting(url, refunds)
+    store: Any = app.store
+    damage = "UPDATE interrupts SET approvers = {ph} WHERE tenant_id = 'acme' AND run_id = {ph}"
+    with store._tx("acme") as db:
+        db.execute(damage.format(ph=store.placeholder), ('["fin', "claim-9"))
+    with pytest.raises(CorruptionError, match="interrupts row of run 'claim-9'"):
+        client.resume("claim-9", {"approved": True}, actor=FINANCE, digest=question.digest)
+    assert [a.action for a in client.audit("claim-9")] == ["request"]
+    assert refunds.made == {}
+    with store._tx("acme") as db:
+        db.execute(damage.format(ph=store.placeholder), ('["finance"]', "claim-9"))
+    client.resume("claim-9", {"approved": True}, actor=FINANCE, digest=question.digest)
+    assert app.invoke(None, CFG)["refund"] == {"id": "re_1", "amount": 4200}

@@ -928,7 +928,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                 value=p.get(_question_ident(tenant_id, run_id, iid), tenant_id, aad, v, crc),
                 resume=p.get_opt(_answer_ident(tenant_id, run_id, iid), tenant_id, aad, r, rcrc),
                 digest=digest,
-                approvers=None if approvers is None else tuple(json.loads(approvers)),
+                approvers=_approvers(_question_ident(tenant_id, run_id, iid), approvers),
                 expires_at=expires,
                 cls=cls,
             )
@@ -1189,6 +1189,17 @@ def _carried_meter(ident: tuple[str, str, str, int], sizes: str) -> list[MeterRo
         return [MeterRow(step, str(tbl), str(ch), int(n)) for tbl, ch, n in items]
     except (ValueError, TypeError) as exc:
         raise CorruptionError.of(ident, f"its byte counts (sizes) cannot be read: {exc}") from None
+
+
+def _approvers(ident: tuple[str, ...], stored: str | None) -> tuple[str, ...] | None:
+    """Who may decide a question (None: anyone of the tenant); ``CorruptionError`` naming
+    the question when the column cannot be read, never a guess at who may decide."""
+    if stored is None:
+        return None
+    try:
+        return tuple(str(who) for who in json.loads(stored))
+    except (ValueError, TypeError) as exc:
+        raise CorruptionError.of(ident, f"who may decide it cannot be read: {exc}") from None
 
 
 def _interrupt_row(key: tuple[str, str], i: InterruptRecord) -> tuple[Any, ...]:
