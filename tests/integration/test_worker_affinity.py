@@ -267,3 +267,17 @@ def test_wayline_serve_runs_its_workers_where_cpus_says(tmp_path: Path, cpus: st
     else:
         assert len(seen) == 1 and f"CPU {seen[0]}, left when others keep it busy" in said, out
     store.close()
+
+
+def test_wayline_serve_refuses_a_cpu_it_may_not_use_before_touching_the_store(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "never.db"
+    bad = max(ALLOWED) + 1
+    command = [sys.executable, "-m", "wayline.cli.main", "serve", "--demo"]
+    command += ["--db", f"sqlite:///{path}", "--cpus", str(bad)]
+    env = {**os.environ, "COLUMNS": "200"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"CPU(s) [{bad}] are not available to this process" in done.stdout
+    assert "demo key" not in done.stdout and not path.exists()  # nothing made, no key

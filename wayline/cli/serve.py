@@ -82,6 +82,12 @@ def serve(
         from wayline.demo.serve_demo import DEMO_GRAPHS
 
         specs += [f"{name}={spec}" for name, spec in DEMO_GRAPHS.items()]
+    stopping = threading.Event()
+    try:  # first: a bad --cpus changes nothing, and every thread started after is placed
+        where = _place(cpus, stopping)
+    except WaylineError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
     store = _store(db)
     try:
         compiled = {}
@@ -108,8 +114,6 @@ def serve(
             otel=otel,
             cors_origins=tuple(cors_origin or ()),
         )
-        stopping = threading.Event()
-        where = _place(cpus, stopping)
         console.print(
             f"serving {', '.join(compiled)} on http://{host}:{port} (dashboard: /ui{where})"
         )
@@ -124,8 +128,9 @@ def serve(
 
 
 def _place(cpus: str, stopping: threading.Event) -> str:
-    """Put this process where ``--cpus`` says, before it starts a thread (the threads it
-    starts later inherit it); what the banner says of it."""
+    """Put this process where ``--cpus`` says, before it opens its store (whose pool may
+    start threads) or loads a graph: threads started later inherit it. What the banner
+    says of it."""
     from wayline.worker.affinity import parse_cpus, pin_this_thread
     from wayline.worker.placement import place_process
 
