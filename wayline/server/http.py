@@ -17,10 +17,12 @@ from wayline.control.keys import Principal
 from wayline.errors import (
     ApprovalRefused,
     AuthError,
+    CorruptionError,
     EffectError,
     ResumeError,
     RunNotFoundError,
     ScopeError,
+    StoreFullError,
     VersionMismatchError,
     WaylineError,
 )
@@ -62,6 +64,10 @@ def _status_of(exc: BaseException) -> tuple[int, str]:
         return 403, str(exc)
     if isinstance(exc, ResumeError | VersionMismatchError | EffectError):
         return 409, str(exc)
+    if isinstance(exc, CorruptionError):  # the server's data, not the request: the detail
+        return 500, str(exc)  # names the row an operator restores
+    if isinstance(exc, StoreFullError):
+        return 507, str(exc)
     if isinstance(exc, WaylineError):
         return 400, str(exc)
     return 500, f"internal error: {type(exc).__name__}"
