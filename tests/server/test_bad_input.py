@@ -64,6 +64,24 @@ def _state(server: Running, tid: str) -> dict[str, Any]:
             "resume",
         ),
         (b'{"assistant_id": "ask", "input": {}}', "application/json", 409, "belongs to graph"),
+        (
+            b'{"assistant_id": "simple", "input": {}, "metadata": [1]}',
+            "application/json",
+            422,
+            "metadata",
+        ),
+        (
+            b'{"assistant_id": "simple", "input": {}, "config": [1]}',
+            "application/json",
+            422,
+            "config",
+        ),
+        (
+            b'{"assistant_id": "simple", "input": {}, "config": {"configurable": 5}}',
+            "application/json",
+            422,
+            "config.configurable",
+        ),
         (b'{"assistant_id": "simple", "input": {"zzz": 1}}', "application/json", None, None),
     ],
 )
@@ -88,6 +106,24 @@ def test_bad_run_requests_are_refused_and_change_nothing(
         return
     assert r.status_code == status, r.text
     assert says in r.json()["detail"]
+    assert _state(sqlite_server, thread) == before
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/threads", {"metadata": [1]}),
+        ("POST", "/threads/search", {"metadata": "x"}),
+        ("PATCH", "/threads/{thread}", {"metadata": 5}),
+    ],
+)
+def test_a_metadata_that_is_not_an_object_is_422(
+    sqlite_server: Running, thread: str, method: str, path: str, body: dict[str, Any]
+) -> None:
+    before = _state(sqlite_server, thread)
+    url = sqlite_server.url + path.format(thread=thread)
+    r = httpx.request(method, url, json=body, headers=_h(sqlite_server))
+    assert r.status_code == 422 and "metadata must be a JSON object" in r.json()["detail"]
     assert _state(sqlite_server, thread) == before
 
 

@@ -79,3 +79,23 @@ def test_a_full_disk_is_507_and_the_request_can_be_sent_again(tmp_path: Path) ->
         assert done["n"] == 1 and done["items"][0] == "x" * 40_000
     finally:
         server.stop()
+
+
+def test_a_thread_whose_metadata_cannot_be_read_is_a_named_server_error(
+    sqlite_server: Running,
+) -> None:
+    c = get_sync_client(url=sqlite_server.url, api_key=sqlite_server.keys["alice"])
+    tid = c.threads.create(metadata={"owner": "alice"})["thread_id"]
+    store = sqlite_server.store
+    damage = (
+        f"UPDATE threads SET metadata = {store.placeholder} WHERE thread_id = {store.placeholder}"
+    )
+    with store._tx("acme") as db:
+        db.execute(damage, ('{"owner": ', tid))
+    r = httpx.get(
+        f"{sqlite_server.url}/threads/{tid}", headers={"x-api-key": sqlite_server.keys["alice"]}
+    )
+    assert r.status_code == 500 and f"threads row of run {tid!r}" in r.json()["detail"], r.text
+    with store._tx("acme") as db:
+        db.execute(damage, ('{"owner": "alice"}', tid))
+    assert c.threads.get(tid)["metadata"] == {"owner": "alice"}

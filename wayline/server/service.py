@@ -67,9 +67,7 @@ class Service:
 
     def create_thread(self, who: Principal, body: dict[str, Any]) -> dict[str, Any]:
         thread_id = str(body.get("thread_id") or uuid.uuid4())
-        metadata = body.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            raise ApiError(422, "metadata must be a JSON object")
+        metadata = _object(body, "metadata")
         created = self.tables.insert_thread(who.tenant, thread_id, metadata)
         if not created and body.get("if_exists") != "do_nothing":
             raise ApiError(409, f"Thread {thread_id} already exists")
@@ -89,7 +87,7 @@ class Service:
 
     def search_threads(self, who: Principal, body: dict[str, Any]) -> list[dict[str, Any]]:
         limit, offset = _page(body)
-        wanted_meta = body.get("metadata") or {}
+        wanted_meta = _object(body, "metadata")
         wanted_status = body.get("status")
         out = []
         for thread in self.tables.search_threads(who.tenant, limit=1000, offset=0):
@@ -107,9 +105,7 @@ class Service:
 
     def patch_thread(self, who: Principal, thread_id: str, body: dict[str, Any]) -> dict[str, Any]:
         thread = self.thread(who, thread_id)
-        metadata = body.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            raise ApiError(422, "metadata must be a JSON object")
+        metadata = _object(body, "metadata")
         self.tables.update_thread(who.tenant, thread_id, {**thread.metadata, **metadata})
         return self.thread_view(who, thread_id)
 
@@ -216,6 +212,8 @@ class Service:
         except UnknownAssistant as exc:
             raise ApiError(422, str(exc.args[0])) from None
         _check_options(body)
+        _object(body, "metadata")  # both read later, once the thread is held: checked now
+        _subject(body)
         command = body.get("command")
         if command is not None and not isinstance(command, dict):
             raise ApiError(422, "command must be an object like {'resume': ...}")
@@ -472,13 +470,20 @@ def _modes(body: dict[str, Any]) -> list[str]:
 
 def _subject(body: dict[str, Any]) -> str | None:
     """The data subject a new run names: ``config.configurable.subject`` (docs/data.md)."""
-    config = body.get("config") or {}
-    subject = (
-        (config.get("configurable") or {}).get("subject") if isinstance(config, dict) else None
-    )
+    configurable = _object(_object(body, "config"), "configurable", "config.configurable")
+    subject = configurable.get("subject")
     if subject is not None and not isinstance(subject, str):
         raise ApiError(422, "config.configurable.subject must be a string")
     return subject or None
+
+
+def _object(body: dict[str, Any], name: str, called: str | None = None) -> dict[str, Any]:
+    """A field that must be a JSON object when given (absent or null: empty): anything else
+    is the client's mistake, 422, not a server error."""
+    value = body.get(name) or {}
+    if not isinstance(value, dict):
+        raise ApiError(422, f"{called or name} must be a JSON object, not {type(value).__name__}")
+    return value
 
 
 def _check_options(body: dict[str, Any]) -> None:
