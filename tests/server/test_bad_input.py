@@ -127,6 +127,31 @@ def test_a_metadata_that_is_not_an_object_is_422(
     assert _state(sqlite_server, thread) == before
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "body", "says"),
+    [
+        (
+            "POST",
+            "/threads/{thread}/runs",
+            {"assistant_id": "simple", "input": {}, "stream_mode": 5},
+            "stream_mode",
+        ),
+        ("POST", "/threads/{thread}/history", {"limit": "x"}, "limit"),
+        ("POST", "/threads/{thread}/history", {"before": 5}, "checkpoint_id"),
+        ("POST", "/assistants/search", {"limit": "x"}, "limit"),
+        ("POST", "/threads", {"thread_id": {"a": 1}}, "thread_id must be a string"),
+    ],
+)
+def test_a_field_of_the_wrong_type_is_422(
+    sqlite_server: Running, thread: str, method: str, path: str, body: dict[str, Any], says: str
+) -> None:
+    before = _state(sqlite_server, thread)
+    url = sqlite_server.url + path.format(thread=thread)
+    r = httpx.request(method, url, json=body, headers=_h(sqlite_server))
+    assert r.status_code == 422 and says in r.json()["detail"], r.text
+    assert _state(sqlite_server, thread) == before
+
+
 def test_oversized_body_is_refused_before_it_is_read(sqlite_server: Running, thread: str) -> None:
     big = json.dumps({"assistant_id": "simple", "input": {"items": ["x" * 100_000]}})
     before = _state(sqlite_server, thread)

@@ -39,6 +39,11 @@ def test_thread_run_state_and_history(server: Running) -> None:
         thread["thread_id"], checkpoint_id=as_dict(history[2])["checkpoint_id"]
     )
     assert earlier["values"] == {"items": [], "n": 0} and earlier["next"] == ["a"]
+    # before, as the SDK sends it: a checkpoint id, or a config naming one
+    second = as_dict(history[1])["checkpoint_id"]
+    for before in (second, {"configurable": {"checkpoint_id": second}}):
+        older = c.threads.get_history(thread["thread_id"], before=before)  # type: ignore[arg-type]
+        assert [as_dict(h["metadata"])["step"] for h in older] == [0, -1]
 
     got = c.threads.get(thread["thread_id"])
     assert got["status"] == "idle" and got["values"] == out

@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from wayline.server.http import ApiError, call, principal, read_json, reply
-from wayline.server.service import RunStart, Service
+from wayline.server.service import RunStart, Service, page
 from wayline.server.stream import RunWatch, sse_events
 from wayline.worker.emitted import EMITTED_MODES
 
@@ -42,8 +42,8 @@ async def assistants_search(request: Request) -> Response:
         for a in _svc(request).registry.assistants
         if graph_id is None or a.name == graph_id
     ]
-    offset = int(body.get("offset") or 0)
-    return reply(found[offset : offset + int(body.get("limit") or 10)])
+    limit, offset = page(body)
+    return reply(found[offset : offset + limit])
 
 
 async def assistants_count(request: Request) -> Response:

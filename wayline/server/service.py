@@ -35,7 +35,7 @@ from wayline.store.records import RunRecord
 from wayline.store.server_tables import ServerTables, ThreadRecord, ThreadRunRecord
 from wayline.worker.emitted import EMITTED_MODES
 
-__all__ = ["STREAM_MODES", "RunStart", "Service"]
+__all__ = ["STREAM_MODES", "RunStart", "Service", "page"]
 
 STREAM_MODES = ("values", "updates", "custom")
 QUIET_MODES = ("messages", "messages-tuple", "events", "debug", "tasks", "checkpoints")
@@ -66,7 +66,9 @@ class Service:
     # -- threads ----------------------------------------------------------------------
 
     def create_thread(self, who: Principal, body: dict[str, Any]) -> dict[str, Any]:
-        thread_id = str(body.get("thread_id") or uuid.uuid4())
+        thread_id = body.get("thread_id") or str(uuid.uuid4())
+        if not isinstance(thread_id, str):
+            raise ApiError(422, f"thread_id must be a string, not {thread_id!r}")
         metadata = _object(body, "metadata")
         created = self.tables.insert_thread(who.tenant, thread_id, metadata)
         if not created and body.get("if_exists") != "do_nothing":
@@ -86,7 +88,7 @@ class Service:
         return thread_json(thread, run, snap)
 
     def search_threads(self, who: Principal, body: dict[str, Any]) -> list[dict[str, Any]]:
-        limit, offset = _page(body)
+        limit, offset = page(body)
         wanted_meta = _object(body, "metadata")
         wanted_status = body.get("status")
         out = []
@@ -153,16 +155,18 @@ class Service:
 
     def history(self, who: Principal, thread_id: str, body: dict[str, Any]) -> list[dict[str, Any]]:
         thread = self.thread(who, thread_id)
-        limit = int(body.get("limit") or 10)
+        limit, _ = page(body)
         run = self.store.get_run(who.tenant, thread_id)
         if run is None or run.step < 0:
             return []
         graph_id = self._assistant_for(run).name
         top = run.step
         before = body.get("before")
-        if isinstance(before, dict):
-            cid = (before.get("configurable") or before).get("checkpoint_id")
-            step = checkpoint_step(str(cid)) if cid else None
+        if before is not None:  # a checkpoint id, or a config or checkpoint naming one
+            cid = before
+            if isinstance(before, dict):
+                cid = (before.get("configurable") or before).get("checkpoint_id")
+            step = checkpoint_step(cid) if isinstance(cid, str) and cid else None
             if step is None:
                 raise ApiError(422, "before must name a checkpoint_id from this thread")
             top = step - 1
@@ -452,7 +456,8 @@ class Service:
         return self._locks[hash((tenant, thread_id)) % len(self._locks)]
 
 
-def _page(body: dict[str, Any]) -> tuple[int, int]:
+def page(body: dict[str, Any]) -> tuple[int, int]:
+    """``limit`` (10 when absent, at most 1,000) and ``offset`` of a listing request."""
     try:
         return max(0, min(int(body.get("limit") or 10), 1000)), max(0, int(body.get("offset") or 0))
     except (TypeError, ValueError):
@@ -461,7 +466,9 @@ def _page(body: dict[str, Any]) -> tuple[int, int]:
 
 def _modes(body: dict[str, Any]) -> list[str]:
     modes = body.get("stream_mode") or ["values"]
-    modes = [modes] if isinstance(modes, str) else list(modes)
+    if not isinstance(modes, str | list):
+        raise ApiError(422, f"stream_mode must be a mode or a list of modes, not {modes!r}")
+    modes = [modes] if isinstance(modes, str) else modes
     unknown = [m for m in modes if m not in STREAM_MODES + QUIET_MODES]
     if unknown:
         raise ApiError(422, f"unknown stream_mode {unknown}; wayline streams {list(STREAM_MODES)}")
