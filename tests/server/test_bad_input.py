@@ -138,6 +138,13 @@ def test_a_metadata_that_is_not_an_object_is_422(
         ),
         ("POST", "/threads/{thread}/history", {"limit": "x"}, "limit"),
         ("POST", "/threads/{thread}/history", {"before": 5}, "checkpoint_id"),
+        ("POST", "/threads/{thread}/history", {"metadata": {"step": 1}}, "not supported"),
+        (
+            "POST",
+            "/threads/{thread}/history",
+            {"checkpoint": {"checkpoint_ns": "child:1"}},
+            "not supported",
+        ),
         ("POST", "/assistants/search", {"limit": "x"}, "limit"),
         ("POST", "/threads", {"thread_id": {"a": 1}}, "thread_id must be a string"),
     ],

@@ -156,6 +156,11 @@ class Service:
     def history(self, who: Principal, thread_id: str, body: dict[str, Any]) -> list[dict[str, Any]]:
         thread = self.thread(who, thread_id)
         limit, _ = page(body)
+        if body.get("metadata"):  # filtering would reconstruct every step to test it
+            raise ApiError(422, "a metadata filter on history is not supported by wayline serve")
+        namespace = _object(body, "checkpoint").get("checkpoint_ns")
+        if namespace:
+            raise ApiError(422, "the history of a subgraph (checkpoint_ns) is not supported yet")
         run = self.store.get_run(who.tenant, thread_id)
         if run is None or run.step < 0:
             return []
