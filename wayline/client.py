@@ -98,6 +98,10 @@ class Wayline:
                 "start() needs an input: a run started with None has nothing to run; to "
                 "continue an existing run use resume() or invoke(None, config)"
             )
+        if run_id is not None and (not isinstance(run_id, str) or not run_id):
+            raise ConfigError(  # "" would start a run under a random id the caller never sees
+                f"run_id must be a non-empty string (or None for a new random id), not {run_id!r}"
+            )
         run_id = run_id or uuid.uuid4().hex
         self.store.enqueue(
             self._tenant(tenant),

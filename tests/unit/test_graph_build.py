@@ -270,11 +270,12 @@ def test_node_without_outgoing_edges_ends_the_run() -> None:
     assert out == {"log": ["a"]}
 
 
-def test_snapshot_every_must_be_positive() -> None:
+@pytest.mark.parametrize("every", [0, "10", 2.5, True])
+def test_snapshot_every_must_be_a_positive_whole_number(every: Any) -> None:
     g = graph_with("a")
     g.set_entry_point("a")
     with pytest.raises(GraphError, match="snapshot_every"):
-        g.compile(snapshot_every=0)
+        g.compile(snapshot_every=every)
 
 
 def test_compile_with_bad_store_url_fails() -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypedDict
 
 import pytest
 
 from wayline import END, START, Command, StateGraph, connect
 from wayline.client import Wayline
-from wayline.errors import ResumeError
+from wayline.errors import ConfigError, ResumeError
 from wayline.store.base import Store
 
 
@@ -132,3 +133,41 @@ def test_a_start_refused_before_its_input_commits_leaves_no_row() -> None:
         app.invoke(Command(resume="yes", update={"n": 1}), cfg)
     assert store.get_run("default", "never") is None
     assert app.invoke({"n": 0}, cfg) == {"n": 1}  # the thread starts as a new one
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [
+        ("my-thread", "config must be a dict"),
+        ({"configurable": ["my-thread"]}, "config['configurable'] must be a dict"),
+        ({"configurable": {"thread_id": "t"}, "recursion_limit": "50"}, "recursion_limit"),
+        ({"configurable": {"thread_id": "t"}, "recursion_limit": [50]}, "recursion_limit"),
+    ],
+)
+def test_a_malformed_config_is_a_config_error_before_anything_is_written(
+    config: Any, says: str
+) -> None:
+    store = connect("sqlite:///:memory:")
+    app = _app(store)
+    for call in (
+        lambda: app.invoke({"n": 0}, config),
+        lambda: list(app.stream({"n": 0}, config)),
+        lambda: app.get_state(config),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(says)):
+            call()
+    assert store.list_runs("default") == []
+
+
+@pytest.mark.parametrize("run_id", ["", 5])
+def test_a_start_with_a_run_id_that_is_not_a_name_queues_nothing(run_id: Any) -> None:
+    store = connect("sqlite:///:memory:")
+    with pytest.raises(ConfigError, match="run_id must be a non-empty string"):
+        Wayline(store).start(_app(store), {"n": 0}, run_id=run_id)
+    assert store.list_runs("default") == []
+
+
+def test_a_recursion_limit_written_as_a_float_is_a_limit_as_in_langgraph() -> None:
+    store = connect("sqlite:///:memory:")
+    out = _app(store).invoke({"n": 0}, {"configurable": {"thread_id": "f"}, "recursion_limit": 1e4})
+    assert out == {"n": 1}

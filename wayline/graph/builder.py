@@ -288,6 +288,8 @@ class StateGraph:
         from wayline.store import open_store
 
         self.validate()
+        if isinstance(snapshot_every, bool) or not isinstance(snapshot_every, int):
+            raise GraphError(f"snapshot_every must be a whole number, not {snapshot_every!r}")
         if snapshot_every < 1:
             raise GraphError("snapshot_every must be at least 1")
         if checkpointer is None or checkpointer is True or checkpointer is False:

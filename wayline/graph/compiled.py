@@ -371,7 +371,7 @@ class CompiledGraph:
     ) -> RunLoop:
         """A loop for one invocation (``config`` merged over ``with_config``'s)."""
         merged = dict(self.config)
-        merged.update(config or {})
+        merged.update(checked_config(config))
         if "configurable" in self.config and config and "configurable" in config:
             merged["configurable"] = {**self.config["configurable"], **config["configurable"]}
         loop = self._loop(merged, durability or merged.get("durability") or "sync")
@@ -781,10 +781,33 @@ def _at(tenant: str, run_id: str, step: int) -> dict[str, Any]:
     return {"step": step, "checkpoint_id": travel.checkpoint_id(tenant, run_id, step)}
 
 
+def checked_config(config: Any) -> Mapping[str, Any]:
+    """A LangGraph-style config as given (None: empty), or ``ConfigError`` saying what is
+    wrong with it, before anything is read or written."""
+    if config is None:
+        return {}
+    if not isinstance(config, Mapping):
+        raise ConfigError(
+            "config must be a dict like {'configurable': {'thread_id': 'my-thread'}}, "
+            f"not {type(config).__name__}"
+        )
+    configurable = config.get("configurable")
+    if configurable is not None and not isinstance(configurable, Mapping):
+        raise ConfigError(
+            "config['configurable'] must be a dict like {'thread_id': 'my-thread'}, "
+            f"not {type(configurable).__name__}"
+        )
+    limit = config.get("recursion_limit")  # a number, as LangGraph reads it (1e4 too)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float)):
+        raise ConfigError(f"config['recursion_limit'] must be a number, not {limit!r}")
+    return config
+
+
 def _inside_task(config: Mapping[str, Any] | None) -> bool:
     """Whether ``invoke`` was called from inside a running node without a thread of its
     own: then the graph runs as that node's subgraph."""
-    if config and (config.get("configurable") or {}).get("thread_id"):
+    config = checked_config(config)
+    if (config.get("configurable") or {}).get("thread_id"):
         return False
     try:
         return current_scope().loop is not None
@@ -796,7 +819,7 @@ def _ids(config: Mapping[str, Any] | None, *, create: bool) -> tuple[str, str]:
     """(tenant, run id) from a LangGraph-style config. A missing thread id is an error (as
     in LangGraph) unless ``create``: a run of a graph without a checkpointer of its own.
     Any value but None and "" is an id: thread 0 is the run "0"."""
-    conf = (config or {}).get("configurable", {}) or {}
+    conf = checked_config(config).get("configurable", {}) or {}
     tenant = str(conf.get("tenant", DEFAULT_TENANT))
     run_id = conf.get("thread_id", conf.get("run_id"))
     if run_id is None or run_id == "":
