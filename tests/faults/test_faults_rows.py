@@ -197,6 +197,34 @@ def test_a_run_row_whose_next_nodes_cannot_be_read_is_failed_at_its_claim(store:
     assert app.invoke(RESUME, cfg("q-2")) == reference(store)
 
 
+def test_a_run_whose_row_cannot_be_read_is_listed_with_why_and_hides_no_other(
+    store: Store,
+) -> None:
+    app = build(store)
+    for run_id in ("ok-2", "bad-2"):
+        Wayline(store).start(app, START_INPUT, run_id=run_id)
+    (row,) = rows_of(store, "runs", "bad-2")
+    flip(store, "runs", row)  # its queued input
+    listed = {r.run_id: r for r in store.list_runs("default")}
+    assert listed["ok-2"].error is None and listed["ok-2"].inbox is not None
+    bad = listed["bad-2"]
+    assert bad.inbox is None and bad.error is not None and "runs row of run 'bad-2'" in bad.error
+    with pytest.raises(CorruptionError):
+        store.get_run("default", "bad-2")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "wayline.cli.main", "runs", *args, "--db", store.url]
+        env = {**os.environ, "COLUMNS": "300"}
+        return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+
+    shown = cli("list")
+    assert shown.returncode == 0 and "ok-2" in shown.stdout and "bad-2" in shown.stdout
+    assert "is corrupt" in shown.stdout
+    one = cli("show", "bad-2")  # one line naming the row, not a traceback
+    assert one.returncode == 1 and "Traceback" not in one.stdout + one.stderr
+    assert "runs row of run 'bad-2'" in one.stdout
+
+
 def test_runs_verify_lists_damage_of_an_unfinished_run_without_the_graph(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'verify.db'}"
     store = wayline.connect(url)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -378,7 +379,7 @@ def runs_list(
         _check_statuses([status])
     store = _open(db)
     table = Table()
-    for col in ("run", "graph", "status", "step", "next", "updated"):
+    for col in ("run", "graph", "status", "step", "next", "updated", "error"):
         table.add_column(col)
     for run in store.list_runs(tenant, status=status, limit=limit):  # type: ignore[arg-type]
         table.add_row(
@@ -388,8 +389,15 @@ def runs_list(
             str(run.step),
             ", ".join(run.next_nodes),
             _when(run.updated_at),
+            escape(_brief(run.error)),  # why it failed, or why its row cannot be read
         )
     console.print(table)
+
+
+def _brief(error: str | None, width: int = 60) -> str:
+    if not error:
+        return ""
+    return error if len(error) <= width else error[: width - 1] + "…"
 
 
 @runs_app.command("show")
@@ -837,7 +845,14 @@ def _when(ts: float) -> str:
 
 
 def main() -> None:
-    app()
+    """The command line. A typed wayline error a command did not report itself (a damaged
+    row met while showing a run, say) ends it as one red line and exit 1, never a
+    traceback: its message says what happened and what to do."""
+    try:
+        app()
+    except WaylineError as exc:
+        console.print(f"[red]{escape(str(exc))}[/]", highlight=False)
+        sys.exit(1)
 
 
 register_server(app)  # wayline serve, wayline keys (wayline/cli/serve.py)

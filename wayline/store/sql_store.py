@@ -551,7 +551,20 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         self, tenant_id: str, *, status: RunStatus | None = None, limit: int = 100
     ) -> list[RunRecord]:
         rows = self._read(self.q.Q_LIST_RUNS, (tenant_id, status, status, limit), tenant=tenant_id)
-        return [self._run(r) for r in rows]
+        return [self._listed(r) for r in rows]
+
+    def _listed(self, row: Sequence[Any]) -> RunRecord:
+        """A run for a listing. One whose row cannot be read is listed with why (as its
+        error, its input and metadata left out), not allowed to hide every other run from
+        the operator who has to find it."""
+        try:
+            return self._run(row)
+        except CorruptionError as exc:
+            r = dict(zip(self.q.RUN_COLUMN_NAMES, row, strict=True))
+            del r["inbox"], r["inbox_crc"]
+            r.update(inbox=None, next_nodes=(), classes={}, redacted={}, error=str(exc))
+            r.update(attempts=int(r["attempts"]), cancel_requested=bool(r["cancel_requested"]))
+            return RunRecord(**r)
 
     def _run(self, row: Sequence[Any]) -> RunRecord:
         """A run from its row, by column name; the inbox verified and opened."""
