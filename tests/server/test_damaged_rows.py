@@ -12,6 +12,8 @@ import httpx
 from harness import Running, start
 from langgraph_sdk import get_sync_client
 
+ASK_INPUT: dict[str, Any] = {"items": ["x"], "n": 0}
+
 
 def _state(server: Running, tid: str) -> httpx.Response:
     return httpx.get(
@@ -99,3 +101,33 @@ def test_a_thread_whose_metadata_cannot_be_read_is_a_named_server_error(
     with store._tx("acme") as db:
         db.execute(damage, ('{"owner": "alice"}', tid))
     assert c.threads.get(tid)["metadata"] == {"owner": "alice"}
+
+
+def test_a_waiting_run_whose_question_cannot_be_read_hides_no_other_approval(
+    sqlite_server: Running,
+) -> None:
+    c = get_sync_client(url=sqlite_server.url, api_key=sqlite_server.keys["alice"])
+    damaged, other = (c.threads.create()["thread_id"] for _ in range(2))
+    for tid in (damaged, other):
+        c.runs.wait(tid, "ask", input=ASK_INPUT)
+    store = sqlite_server.store
+    crc = (
+        f"UPDATE interrupts SET crc = crc + {store.placeholder} WHERE run_id = {store.placeholder}"
+    )
+    with store._tx("acme") as db:
+        db.execute(crc, (1, damaged))
+    headers = {"x-api-key": sqlite_server.keys["alice"]}
+    r = httpx.get(f"{sqlite_server.url}/wayline/approvals", headers=headers)
+    assert r.status_code == 200, r.text
+    by_run = {i["run_id"]: i for i in r.json()}
+    assert by_run[other]["error"] is None and by_run[other]["interrupt_id"]
+    unreadable = by_run[damaged]
+    assert "interrupts row of run" in unreadable["error"] and not unreadable["you_may_decide"]
+    ui = httpx.Client(base_url=sqlite_server.url)  # the dashboard's approvals page too
+    assert ui.post("/ui/login", data={"key": sqlite_server.keys["alice"]}).status_code == 303
+    page = ui.get("/ui/approvals")
+    assert page.status_code == 200 and "is corrupt" in page.text and other in page.text
+    with store._tx("acme") as db:
+        db.execute(crc, (-1, damaged))
+    again = httpx.get(f"{sqlite_server.url}/wayline/approvals", headers=headers).json()
+    assert all(i["error"] is None for i in again if i["run_id"] in (damaged, other))

@@ -14,7 +14,7 @@ from wayline.client import Wayline
 from wayline.codec import default_codec
 from wayline.control.keys import Principal
 from wayline.effects.ops import list_effects, resolve_effect
-from wayline.errors import RunNotFoundError
+from wayline.errors import CorruptionError, RunNotFoundError
 from wayline.server.http import ApiError, call, principal, read_json, reply
 from wayline.server.jsonable import interrupt_json, iso, to_jsonable
 from wayline.server.service import Service
@@ -71,13 +71,25 @@ def effect_json(e: EffectRecord) -> dict[str, Any]:
     }
 
 
+_UNREADABLE: dict[str, Any] = dict.fromkeys(
+    ("interrupt_id", "proposal", "digest", "approvers", "expires_at", "interrupt")
+) | {"you_may_decide": False}
+"""The fields of a waiting run's entry whose questions cannot be read: none to decide."""
+
+
 def approvals_inbox(svc: Service, who: Principal) -> list[dict[str, Any]]:
     """Every open question of the tenant's waiting runs, with whether this actor may
     decide it (the policy decides again when the decision comes)."""
     client = Wayline(svc.store, tenant=who.tenant, scope=who.scope)
     out = []
     for run in svc.store.list_runs(who.tenant, status="interrupted", limit=500):
-        for q in client.pending(run.run_id):
+        try:
+            questions = client.pending(run.run_id)
+        except CorruptionError as exc:  # listed with why: it hides no other question
+            entry = {"run_id": run.run_id, "graph": run.graph_name, "error": str(exc)}
+            out.append({**_UNREADABLE, **entry})
+            continue
+        for q in questions:
             approvers = q.approvers
             may = (
                 approvers is None or who.actor in approvers or bool(set(who.roles) & set(approvers))
@@ -93,6 +105,7 @@ def approvals_inbox(svc: Service, who: Principal) -> list[dict[str, Any]]:
                     "expires_at": iso(q.expires_at),
                     "you_may_decide": may,
                     "interrupt": interrupt_json(q),
+                    "error": None,
                 }
             )
     return out

@@ -336,6 +336,9 @@ class Dashboard:
             return '<p class="muted">none</p>'
         rows = []
         for i in items:
+            if i["error"] is not None:  # its questions cannot be read: shown, not decidable
+                rows.append([_run_link(i["run_id"]), esc(i["error"]), "", "", "", ""])
+                continue
             fields = {
                 "run_id": i["run_id"],
                 "interrupt_id": i["interrupt_id"],
