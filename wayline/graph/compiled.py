@@ -371,7 +371,7 @@ class CompiledGraph:
     ) -> RunLoop:
         """A loop for one invocation (``config`` merged over ``with_config``'s)."""
         merged = dict(self.config)
-        merged.update(checked_config(config))
+        merged.update(_checked_config(config))
         if "configurable" in self.config and config and "configurable" in config:
             merged["configurable"] = {**self.config["configurable"], **config["configurable"]}
         loop = self._loop(merged, durability or merged.get("durability") or "sync")
@@ -781,7 +781,7 @@ def _at(tenant: str, run_id: str, step: int) -> dict[str, Any]:
     return {"step": step, "checkpoint_id": travel.checkpoint_id(tenant, run_id, step)}
 
 
-def checked_config(config: Any) -> Mapping[str, Any]:
+def _checked_config(config: Any) -> Mapping[str, Any]:
     """A LangGraph-style config as given (None: empty), or ``ConfigError`` saying what is
     wrong with it, before anything is read or written."""
     if config is None:
@@ -806,7 +806,7 @@ def checked_config(config: Any) -> Mapping[str, Any]:
 def _inside_task(config: Mapping[str, Any] | None) -> bool:
     """Whether ``invoke`` was called from inside a running node without a thread of its
     own: then the graph runs as that node's subgraph."""
-    config = checked_config(config)
+    config = _checked_config(config)
     if (config.get("configurable") or {}).get("thread_id"):
         return False
     try:
@@ -819,7 +819,7 @@ def _ids(config: Mapping[str, Any] | None, *, create: bool) -> tuple[str, str]:
     """(tenant, run id) from a LangGraph-style config. A missing thread id is an error (as
     in LangGraph) unless ``create``: a run of a graph without a checkpointer of its own.
     Any value but None and "" is an id: thread 0 is the run "0"."""
-    conf = checked_config(config).get("configurable", {}) or {}
+    conf = _checked_config(config).get("configurable", {}) or {}
     tenant = str(conf.get("tenant", DEFAULT_TENANT))
     run_id = conf.get("thread_id", conf.get("run_id"))
     if run_id is None or run_id == "":
