@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from fault_rows import flip_row, pick
 from stored_rows import stored_rows
 
 import wayline
@@ -234,3 +235,20 @@ def test_subgraph_runs_name_the_subject_and_are_erased_with_it(store: Store) -> 
     wayline.Wayline(store).erase_subject("alice", classes=["pii"])
     assert holding(store, PII) == []
     assert isinstance(state(app, "p1")["notes"], Redacted) and state(app, "p1")["topic"] == "t"
+
+
+def test_a_damaged_row_does_not_keep_a_subject_from_being_erased_whole(store: Store) -> None:
+    """Purging deletes without reading: a run of the subject with a row that cannot be
+    read is erased with the others (it used to stop the erasure of every run, that one's
+    rows read for the receipt's counts first)."""
+    app = build(store)
+    for i in range(2):
+        run(app, f"carol-{i}", "carol")
+    run(app, "bob-1", "bob")
+    flip_row(store, "deltas", pick(store, "deltas", "carol-0"))
+    receipt = wayline.Wayline(store).erase_subject("carol")
+    assert receipt["mode"] == "purge" and receipt["runs"] == ["carol-0", "carol-1"]
+    assert receipt["rows"]["deltas"] == 12 and receipt["rows"]["runs"] == 2
+    assert store.runs_of_subject("default", "carol") == []
+    assert not any(b"carol-" in row for t, row in stored_rows(store) if t != "audit")
+    assert state(app, "bob-1")["msgs"][0] == f"{PII}-bob-0"  # another subject's run: kept

@@ -254,6 +254,11 @@ class Store(Protocol):
         """Every row held for a run, by table, as stored (the basis of export)."""
         ...
 
+    def count_rows(self, tenant_id: str, run_id: str) -> dict[str, int]:
+        """Rows held for a run, by table (``blobs``: those it references), read without
+        opening a payload: what a purge will delete, even of a run with a damaged row."""
+        ...
+
     def runs_before(self, tenant_id: str, before: float, statuses: Sequence[str]) -> list[str]:
         """Ids of the tenant's runs in ``statuses`` last updated before ``before``."""
         ...

@@ -1032,6 +1032,16 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         ]
         return out
 
+    def count_rows(self, tenant_id: str, run_id: str) -> dict[str, int]:
+        key = (tenant_id, run_id)
+        counts = {}
+        for table in self.q.RUN_TABLES:
+            query = self.q.Q_COUNT_ROWS.format(table=table)
+            ((n,),) = self._read(query, key, tenant=tenant_id)
+            counts[table] = int(n)
+        counts["blobs"] = counts["blob_refs"]  # each reference names one blob of the tenant
+        return counts
+
     def check_rows(self, tenant_id: str, run_id: str) -> tuple[int, list[CorruptionError]]:
         """Every payload row of a run verified (its checksum; opened, when sealed), its
         steps' deltas all present and its blobs all there: every problem found, not only

@@ -350,6 +350,7 @@ RUN_TABLES = (
 )
 """Tables keyed by (tenant_id, run_id): everything a run owns, bar shared blobs."""
 Q_DUMP = "SELECT * FROM {table} WHERE tenant_id = ? AND run_id = ?"
+Q_COUNT_ROWS = "SELECT COUNT(*) FROM {table} WHERE tenant_id = ? AND run_id = ?"
 Q_DUMP_BLOBS = """
 SELECT b.digest, b.payload, b.crc FROM blobs b JOIN blob_refs r
     ON r.tenant_id = b.tenant_id AND r.digest = b.digest
