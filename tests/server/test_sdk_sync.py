@@ -3,6 +3,7 @@ PostgreSQL: threads, runs, streams, state, history, interrupts, join, cancel, te
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
@@ -10,6 +11,8 @@ import pytest
 from harness import Running, as_dict, until
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
+
+from wayline.server import service
 
 ASK_INPUT: dict[str, Any] = {"items": ["x"], "n": 0}
 
@@ -278,3 +281,20 @@ def test_a_joined_stream_repeats_the_first_one(server: Running) -> None:
         if run_id != last and "__interrupt__" in str(first_time[-1]):
             first_time = first_time[:-2]  # it paused, and the pause was answered since
         assert own == first_time
+
+
+def test_thread_search_reaches_past_its_first_batch(
+    server: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search filters as it reads, a batch at a time: a tenant's threads past the first
+    batch are found and paged (the first thousand were all a search ever saw)."""
+    monkeypatch.setattr(service, "SEARCH_BATCH", 2)
+    c = client(server, "bob")
+    tag = uuid.uuid4().hex
+    made = [c.threads.create(metadata={"tag": tag, "odd": i % 2})["thread_id"] for i in range(7)]
+    newest_first = made[::-1]
+    odd = [t for t in newest_first if made.index(t) % 2]
+    found = c.threads.search(metadata={"tag": tag, "odd": 1}, limit=2, offset=1)
+    assert [t["thread_id"] for t in found] == odd[1:3]
+    everything = c.threads.search(metadata={"tag": tag}, limit=10)
+    assert [t["thread_id"] for t in everything] == newest_first

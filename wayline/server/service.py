@@ -43,6 +43,9 @@ QUIET_MODES = ("messages", "messages-tuple", "events", "debug", "tasks", "checkp
 API emits custom and token events in process, and the server's streams are read from the
 store, where those are not written (docs/server.md says what it takes)."""
 _UNSUPPORTED = ("checkpoint", "checkpoint_id", "webhook")
+SEARCH_BATCH = 1000
+"""Threads a search reads at a time while it filters: as many batches as it takes to fill
+the page asked for (a tenant's thread past the first thousand is found too)."""
 
 
 class RunStart:
@@ -91,15 +94,21 @@ class Service:
         limit, offset = page(body)
         wanted_meta = _object(body, "metadata")
         wanted_status = body.get("status")
-        out = []
-        for thread in self.tables.search_threads(who.tenant, limit=1000, offset=0):
-            if any(thread.metadata.get(k) != v for k, v in wanted_meta.items()):
-                continue
-            if wanted_status is not None:
-                run = self.store.get_run(who.tenant, thread.thread_id)
-                if thread_status(run) != wanted_status:
+        out: list[str] = []
+        scanned = 0
+        while len(out) < offset + limit:  # the filters run here: read in batches, newest first
+            batch = self.tables.search_threads(who.tenant, limit=SEARCH_BATCH, offset=scanned)
+            if not batch:
+                break
+            scanned += len(batch)
+            for thread in batch:
+                if any(thread.metadata.get(k) != v for k, v in wanted_meta.items()):
                     continue
-            out.append(thread.thread_id)
+                if wanted_status is not None:
+                    run = self.store.get_run(who.tenant, thread.thread_id)
+                    if thread_status(run) != wanted_status:
+                        continue
+                out.append(thread.thread_id)
         return [self.thread_view(who, t) for t in out[offset : offset + limit]]
 
     def count_threads(self, who: Principal) -> int:
