@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -139,3 +140,27 @@ def test_keys_create_list_revoke(remote: tuple[Running, str]) -> None:
     assert _cli("keys", "revoke", key_id, "--db", url, "--tenant", "acme").returncode == 0
     refused = httpx.post(f"{server.url}/threads/search", json={}, headers={"x-api-key": key})
     assert refused.status_code == 401 and "revoked" in refused.json()["detail"]
+
+
+def test_the_approvals_inbox_pages_through_waiting_runs(server: Running) -> None:
+    """Thousands of runs may wait at an approval: the inbox is read a page of waiting runs
+    at a time (``limit``, ``offset``), newest first, none left out."""
+    c = get_sync_client(url=server.url, api_key=server.keys["alice"])
+    waiting = []
+    for _ in range(3):
+        tid = c.threads.create()["thread_id"]
+        ask: dict[str, Any] = {"items": ["x"], "n": 0}
+        c.runs.wait(tid, "ask", input=ask)
+        waiting.append(tid)
+    url, headers = f"{server.url}/wayline/approvals", {"x-api-key": server.keys["alice"]}
+    seen: list[str] = []
+    for offset in range(0, 100):
+        page = httpx.get(url, params={"limit": 1, "offset": offset}, headers=headers).json()
+        if not page:
+            break
+        seen.extend(i["run_id"] for i in page)
+    everything = [i["run_id"] for i in httpx.get(url, headers=headers).json()]
+    assert seen == everything and set(waiting) <= set(seen)
+    assert seen.index(waiting[2]) < seen.index(waiting[1]) < seen.index(waiting[0])
+    bad = httpx.get(url, params={"limit": "x"}, headers=headers)
+    assert bad.status_code == 422

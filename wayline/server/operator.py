@@ -77,12 +77,16 @@ _UNREADABLE: dict[str, Any] = dict.fromkeys(
 """The fields of a waiting run's entry whose questions cannot be read: none to decide."""
 
 
-def approvals_inbox(svc: Service, who: Principal) -> list[dict[str, Any]]:
-    """Every open question of the tenant's waiting runs, with whether this actor may
-    decide it (the policy decides again when the decision comes)."""
+def approvals_inbox(
+    svc: Service, who: Principal, *, limit: int = 500, offset: int = 0
+) -> list[dict[str, Any]]:
+    """Every open question of a page of the tenant's waiting runs (most recently updated
+    first), with whether this actor may decide it (the policy decides again when the
+    decision comes)."""
     client = Wayline(svc.store, tenant=who.tenant, scope=who.scope)
     out = []
-    for run in svc.store.list_runs(who.tenant, status="interrupted", limit=500):
+    waiting = svc.store.list_runs(who.tenant, status="interrupted", limit=limit, offset=offset)
+    for run in waiting:
         try:
             questions = client.pending(run.run_id)
         except CorruptionError as exc:  # listed with why: it hides no other question
@@ -220,9 +224,17 @@ async def effect_resolve(request: Request) -> Response:
 
 
 async def approvals(request: Request) -> Response:
+    """``?limit=&offset=``: a page of waiting runs (500 by default, at most 5,000)."""
     who = principal(request)
     who.require("read")
-    return reply(await call(approvals_inbox, _svc(request), who))
+    q = request.query_params
+    try:
+        limit, offset = min(int(q.get("limit", 500)), 5000), int(q.get("offset", 0))
+    except ValueError:
+        raise ApiError(422, "limit and offset must be integers") from None
+    if limit < 0 or offset < 0:
+        raise ApiError(422, "limit and offset cannot be negative")
+    return reply(await call(approvals_inbox, _svc(request), who, limit=limit, offset=offset))
 
 
 async def approval_decide(request: Request) -> Response:

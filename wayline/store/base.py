@@ -81,8 +81,15 @@ class Store(Protocol):
     def get_run(self, tenant_id: str, run_id: str) -> RunRecord | None: ...
 
     def list_runs(
-        self, tenant_id: str, *, status: RunStatus | None = None, limit: int = 100
-    ) -> list[RunRecord]: ...
+        self,
+        tenant_id: str,
+        *,
+        status: RunStatus | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[RunRecord]:
+        """The tenant's runs (of ``status``), most recently updated first, a page at a time."""
+        ...
 
     def enqueue(
         self,

@@ -548,10 +548,15 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         return self._run(rows[0]) if rows else None
 
     def list_runs(
-        self, tenant_id: str, *, status: RunStatus | None = None, limit: int = 100
+        self,
+        tenant_id: str,
+        *,
+        status: RunStatus | None = None,
+        limit: int = 100,
+        offset: int = 0,
     ) -> list[RunRecord]:
-        rows = self._read(self.q.Q_LIST_RUNS, (tenant_id, status, status, limit), tenant=tenant_id)
-        return [self._listed(r) for r in rows]
+        params = (tenant_id, status, status, limit, offset)
+        return [self._listed(r) for r in self._read(self.q.Q_LIST_RUNS, params, tenant=tenant_id)]
 
     def _listed(self, row: Sequence[Any]) -> RunRecord:
         """A run for a listing. One whose row cannot be read is listed with why (as its

@@ -134,7 +134,7 @@ Q_GET_RUN = f"SELECT {_RUN_COLUMNS} FROM runs WHERE tenant_id = ? AND run_id = ?
 Q_LIST_RUNS = f"""
 SELECT {_RUN_COLUMNS} FROM runs
 WHERE tenant_id = ? AND (CAST(? AS TEXT) IS NULL OR status = ?)
-ORDER BY updated_at DESC LIMIT ?
+ORDER BY updated_at DESC LIMIT ? OFFSET ?
 """
 Q_LEASE_OF = """
 SELECT fencing_token, lease_owner, lease_expires_at FROM runs WHERE tenant_id = ? AND run_id = ?
