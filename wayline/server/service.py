@@ -405,12 +405,7 @@ class Service:
     def end_step(self, who: Principal, rec: ThreadRunRecord) -> int | None:
         """The last step of a run that a later run followed on its thread (None: the run
         is the thread's latest, it ends when the thread's run stops)."""
-        later = [
-            r
-            for r in self.tables.list_runs(who.tenant, rec.thread_id, limit=1000)
-            if r.created_at > rec.created_at
-        ]
-        return min(r.start_step for r in later) if later else None
+        return self.tables.next_start_step(who.tenant, rec.thread_id, rec.created_at)
 
     def run_view(self, who: Principal, rec: ThreadRunRecord) -> dict[str, Any]:
         return run_json(rec, self.current_status(who, rec))

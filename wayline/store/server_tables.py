@@ -237,6 +237,11 @@ class ServerTables:
             ThreadRunRecord.from_row(r) for r in self._rows(self.q.Q_LIST_RUNS, params, tenant_id)
         ]
 
+    def next_start_step(self, tenant_id: str, thread_id: str, after: float) -> int | None:
+        """The first step of the thread's runs created after ``after`` (None: none was)."""
+        rows = self.store._read(self.q.Q_NEXT_START_STEP, (tenant_id, thread_id, after), tenant_id)
+        return None if not rows or rows[0][0] is None else int(rows[0][0])
+
     def settle_run(self, tenant_id: str, run_id: str, status: ThreadRunStatus) -> bool:
         """Record a run's final status once (only a pending or running row changes)."""
         params = (status, time.time(), tenant_id, run_id)

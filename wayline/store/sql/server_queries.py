@@ -42,6 +42,10 @@ SELECT {_RUN_COLUMNS} FROM thread_runs
 WHERE tenant_id = ? AND thread_id = ? AND (CAST(? AS TEXT) IS NULL OR status = ?)
 ORDER BY created_at DESC LIMIT ? OFFSET ?
 """
+Q_NEXT_START_STEP = """
+SELECT MIN(start_step) FROM thread_runs WHERE tenant_id = ? AND thread_id = ? AND created_at > ?
+"""
+"""Where the runs a thread took after a given one start (NULL: none came after it)."""
 Q_LATEST_RUN = f"""
 SELECT {_RUN_COLUMNS} FROM thread_runs WHERE tenant_id = ? AND thread_id = ?
 ORDER BY created_at DESC LIMIT 1
