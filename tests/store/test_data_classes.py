@@ -11,13 +11,19 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from fault_rows import flip_row, pick
+from fault_rows import flip_row, pick, restore_row
 from stored_rows import stored_rows
 
 import wayline
 from wayline import END, START, Classified, Redacted, StateGraph
+from wayline.control.erasure import subject_digest
 from wayline.control.integrity import check_run
-from wayline.errors import LeaseConflictError, RedactedRunError, VersionMismatchError
+from wayline.errors import (
+    CorruptionError,
+    LeaseConflictError,
+    RedactedRunError,
+    VersionMismatchError,
+)
 from wayline.store.base import Store
 from wayline.store.records import AuditRecord
 
@@ -252,3 +258,26 @@ def test_a_damaged_row_does_not_keep_a_subject_from_being_erased_whole(store: St
     assert store.runs_of_subject("default", "carol") == []
     assert not any(b"carol-" in row for t, row in stored_rows(store) if t != "audit")
     assert state(app, "bob-1")["msgs"][0] == f"{PII}-bob-0"  # another subject's run: kept
+
+
+def test_erasing_classes_refuses_a_subject_with_a_damaged_row_before_changing_anything(
+    store: Store,
+) -> None:
+    """Redaction reads every row it rewrites: a damaged one is found first, named, and no
+    run of the subject is half-erased (as a busy run is refused first); once restored,
+    the erasure goes through."""
+    app = build(store)
+    for i in range(2):
+        run(app, f"dave-{i}", "dave")
+    row = pick(store, "deltas", "dave-1")
+    before = [d.payload for d in store.load_deltas("default", "dave-0", -1, 100)]
+    flip_row(store, "deltas", row)
+    client = wayline.Wayline(store)
+    with pytest.raises(CorruptionError, match="Nothing of the subject was erased") as refused:
+        client.erase_subject("dave", classes=["pii"])
+    assert (refused.value.table, refused.value.run_id) == ("deltas", "dave-1")
+    assert [d.payload for d in store.load_deltas("default", "dave-0", -1, 100)] == before
+    assert client.audit(subject_digest("dave")) == []  # no receipt: nothing was erased
+    restore_row(store, "deltas", row)
+    receipt = client.erase_subject("dave", classes=["pii"])
+    assert receipt["runs"] == ["dave-0", "dave-1"] and holding(store, "dave@") == []

@@ -28,7 +28,7 @@ import ormsgpack
 
 from wayline.classes import DEFAULT_CLASS, Redacted
 from wayline.codec import EXT_REF, Codec
-from wayline.errors import LeaseConflictError, RunNotFoundError, WaylineError
+from wayline.errors import CorruptionError, LeaseConflictError, RunNotFoundError, WaylineError
 from wayline.store.base import Store
 from wayline.store.records import AuditRecord, RunRecord
 from wayline.store.subject_keys import subject_digest
@@ -168,12 +168,23 @@ def erase_subject(
         raise WaylineError("erase_subject needs a subject (the id runs were started with)")
     runs = store.runs_of_subject(tenant_id, subject)
     if classes is not None:  # all or nothing: no run half-erased because another is busy
-        for run_id in runs:
+        for run_id in runs:  # or has a row that cannot be read (redaction reads each row)
             run = store.get_run(tenant_id, run_id)
             if run is not None and run.lease_owner and (run.lease_expires_at or 0) > time.time():
                 raise LeaseConflictError(
                     f"run {run_id!r} of this subject is being executed by {run.lease_owner!r}: "
                     "cancel it (or wait until it settles), then erase; nothing was changed"
+                )
+            _, problems = store.check_rows(tenant_id, run_id)
+            if problems:
+                first = problems[0]
+                raise CorruptionError(
+                    f"{first} Nothing of the subject was erased: restore the row and erase "
+                    "again, or erase the subject's runs whole (no classes), which reads no row",
+                    table=first.table,
+                    tenant_id=first.tenant_id,
+                    run_id=first.run_id,
+                    step=first.step,
                 )
     tables: dict[str, int] = {}
     at = time.time()
