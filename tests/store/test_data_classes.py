@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from fault_rows import flip_row, pick, restore_row
+from fault_rows import flip_row, pick, restore_row, rows_of, sql
 from stored_rows import stored_rows
 
 import wayline
 from wayline import END, START, Classified, Redacted, StateGraph
 from wayline.control.erasure import subject_digest
 from wayline.control.integrity import check_run
+from wayline.control.policy import DataPolicy
 from wayline.errors import (
     CorruptionError,
     LeaseConflictError,
@@ -281,3 +282,33 @@ def test_erasing_classes_refuses_a_subject_with_a_damaged_row_before_changing_an
     restore_row(store, "deltas", row)
     receipt = client.erase_subject("dave", classes=["pii"])
     assert receipt["runs"] == ["dave-0", "dave-1"] and holding(store, "dave@") == []
+
+
+def test_a_retention_pass_goes_past_a_run_it_cannot_read(store: Store) -> None:
+    """Every pass reads the runs in the same order: one that stopped at a damaged run kept
+    every run after it past its time. It is reported as failed, and the others are done."""
+    app = build(store)
+    for i in range(3):
+        run(app, f"erin-{i}", "erin")
+    (row,) = rows_of(store, "runs", "erin-1")
+    sql(
+        store,
+        "UPDATE runs SET next_nodes = ? WHERE tenant_id = 'default' AND run_id = ?",
+        ("[", "erin-1"),
+    )
+    actions = wayline.Wayline(store).apply_policy(DataPolicy.parse("pii=0d:redact"))
+    by_run = {a["run_id"]: a for a in actions}
+    assert (
+        by_run["erin-1"]["action"] == "failed"
+        and "runs row of run 'erin-1'" in by_run["erin-1"]["error"]
+    )
+    assert by_run["erin-0"]["action"] == by_run["erin-2"]["action"] == "redact"
+    for i in (0, 2):
+        assert isinstance(state(app, f"erin-{i}")["msgs"], Redacted)
+    sql(
+        store,
+        "UPDATE runs SET next_nodes = ? WHERE tenant_id = 'default' AND run_id = ?",
+        (row["next_nodes"], "erin-1"),
+    )
+    (again,) = wayline.Wayline(store).apply_policy(DataPolicy.parse("pii=0d:redact"))
+    assert (again["run_id"], again["action"]) == ("erin-1", "redact")

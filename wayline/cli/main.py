@@ -741,8 +741,14 @@ def retention_apply(
     with _reported():
         actions = apply_policy(store, rules, tenant_id=tenant, dry_run=dry_run)
     for a in actions:
-        console.print(f"  {a['tenant']}/{a['run_id']}: {a['action']} {','.join(a['classes'])}")
-    console.print(f"{'would act on' if dry_run else 'acted on'} {len(actions)} run(s)")
+        what = (
+            f"[red]{escape(a['error'])}[/]" if a["action"] == "failed" else ",".join(a["classes"])
+        )
+        console.print(f"  {a['tenant']}/{a['run_id']}: {a['action']} {what}", highlight=False)
+    failed = sum(a["action"] == "failed" for a in actions)
+    console.print(f"{'would act on' if dry_run else 'acted on'} {len(actions) - failed} run(s)")
+    if failed:
+        _fail(f"{failed} run(s) could not be read, so the policy was not applied to them")
 
 
 @store_app.command("report")

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from wayline.control.erasure import held_classes, redact_run
-from wayline.errors import ConfigError
+from wayline.errors import ConfigError, CorruptionError
 from wayline.store.base import Store
 from wayline.store.records import TERMINAL_STATUSES
 
@@ -83,34 +83,51 @@ def apply_policy(
     actor: str = "retention",
 ) -> list[dict[str, Any]]:
     """Apply ``policy`` to one tenant (or every tenant); returns the actions taken (or,
-    with ``dry_run``, that would be): ``{tenant, run_id, action, classes}``."""
+    with ``dry_run``, that would be): ``{tenant, run_id, action, classes}``. A run whose
+    rows cannot be read is reported as ``{..., action: "failed", error}`` and the others
+    go on: otherwise every pass would stop at it and keep the rest past their time."""
     now = time.time() if now is None else now
     actions: list[dict[str, Any]] = []
     tenants = [tenant_id] if tenant_id is not None else store.tenants()
     for tenant in tenants:
         for run_id in store.run_ids(tenant):
-            run = store.get_run(tenant, run_id)
-            if run is None or run.status not in TERMINAL_STATUSES:
-                continue
-            due = {}
-            for cls in sorted(held_classes(run)):
-                step = next_action(policy, cls, run.updated_at, run.redacted)
-                if step is not None and step[1] <= now:
-                    due[cls] = step[0]
-            if not due:
-                continue
-            action: dict[str, Any]
-            if "purge" in due.values():
-                action = {"tenant": tenant, "run_id": run_id, "action": "purge"}
-                action["classes"] = sorted(c for c, a in due.items() if a == "purge")
-                if not dry_run:
-                    store.purge_run(tenant, run_id)
-            else:
-                action = {"tenant": tenant, "run_id": run_id, "action": "redact"}
-                action["classes"] = sorted(due)
-                if not dry_run:
-                    redact_run(store, tenant, run_id, due, actor=actor, at=now, scrub=False)
-            actions.append(action)
-    if actions and not dry_run:
+            try:
+                action = _apply_to_run(store, policy, tenant, run_id, now, dry_run, actor)
+            except CorruptionError as exc:
+                action = {"tenant": tenant, "run_id": run_id, "action": "failed"}
+                action.update(classes=[], error=str(exc))
+            if action is not None:
+                actions.append(action)
+    if any(a["action"] != "failed" for a in actions) and not dry_run:
         store.scrub()
     return actions
+
+
+def _apply_to_run(
+    store: Store,
+    policy: DataPolicy,
+    tenant: str,
+    run_id: str,
+    now: float,
+    dry_run: bool,
+    actor: str,
+) -> dict[str, Any] | None:
+    """What the policy does to one run now (None: nothing is due)."""
+    run = store.get_run(tenant, run_id)
+    if run is None or run.status not in TERMINAL_STATUSES:
+        return None
+    due = {}
+    for cls in sorted(held_classes(run)):
+        step = next_action(policy, cls, run.updated_at, run.redacted)
+        if step is not None and step[1] <= now:
+            due[cls] = step[0]
+    if not due:
+        return None
+    if "purge" in due.values():
+        if not dry_run:
+            store.purge_run(tenant, run_id)
+        purged = sorted(c for c, a in due.items() if a == "purge")
+        return {"tenant": tenant, "run_id": run_id, "action": "purge", "classes": purged}
+    if not dry_run:
+        redact_run(store, tenant, run_id, due, actor=actor, at=now, scrub=False)
+    return {"tenant": tenant, "run_id": run_id, "action": "redact", "classes": sorted(due)}

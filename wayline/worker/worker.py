@@ -181,8 +181,11 @@ class Worker:
         while not self.stopping.is_set():
             try:
                 done = apply_policy(self.store, policy, tenant_id=self.config.tenant)
-                if done:
-                    log.info("retention: %d run(s) redacted or purged", len(done))
+                for failed in (a for a in done if a["action"] == "failed"):
+                    log.error("retention skipped run %s: %s", failed["run_id"], failed["error"])
+                acted = sum(a["action"] != "failed" for a in done)
+                if acted:
+                    log.info("retention: %d run(s) redacted or purged", acted)
             except WaylineError as exc:
                 log.error("retention failed: %s", exc)
             if self.stopping.wait(self.config.policy_every):
