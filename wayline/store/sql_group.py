@@ -8,8 +8,8 @@ group of plain steps (a run row and one delta each, what a worker's slots commit
 skips this path: ``PostgresStore.commit_many`` sends it as one statement, its own
 transaction, one round trip in all (``bench/fleet.py``'s PostgreSQL cells at concurrency
 8, interleaved pairs, steps/s by this path against that one: one process 3,560-3,740
-against 3,964-4,048, two 3,330-3,966 against 4,160-4,306; four, on two CPUs, 3,824-4,150
-against 3,073-3,825: there the CPUs are the limit, and commits that return sooner make
+against 3,964-4,048, two 3,330-3,966 against 4,160-4,306; four, on two CPUs, 3,659-4,040
+against 3,010-3,825: there the CPUs are the limit, and commits that return sooner make
 smaller groups, 2.4-3.6 commits a transaction against 4.3); on SQLite
 each is one trip through the GIL-releasing driver, and each is a moment another thread may
 take the GIL while the committing thread waits for it back: the read of the runs' tokens
