@@ -86,14 +86,15 @@ def test_dashboard_in_a_browser(site: dict[str, Any], shots: Path) -> None:
         for tid in (site["pay"], site["slow"], site["refund"]):
             assert page.locator(f"table.runs >> text={tid}").count() == 1
         page.select_option("select[name=status]", "parked")
-        page.click("button:has-text('Filter')")
-        assert page.locator("table.runs tr").count() == 2  # the header and the parked run
+        page.click("button:has-text('Filter')")  # a navigation: wait for the new page
+        expect = sync_api.expect
+        expect(page.locator("table.runs tr")).to_have_count(2)  # the header, the parked run
         page.goto(f"{server.url}/ui/runs")
         page.screenshot(path=str(shots / "runs.png"), full_page=True)
 
         # a run's page: its timeline, state at a step, a diff, the bytes chart
         page.click(f"text={site['slow']}")
-        assert page.locator("table.timeline tr").count() == 1 + 7  # steps 0..6
+        expect(page.locator("table.timeline tr")).to_have_count(1 + 7)  # steps 0..6
         assert page.locator("#bytes-chart rect").count() > 6
         page.fill("input[name=a]", "2")
         page.fill("input[name=b]", "4")
