@@ -505,9 +505,7 @@ TIMED_RUNS = 3
 the median of its runs."""
 TIMED_SECONDS = 0.5
 """Each arm runs until its timed runs took this long (at least ``TIMED_RUNS``): every arm
-gets the same time, so a 20 ms run is not judged on three samples while a 600 ms one is.
-A store handle a process keeps prepares its statements after a few runs, as the LangGraph
-saver does from the first: the figure is that steady state."""
+gets the same time, so a 20 ms run is not judged on three samples while a 600 ms one is."""
 
 
 def timed_runs(app: Any, mode: str, n: int) -> float:
