@@ -14,13 +14,16 @@ flipped byte, a truncated value and a row copied to another run or step; it is n
 
 from __future__ import annotations
 
+import json
 import zlib
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from wayline.errors import CorruptionError
 
-__all__ = ["PLAINTEXT", "Ident", "Payloads", "Sealer", "checksum"]
+__all__ = ["PLAINTEXT", "Ident", "Payloads", "Sealer", "checksum", "json_column"]
+
+T = TypeVar("T")
 
 Ident = Sequence[Any]
 """A row's identity: the table first, then its key columns (tenant, run, step, ...)."""
@@ -47,6 +50,17 @@ class _Plaintext:
 
 
 PLAINTEXT: Sealer = _Plaintext()
+
+
+def json_column(ident: Ident, stored: str, what: str, shape: Callable[[Any], T]) -> T:
+    """A JSON column beside a row's payloads (next nodes, byte counts, approvers, API
+    metadata), read into ``shape``. These carry no checksum, so one that cannot be read,
+    or has the wrong shape, is the row's corruption: ``CorruptionError`` naming the row
+    and ``what`` of it failed, never a bare JSON error."""
+    try:
+        return shape(json.loads(stored))
+    except (ValueError, TypeError) as exc:
+        raise CorruptionError.of(ident, f"{what} cannot be read: {exc}") from None
 
 
 def checksum(ident: Ident, data: bytes) -> int:

@@ -14,8 +14,9 @@ import time
 from types import SimpleNamespace
 from typing import Any, Literal
 
-from wayline.errors import CorruptionError, StoreError
+from wayline.errors import StoreError
 from wayline.store.base import Store
+from wayline.store.payloads import json_column
 from wayline.store.sql import server_queries
 from wayline.store.sql_store import SQLStore
 
@@ -64,7 +65,7 @@ class ThreadRecord:
         return cls(
             tenant_id=row["tenant_id"],
             thread_id=row["thread_id"],
-            metadata=_json(("threads", row["tenant_id"], row["thread_id"]), row["metadata"]),
+            metadata=_object(("threads", row["tenant_id"], row["thread_id"]), row["metadata"]),
             created_at=float(row["created_at"]),
             updated_at=float(row["updated_at"]),
         )
@@ -95,20 +96,16 @@ class ThreadRunRecord:
             assistant_id=row["assistant_id"],
             status=row["status"],
             start_step=int(row["start_step"]),
-            metadata=_json(("thread_runs", row["tenant_id"], row["run_id"]), row["metadata"]),
-            kwargs=_json(("thread_runs", row["tenant_id"], row["run_id"]), row["kwargs"]),
+            metadata=_object(("thread_runs", row["tenant_id"], row["run_id"]), row["metadata"]),
+            kwargs=_object(("thread_runs", row["tenant_id"], row["run_id"]), row["kwargs"]),
             created_at=float(row["created_at"]),
             updated_at=float(row["updated_at"]),
         )
 
 
-def _json(ident: tuple[str, str, str], stored: str) -> dict[str, Any]:
-    """A JSON object column of an API row; ``CorruptionError`` naming the row when it cannot
-    be read (these columns carry no checksum)."""
-    try:
-        return dict(json.loads(stored))
-    except (ValueError, TypeError) as exc:
-        raise CorruptionError.of(ident, f"a JSON column cannot be read: {exc}") from None
+def _object(ident: tuple[str, str, str], stored: str) -> dict[str, Any]:
+    """A JSON object column of an API row (``json_column``: named when it cannot be read)."""
+    return json_column(ident, stored, "a JSON column", dict)
 
 
 def _split(text: str) -> tuple[str, ...]:

@@ -33,7 +33,7 @@ from wayline.errors import (
     TenantMismatchError,
 )
 from wayline.store.lg_sql import LangGraphSQL, lg_payload_columns
-from wayline.store.payloads import Payloads
+from wayline.store.payloads import Payloads, json_column
 from wayline.store.payloads import checksum as crc
 from wayline.store.records import (
     SETTLED_STATUSES,
@@ -578,19 +578,14 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         inbox = self.payloads.get_opt(
             _inbox_ident(tenant, run_id), tenant, f"{run_id}|n", r.pop("inbox"), r.pop("inbox_crc")
         )
-        # These columns carry no checksum, unlike payloads: one damaged is the row's
-        # corruption too (a claim then fails the run instead of taking it again and again).
-        try:
-            r.update(
-                next_nodes=tuple(json.loads(r["next_nodes"])),
-                classes=dict(json.loads(r["classes"] or "{}")),
-                redacted=dict(json.loads(r["redacted"] or "{}")),
-            )
-        except (ValueError, TypeError) as exc:
-            why = f"its next nodes, classes or erasures cannot be read: {exc}"
-            raise CorruptionError.of(("runs", tenant, run_id), why) from None
+        ident = ("runs", tenant, run_id)  # a damaged column fails a claim, not a slot
         r.update(
-            inbox=inbox, attempts=int(r["attempts"]), cancel_requested=bool(r["cancel_requested"])
+            inbox=inbox,
+            next_nodes=json_column(ident, r["next_nodes"], "its next nodes", tuple),
+            classes=json_column(ident, r["classes"] or "{}", "its classes", dict),
+            redacted=json_column(ident, r["redacted"] or "{}", "its erasures", dict),
+            attempts=int(r["attempts"]),
+            cancel_requested=bool(r["cancel_requested"]),
         )
         return RunRecord(**r)
 
@@ -1207,27 +1202,23 @@ def nodes_json(nodes: tuple[str, ...]) -> str:
 
 def _carried_meter(ident: tuple[str, str, str, int], sizes: str) -> list[MeterRow]:
     """The meter rows a delta row (``[channel, bytes]`` items) or a snapshot row (``[table,
-    channel, bytes]``) carries in its ``sizes``; ``CorruptionError`` naming the row when
-    they cannot be read."""
+    channel, bytes]``) carries in its ``sizes``."""
     table, step = ident[0], ident[3]
-    try:
-        items = json.loads(sizes)
+
+    def rows(items: Any) -> list[MeterRow]:
         if table == "deltas":
             return [MeterRow(step, table, str(ch), int(n)) for ch, n in items]
         return [MeterRow(step, str(tbl), str(ch), int(n)) for tbl, ch, n in items]
-    except (ValueError, TypeError) as exc:
-        raise CorruptionError.of(ident, f"its byte counts (sizes) cannot be read: {exc}") from None
+
+    return json_column(ident, sizes, "its byte counts (sizes)", rows)
 
 
 def _approvers(ident: tuple[str, ...], stored: str | None) -> tuple[str, ...] | None:
-    """Who may decide a question (None: anyone of the tenant); ``CorruptionError`` naming
-    the question when the column cannot be read, never a guess at who may decide."""
+    """Who may decide a question (None: anyone of the tenant); a column that cannot be
+    read is the question's corruption, never a guess at who may decide."""
     if stored is None:
         return None
-    try:
-        return tuple(str(who) for who in json.loads(stored))
-    except (ValueError, TypeError) as exc:
-        raise CorruptionError.of(ident, f"who may decide it cannot be read: {exc}") from None
+    return json_column(ident, stored, "who may decide it", lambda v: tuple(str(w) for w in v))
 
 
 def _interrupt_row(key: tuple[str, str], i: InterruptRecord) -> tuple[Any, ...]:
