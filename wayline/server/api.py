@@ -227,10 +227,7 @@ async def runs_list(request: Request) -> Response:
     who = principal(request)
     who.require("read")
     q = request.query_params
-    try:
-        limit, offset = int(q.get("limit", 10)), int(q.get("offset", 0))
-    except ValueError:
-        raise ApiError(422, "limit and offset must be integers") from None
+    limit, offset = page(q)
     views = await call(
         _svc(request).list_runs,
         who,

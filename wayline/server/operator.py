@@ -17,7 +17,7 @@ from wayline.effects.ops import list_effects, resolve_effect
 from wayline.errors import CorruptionError, RunNotFoundError
 from wayline.server.http import ApiError, call, principal, read_json, reply
 from wayline.server.jsonable import interrupt_json, iso, to_jsonable
-from wayline.server.service import Service
+from wayline.server.service import Service, page
 from wayline.store.records import EffectRecord, RunRecord
 
 __all__ = ["approvals_inbox", "effect_json", "routes", "run_bytes", "run_json"]
@@ -227,13 +227,7 @@ async def approvals(request: Request) -> Response:
     """``?limit=&offset=``: a page of waiting runs (500 by default, at most 5,000)."""
     who = principal(request)
     who.require("read")
-    q = request.query_params
-    try:
-        limit, offset = min(int(q.get("limit", 500)), 5000), int(q.get("offset", 0))
-    except ValueError:
-        raise ApiError(422, "limit and offset must be integers") from None
-    if limit < 0 or offset < 0:
-        raise ApiError(422, "limit and offset cannot be negative")
+    limit, offset = page(request.query_params, default=500, most=5000)
     return reply(await call(approvals_inbox, _svc(request), who, limit=limit, offset=offset))
 
 

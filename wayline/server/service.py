@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from wayline.codec import default_codec
@@ -465,10 +466,12 @@ class Service:
         return self._locks[hash((tenant, thread_id)) % len(self._locks)]
 
 
-def page(body: dict[str, Any]) -> tuple[int, int]:
-    """``limit`` (10 when absent, at most 1,000) and ``offset`` of a listing request."""
+def page(given: Mapping[str, Any], *, default: int = 10, most: int = 1000) -> tuple[int, int]:
+    """``limit`` (``default`` when absent, at most ``most``) and ``offset`` of a listing
+    request, from its body or its query string."""
     try:
-        return max(0, min(int(body.get("limit") or 10), 1000)), max(0, int(body.get("offset") or 0))
+        limit = max(0, min(int(given.get("limit") or default), most))
+        return limit, max(0, int(given.get("offset") or 0))
     except (TypeError, ValueError):
         raise ApiError(422, "limit and offset must be integers") from None
 
