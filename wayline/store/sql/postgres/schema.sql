@@ -1,4 +1,4 @@
--- The current wayline PostgreSQL schema (version 12): what the numbered migrations
+-- The current wayline PostgreSQL schema (version 13): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -33,12 +33,14 @@ CREATE TABLE IF NOT EXISTS runs (
     classes          TEXT NOT NULL DEFAULT '{}',
     redacted         TEXT NOT NULL DEFAULT '{}',
     queued_at        DOUBLE PRECISION NOT NULL DEFAULT 0,
+    fingerprint      TEXT NOT NULL DEFAULT '',
+    shape            TEXT,
     PRIMARY KEY (tenant_id, run_id)
 );
 
 CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status);
 CREATE INDEX IF NOT EXISTS runs_claimable ON runs (graph_name, status, lease_expires_at);
-CREATE INDEX IF NOT EXISTS runs_queued ON runs (graph_name, graph_version, queued_at)
+CREATE INDEX IF NOT EXISTS runs_queued ON runs (graph_name, graph_version, fingerprint, queued_at)
     WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS runs_by_subject ON runs (tenant_id, subject);
 
