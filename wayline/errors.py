@@ -21,6 +21,7 @@
     │   ├── StoreFullError          the disk (or the database's size limit) is full
     │   ├── TenantMismatchError     a call names a tenant its client or actor is not pinned to
     │   ├── RunNotFoundError
+    │   │   └── AmbiguousRunIdError  a run id prefix names several runs
     │   ├── RunExistsError          a commit was to create a run another process created first
     │   ├── LeaseConflictError
     │   ├── CorruptionError         a stored row fails its integrity check
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     from wayline.graph.types import Interrupt
 
 __all__ = [
+    "AmbiguousRunIdError",
     "ApprovalRefused",
     "AuthError",
     "CodecError",
@@ -203,6 +205,11 @@ class TenantMismatchError(StoreError):
 
 class RunNotFoundError(StoreError):
     """No run with this id exists for this tenant."""
+
+
+class AmbiguousRunIdError(RunNotFoundError):
+    """A prefix given for a run id starts the ids of several runs of the tenant, so it names
+    none of them. The message lists them."""
 
 
 class RunExistsError(StoreError):

@@ -41,7 +41,8 @@ def test_runs_list_and_show(tmp_path: Path) -> None:
     shown = run_cli("runs", "show", "t-1", "--db", url)
     assert shown.returncode == 0 and "support_agent" in shown.stdout
     missing = run_cli("runs", "show", "nope", "--db", url)
-    assert missing.returncode == 1 and "no run 'nope'" in missing.stdout
+    assert missing.returncode == 1
+    assert "no run of tenant 'default' has an id starting with 'nope'" in missing.stdout
 
 
 def test_bad_store_url_is_a_clear_error() -> None:
