@@ -158,6 +158,12 @@ def killtest(
     concurrency: Annotated[int, typer.Option(min=1, help="That worker's concurrency.")] = 1,
     tenant: TenantOption = "default",
     keep: Annotated[bool, typer.Option(help="Keep the test's runs in the store.")] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Per trial also: ran, unknown, replayed, resent, status."
+        ),
+    ] = False,
 ) -> None:
     """SIGKILL your graph's worker at node boundaries and random moments, resume it, and
     count executions the committed history missed, effects done twice, and state drift."""
@@ -188,6 +194,7 @@ def killtest(
             concurrency=max(concurrency, 1),
             tenant=tenant,
             keep=keep,
+            verbose=verbose,
         )
     )
 
