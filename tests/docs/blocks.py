@@ -4,6 +4,8 @@ test treats one: an HTML comment on the line before the fence (invisible on the 
 - ``<!-- docs-test: skip: WHY -->``: not run; the test lists it with its reason.
 - ``<!-- docs-test: server -->``: run against a ``wayline serve --demo`` the test starts
   (its URL and printed key replace ``http://127.0.0.1:8123`` and ``"wl_..."``).
+- ``<!-- docs-test: postgres -->``: run against the suite's PostgreSQL
+  (``postgresql://wayline@localhost/wayline?schema=wayline`` becomes a fresh schema's URL).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 __all__ = ["Block", "blocks"]
 
 _FENCE = re.compile(r"^```(python|py)\s*$")
-_MARKER = re.compile(r"^<!--\s*docs-test:\s*(skip|server)\s*(?::\s*(.*?))?\s*-->\s*$")
+_MARKER = re.compile(r"^<!--\s*docs-test:\s*(skip|server|postgres)\s*(?::\s*(.*?))?\s*-->\s*$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,7 +26,7 @@ class Block:
     index: int  # 1-based, among the page's Python blocks
     line: int  # of the first code line
     code: str
-    marker: str | None  # "skip" or "server"
+    marker: str | None  # "skip", "server" or "postgres"
     reason: str
 
     @property

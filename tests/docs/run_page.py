@@ -2,7 +2,8 @@
 reader pasting them one after another would. Exits 1 naming the first block that fails.
 
 ``python run_page.py ROOT PATH`` (from the docs test); the server blocks use the URL and
-key in ``WAYLINE_DOCS_URL`` / ``WAYLINE_DOCS_KEY``.
+key in ``WAYLINE_DOCS_URL`` / ``WAYLINE_DOCS_KEY``, the PostgreSQL blocks the URL (of a fresh
+schema) in ``WAYLINE_DOCS_PG``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ import types
 from pathlib import Path
 
 from blocks import blocks
+
+PG_URL = "postgresql://wayline@localhost/wayline?schema=wayline"
+"""The URL the PostgreSQL examples use, replaced by the suite's server and a fresh schema."""
 
 
 def main(root: str, path: str) -> int:
@@ -28,6 +32,8 @@ def main(root: str, path: str) -> int:
         if block.marker == "server":
             code = code.replace("http://127.0.0.1:8123", os.environ["WAYLINE_DOCS_URL"])
             code = code.replace('"wl_..."', repr(os.environ["WAYLINE_DOCS_KEY"]))
+        if block.marker == "postgres":
+            code = code.replace(PG_URL, os.environ["WAYLINE_DOCS_PG"])
         # the line numbers of a traceback are the page's own
         source = "\n" * (block.line - 1) + code
         try:

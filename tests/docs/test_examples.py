@@ -1,7 +1,8 @@
 """Every fenced Python block of README.md and docs/*.md runs as written, in a fresh process
 per page (a page's blocks in order, in one namespace), in an empty directory. A block
 that needs the HTTP server runs against a ``wayline serve --demo`` this test starts; a block
-that cannot run says why in its ``docs-test: skip`` marker, and the skips are listed here."""
+that cannot run says why in its ``docs-test: skip`` marker, and the skips are listed here;
+a PostgreSQL block runs on the suite's server (``tests/docs/blocks.py`` has the markers)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 from blocks import blocks
+from pg import schema_url
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -66,8 +68,11 @@ def test_every_python_block_of_the_page_runs(
     page: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     env = {**os.environ, "PYTHONPATH": str(HERE)}
-    if any(b.marker == "server" for b in blocks(ROOT, page)):
+    markers = {b.marker for b in blocks(ROOT, page)}
+    if "server" in markers:
         env["WAYLINE_DOCS_URL"], env["WAYLINE_DOCS_KEY"] = request.getfixturevalue("demo_server")
+    if "postgres" in markers:
+        env["WAYLINE_DOCS_PG"] = schema_url(request.getfixturevalue("pg_base_url"))
     done = subprocess.run(
         [sys.executable, str(HERE / "run_page.py"), str(ROOT), page],
         cwd=tmp_path,
