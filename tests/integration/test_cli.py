@@ -70,7 +70,10 @@ def test_approve_shows_the_proposal_then_records_a_decision(tmp_path: Path) -> N
     app = build_refund_agent(url, lambda key, amount, customer: {"id": "re_1"})
     (question,) = app.invoke(claim_input(), {"configurable": {"thread_id": "c9"}})["__interrupt__"]
     shown = run_cli("approve", "c9", "--actor", "fatima", "--db", url)
-    assert shown.returncode == 2 and question.digest in shown.stdout
+    assert shown.returncode == 0 and question.digest in shown.stdout  # asking is no error
+    assert "decide with --digest DIGEST" in shown.stdout
+    blind = run_cli("approve", "c9", "--actor", "fatima", "--approve", "--db", url)
+    assert blind.returncode == 2 and question.digest in blind.stdout  # nothing decided
     refused = run_cli(
         "approve", "c9", "--actor", "ivan", "--digest", question.digest, "--approve", "--db", url
     )

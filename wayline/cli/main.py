@@ -231,7 +231,7 @@ def worker(
     ] = "auto",
 ) -> None:
     """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
-    from wayline.cli.loading import load_graph
+    from wayline.cli.loading import check_importable, load_graph
     from wayline.cli.logs import log_to_stderr
     from wayline.cli.signals import stop_on_signals
     from wayline.worker import Worker, WorkerConfig
@@ -248,6 +248,9 @@ def worker(
     pinned = placed[0]
     if isinstance(pinned, frozenset):  # the whole process: threads the store starts
         pin_this_thread(pinned)  # inherit it
+    with _reported(2):  # a graph that does not import leaves no database file behind
+        for spec in graphs:
+            check_importable(spec)
     store = _open(db, create=True)
     with _reported(2):
         compiled = [load_graph(spec, store) for spec in graphs]
@@ -632,21 +635,25 @@ def approve(
     run_id = _run_id(store, tenant, run_id)
     client = Wayline(store, tenant=tenant, scope=SESSION["scope"])  # type: ignore[arg-type]
     with _reported():
-        if digest is None:
-            for question in client.pending(run_id):
+        chosen = [
+            c for c, given in (("approve", yes), ("reject", no), ("decision", decision)) if given
+        ]
+        if digest is None:  # show what waits; asking is not an error, deciding blind is
+            questions = client.pending(run_id)
+            for question in questions:
                 who_may = list(question.approvers or ["anyone"])
                 console.print(
                     f"{question.id}: {json.dumps(question.value, default=str)}\n"
                     f"  approvers {who_may}, digest {question.digest}"
                 )
-            console.print(
-                "decide with --digest DIGEST (the proposal you looked at) and one of "
-                "--approve, --reject, --decision JSON"
-            )
-            raise typer.Exit(2)
-        chosen = [
-            c for c, given in (("approve", yes), ("reject", no), ("decision", decision)) if given
-        ]
+            if not questions:
+                console.print(f"run {run_id} has no question waiting for a decision")
+            else:
+                console.print(
+                    "decide with --digest DIGEST (the proposal you looked at) and one of "
+                    "--approve, --reject, --decision JSON"
+                )
+            raise typer.Exit(2 if chosen else 0)
         if len(chosen) != 1:
             _fail(
                 "give exactly one of --approve, --reject, --decision JSON: nothing was decided", 2
