@@ -54,10 +54,7 @@ cannot eat an interrupt or hide that this worker no longer owns the run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from wayline.graph.types import Interrupt
+from typing import Any
 
 __all__ = [
     "AmbiguousRunIdError",
@@ -410,12 +407,14 @@ class WaylineSignal(BaseException):
 
 
 class GraphInterrupt(WaylineSignal):
-    """Raised by ``interrupt()``: the run suspends until resumed with a decision."""
+    """Raised by ``interrupt()``: the run suspends until resumed with a decision.
+    ``interrupts`` are ``wayline.types.Interrupt`` values (typed loosely here: the errors
+    are a base layer and import nothing of the graph)."""
 
     def __init__(
-        self, interrupts: Sequence[Interrupt] = (), indexes: Sequence[int] | None = None
+        self, interrupts: Sequence[Any] = (), indexes: Sequence[int] | None = None
     ) -> None:
-        self.interrupts: tuple[Interrupt, ...] = tuple(interrupts)
+        self.interrupts: tuple[Any, ...] = tuple(interrupts)
         self.indexes: list[int] | None = list(indexes) if indexes is not None else None
         """Where a subgraph's node records its child's questions (one index each)."""
         super().__init__(self.interrupts)
