@@ -52,9 +52,11 @@ class Paid(TypedDict):
 
 
 def pay(s: Paid, ctx: NodeContext) -> dict[str, Any]:
-    """A provider receipt that echoes the idempotency key, and the run's own id: both
+    """A receipt from a provider that deduplicates by key and echoes it, and the run's id: both
     differ from run to run, and equal in two runs of one identity."""
-    receipt = ctx.effect("charge", lambda key: {"id": f"ch_{key}"}, request={"n": s["n"]})
+    receipt = ctx.effect(
+        "charge", lambda key: {"id": f"ch_{key}"}, request={"n": s["n"]}, idempotent=True
+    )
     return {"receipt": receipt["id"], "run": ctx.config["configurable"]["thread_id"]}
 
 
