@@ -14,8 +14,10 @@ from pathlib import Path
 import wayline
 
 ROOT = Path(wayline.__file__).resolve().parent
-LOW = ("wayline.store", "wayline.effects", "wayline.ids", "wayline.errors", "wayline.codec")
-LOW += ("wayline.interop", "wayline.forks")  # what the codec and the ledger use
+LOW = (
+    *("wayline.store", "wayline.effects", "wayline.ids", "wayline.errors", "wayline.codec"),
+    *("wayline.interop", "wayline.forks"),  # what the codec and the ledger use
+)
 HIGH = ("wayline.graph", "wayline.worker", "wayline.server", "wayline.cli")
 
 
