@@ -21,6 +21,7 @@
     │   ├── StoreFullError          the disk (or the database's size limit) is full
     │   ├── TenantMismatchError     a call names a tenant its client or actor is not pinned to
     │   ├── RunNotFoundError
+    │   │   └── AmbiguousRunIdError  a run id prefix names several runs
     │   ├── RunExistsError          a commit was to create a run another process created first
     │   ├── LeaseConflictError
     │   ├── CorruptionError         a stored row fails its integrity check
@@ -55,12 +56,10 @@ cannot eat an interrupt or hide that this worker no longer owns the run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from wayline.graph.types import Interrupt
+from typing import Any
 
 __all__ = [
+    "AmbiguousRunIdError",
     "ApprovalRefused",
     "AuthError",
     "CodecError",
@@ -207,6 +206,11 @@ class TenantMismatchError(StoreError):
 
 class RunNotFoundError(StoreError):
     """No run with this id exists for this tenant."""
+
+
+class AmbiguousRunIdError(RunNotFoundError):
+    """A prefix given for a run id starts the ids of several runs of the tenant, so it names
+    none of them. The message lists them."""
 
 
 class RunExistsError(StoreError):
@@ -432,12 +436,14 @@ class WaylineSignal(BaseException):
 
 
 class GraphInterrupt(WaylineSignal):
-    """Raised by ``interrupt()``: the run suspends until resumed with a decision."""
+    """Raised by ``interrupt()``: the run suspends until resumed with a decision.
+    ``interrupts`` are ``wayline.types.Interrupt`` values (typed loosely here: the errors
+    are a base layer and import nothing of the graph)."""
 
     def __init__(
-        self, interrupts: Sequence[Interrupt] = (), indexes: Sequence[int] | None = None
+        self, interrupts: Sequence[Any] = (), indexes: Sequence[int] | None = None
     ) -> None:
-        self.interrupts: tuple[Interrupt, ...] = tuple(interrupts)
+        self.interrupts: tuple[Any, ...] = tuple(interrupts)
         self.indexes: list[int] | None = list(indexes) if indexes is not None else None
         """Where a subgraph's node records its child's questions (one index each)."""
         super().__init__(self.interrupts)

@@ -4,6 +4,7 @@ PostgreSQL killed with an immediate shutdown for ``--kill-db``."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from rich.console import Console
 
 import wayline
 from wayline.cli.killtest import run_killtest
-from wayline.cli.killtest_report import render
+from wayline.cli.killtest_report import detail_lines, render
 
 pytestmark = pytest.mark.crash
 
@@ -49,7 +50,7 @@ def test_sync_kills_cost_only_the_node_in_flight(tmp_path: Path) -> None:
     assert again.export_text() in text
     sync = report["totals"][0]
     assert (sync["mode"], sync["trials"], sync["beyond"]) == ("sync", 4, 0)
-    assert f"sync total │ {sync['trials']} " in text
+    assert re.search(rf"sync total +{sync['trials']} ", text), text
 
 
 def test_fleet_kill_replays_at_most_the_step_in_flight_per_run(tmp_path: Path) -> None:
@@ -96,3 +97,47 @@ def test_fleet_kill_on_postgresql_replays_at_most_the_step_in_flight_per_run(
     (sync,) = report["totals"]
     assert sync["runs"] == 12 and sync["states_equal"] == 12, text
     assert sync["max_replayed_steps"] <= 1 and sync["beyond"] == 0, text
+
+
+def _subject(name: str, tmp_path: Path, **kw: Any) -> tuple[int, dict[str, Any], str]:
+    console = Console(record=True, width=80, force_terminal=False)
+    out = tmp_path / f"{name}.json"
+    code = run_killtest(
+        console,
+        graph=f"{Path(killtest_graph.__file__).resolve()}:{name}",
+        db=f"sqlite:///{tmp_path / 'kt.db'}",
+        input=json.dumps(killtest_graph.PAID_INPUT),
+        json_path=out,
+        **{"trials": 3, "modes": ["sync"], "seed": 3, **kw},
+    )
+    return code, json.loads(out.read_text()), console.export_text()
+
+
+def test_values_derived_from_the_run_id_or_an_effect_key_are_not_drift(tmp_path: Path) -> None:
+    code, report, text = _subject("receipt_graph", tmp_path)
+    assert code == 0, text
+    for t in report["trials"]:
+        assert t["state_equal"] is True and t["drift"] is None, t
+    assert "differs" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80, text  # the narrow table
+
+
+def test_real_drift_names_the_first_channel_that_differs_with_both_values(
+    tmp_path: Path,
+) -> None:
+    code, report, text = _subject("drift_graph", tmp_path, trials=2)
+    assert code == 1, text
+    for t in report["trials"]:
+        assert t["verdict"] == "BROKEN" and t["state_equal"] is False, t
+        drift = t["drift"]
+        assert drift["channel"] == "drawn", t  # receipt and run are the same in both
+        assert isinstance(drift["run"], float) and isinstance(drift["reference"], float)
+        assert drift["run"] != drift["reference"]
+        shown = f"sync #{t['trial']}: state differs first at channel 'drawn': "
+        assert shown + json.dumps(drift["run"]) in text.replace("\n", " ") or shown in text
+    assert "replayed" not in text  # --verbose adds it, one line per trial
+    lines = detail_lines(report)
+    assert len(lines) == 2 and lines[0].startswith("sync #0 (") and "replayed" in lines[0]
+    wide = Console(record=True, width=200, force_terminal=False)
+    wide.print(render(report, every_column=True))
+    assert "replayed" in wide.export_text()

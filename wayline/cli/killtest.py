@@ -42,13 +42,14 @@ from rich.progress import Progress
 import wayline
 from wayline.cli.killtest_child import parse_event
 from wayline.cli.killtest_pg import LocalPostgres, is_embedded
-from wayline.cli.killtest_report import render, summary
+from wayline.cli.killtest_report import detail_lines, drift_lines, render, summary
 from wayline.cli.loading import load_graph
 from wayline.client import Wayline
 from wayline.errors import WaylineError
 from wayline.graph.compiled import CompiledGraph
+from wayline.store.records import RunRecord
 
-__all__ = ["KillPlan", "Setup", "TrialResult", "analyse", "run_killtest"]
+__all__ = ["KillPlan", "Setup", "TrialResult", "analyse", "first_difference", "run_killtest"]
 
 MODES = ("sync", "async", "exit")
 CHILD_TIMEOUT_S = 120.0
@@ -86,6 +87,8 @@ class Setup:
     concurrency: int = 1
     created: list[str] = dataclasses.field(default_factory=list)
     """Every run the test made in the store (purged at the end unless ``--keep``)."""
+    reference: wayline.Store | None = None
+    """The scratch store of the reference runs (a SQLite file in ``workdir``)."""
 
 
 @dataclasses.dataclass
@@ -117,6 +120,9 @@ class TrialResult:
     note: str = ""
     error: str | None = None
     db_killed: bool = False
+    drift: dict[str, Any] | None = None
+    """When the state differs from the reference run's: the first channel that differs
+    (``channel``) and its value in this run (``run``) and in the reference (``reference``)."""
 
     @property
     def ok(self) -> bool:
@@ -214,11 +220,77 @@ def run_trial(
         if run is None:
             result.state_equal = False  # the run is gone: nothing equals what should be there
         elif run.status != "parked":
-            digest = app.with_store(store).state_digest(_cfg(setup, run_id))
-            result.state_equal = digest == base.digest and run.status == base.status
+            same, result.drift = _compare(setup, app, store, run, mode)
+            result.state_equal = same and run.status == base.status
     result.states_equal = int(bool(result.state_equal))
     analyse(result, app, _events(ev1), _events(ev2), committed)
     return result
+
+
+def _compare(
+    setup: Setup, app: CompiledGraph, store: wayline.Store, run: RunRecord, mode: str
+) -> tuple[bool, dict[str, Any] | None]:
+    """Whether the killed and resumed run ended in the state of an unkilled reference run
+    of the same identity (tenant, run id, incarnation: so the same task ids and effect
+    keys), run to its end in this process on a scratch store; and if not, the first
+    channel that differs. A value derived from the run id or an effect key is the same in
+    both, so it is not drift."""
+    cfg = _cfg(setup, run.run_id)
+    mine = app.with_store(store)
+    reference = _reference(setup, app, run, mode)
+    if mine.state_digest(cfg) == reference.state_digest(cfg):
+        return True, None
+    return False, first_difference(mine.get_state(cfg).values, reference.get_state(cfg).values)
+
+
+def _reference(setup: Setup, app: CompiledGraph, run: RunRecord, mode: str) -> CompiledGraph:
+    """The reference run of ``run``'s identity, on the scratch store, run to its end."""
+    ref = setup.reference
+    assert ref is not None, "run_killtest opens the reference store"
+    ref.create_run(
+        run.tenant_id,
+        run.run_id,
+        graph_name=run.graph_name,
+        graph_version=run.graph_version,
+        durability=mode,
+        schema_version=run.schema_version,
+        subject=run.subject,
+        classes=run.classes,
+        incarnation=run.incarnation,
+    )
+    graph = app.with_store(ref)
+    try:
+        graph.invoke(json.loads(setup.input), _cfg(setup, run.run_id), durability=mode)
+    except Exception as exc:
+        raise WaylineError(
+            f"the unkilled reference run of {run.run_id} failed ({type(exc).__name__}: "
+            f"{exc}), though the test's uninterrupted run had not: does the graph depend "
+            "on something outside its state, such as a file or a counter?"
+        ) from exc
+    return graph
+
+
+def first_difference(run: dict[str, Any], reference: dict[str, Any]) -> dict[str, Any] | None:
+    """The first channel (in the reference's order, then the run's own) whose values
+    differ, with both values as JSON-safe data; None when the values are equal (the runs
+    differ in something else, such as their status)."""
+    for channel in [*reference, *(k for k in run if k not in reference)]:
+        missing = object()
+        a, b = run.get(channel, missing), reference.get(channel, missing)
+        if a != b:
+            return {
+                "channel": channel,
+                "run": _plain(a, missing),
+                "reference": _plain(b, missing),
+            }
+    return None
+
+
+def _plain(value: Any, missing: object) -> Any:
+    """``value`` as JSON-safe data (what ``--json`` can hold); ``"(absent)"`` when unset."""
+    if value is missing:
+        return "(absent)"
+    return json.loads(json.dumps(value, default=repr))
 
 
 def _committed(store: wayline.Store, tenant: str, run_ids: Sequence[str]) -> dict[str, Any]:
@@ -304,13 +376,13 @@ def run_fleet(
     _wait(resumer, ev2)
     statuses: Counter[str] = Counter()
     with _store(setup) as store:
-        bound = app.with_store(store)
         for run_id in ids:
             run = store.get_run(setup.tenant, run_id)
             status = run.status if run else "absent"
             statuses[status] += 1
             if run is not None and status != "parked":
-                same = bound.state_digest(_cfg(setup, run_id)) == base.digest
+                same, drift = _compare(setup, app, store, run, mode)
+                result.drift = result.drift or drift
                 result.states_equal += int(same and status == base.status)
     result.status = ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))
     result.state_equal = result.states_equal + statuses["parked"] == runs
@@ -472,6 +544,7 @@ def run_killtest(
     concurrency: int = 1,
     tenant: str = "default",
     keep: bool = False,
+    verbose: bool = False,
 ) -> int:
     """Run the trials, print the table, write the JSON; 0 when every guarantee held,
     1 when one broke, 2 when the test could not be carried out."""
@@ -491,7 +564,10 @@ def run_killtest(
     url = pg.url(db) if pg is not None else db
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="wayline-killtest-") as tmp:
-        setup = Setup(graph, url, input, tenant, Path(tmp), seed, kill_db, concurrency)
+        reference = wayline.connect(f"sqlite:///{Path(tmp) / 'reference.db'}?synchronous=OFF")
+        setup = Setup(
+            graph, url, input, tenant, Path(tmp), seed, kill_db, concurrency, reference=reference
+        )
         try:
             with _store(setup) as store:
                 app = load_graph(graph, store)
@@ -500,11 +576,14 @@ def run_killtest(
             console.print(f"[red]{exc}[/]")
             return 2
         finally:
+            reference.close()
             if not keep and pg is None:
                 _purge(setup)
     shown = db if pg is None else f"{db} (a private PostgreSQL)"
     report = summary(results, graph=graph, db=shown, seed=seed, kill_db=kill_db, runs=runs)
     console.print(render(report))
+    for line in [*(detail_lines(report) if verbose else []), *drift_lines(report)]:
+        console.print(line, highlight=False, markup=False)
     if json_path is not None:
         json_path.write_text(json.dumps(report, indent=2))
         console.print(f"wrote {json_path}")

@@ -21,7 +21,7 @@ from wayline.graph.builder import StateGraph
 from wayline.graph.compiled import CompiledGraph
 from wayline.store.base import Store
 
-__all__ = ["load_graph"]
+__all__ = ["check_importable", "load_graph"]
 
 
 def load_graph(spec: str, store: Store) -> CompiledGraph:
@@ -41,6 +41,17 @@ def load_graph(spec: str, store: Store) -> CompiledGraph:
         f"{spec!r} is a {type(obj).__name__}, not a graph: name a compiled graph, a "
         "StateGraph, or a function of no arguments returning one"
     )
+
+
+def check_importable(spec: str) -> None:
+    """Import what ``spec`` names and check that the attribute is there, touching no store:
+    a command that would create a database checks its graphs first, so a typo leaves no
+    database file behind. (The module stays imported: loading it later costs nothing.)"""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise GraphLoadError(f"graph {spec!r} must look like module:attribute or file.py:attribute")
+    if getattr(_module(module_name), attr, None) is None:
+        raise GraphLoadError(f"{module_name!r} has no attribute {attr!r}")
 
 
 def _call_factory(spec: str, factory: Any) -> Any:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, NoReturn
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -159,6 +160,12 @@ def killtest(
     concurrency: Annotated[int, typer.Option(min=1, help="That worker's concurrency.")] = 1,
     tenant: TenantOption = "default",
     keep: Annotated[bool, typer.Option(help="Keep the test's runs in the store.")] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="Per trial also: ran, unknown, replayed, resent, status."
+        ),
+    ] = False,
 ) -> None:
     """SIGKILL your graph's worker at node boundaries and random moments, resume it, and
     count executions the committed history missed, effects done twice, and state drift."""
@@ -189,6 +196,7 @@ def killtest(
             concurrency=max(concurrency, 1),
             tenant=tenant,
             keep=keep,
+            verbose=verbose,
         )
     )
 
@@ -225,7 +233,7 @@ def worker(
     ] = "auto",
 ) -> None:
     """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
-    from wayline.cli.loading import load_graph
+    from wayline.cli.loading import check_importable, load_graph
     from wayline.cli.logs import log_to_stderr
     from wayline.cli.signals import stop_on_signals
     from wayline.worker import Worker, WorkerConfig
@@ -242,6 +250,9 @@ def worker(
     pinned = placed[0]
     if isinstance(pinned, frozenset):  # the whole process: threads the store starts
         pin_this_thread(pinned)  # inherit it
+    with _reported(2):  # a graph that does not import leaves no database file behind
+        for spec in graphs:
+            check_importable(spec)
     store = _open(db, create=True)
     with _reported(2):
         compiled = [load_graph(spec, store) for spec in graphs]
@@ -375,25 +386,49 @@ def runs_list(
         str | None, typer.Option(help=f"Only runs with this status: {', '.join(RUN_STATUSES)}.")
     ] = None,
     limit: int = 50,
+    ids_only: Annotated[
+        bool, typer.Option("--ids", help="Only the whole run ids, one a line (for scripts).")
+    ] = False,
 ) -> None:
-    """List runs, newest first."""
+    """List runs, newest first. The run column is each id's shortest prefix no other run
+    of the tenant starts with (at least 8 characters): every command takes it back."""
+    from wayline.cli.run_ids import unique_prefixes
+
     if status is not None:
         _check_statuses([status])
     store = _open(db)
-    table = Table()
-    for col in ("run", "graph", "status", "step", "next", "updated", "error"):
-        table.add_column(col)
-    for run in store.list_runs(tenant, status=status, limit=limit):  # type: ignore[arg-type]
+    runs = store.list_runs(tenant, status=status, limit=limit)  # type: ignore[arg-type]
+    if ids_only:
+        for run in runs:
+            print(run.run_id)
+        return
+    ids = unique_prefixes(store, tenant, [r.run_id for r in runs])
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("run", no_wrap=True)
+    graphs = [f"{r.graph_name}@{r.graph_version}" for r in runs]
+    table.add_column("graph", overflow="fold", min_width=min(24, max(map(len, graphs), default=5)))
+    table.add_column("status", no_wrap=True)
+    table.add_column("step", justify="right", no_wrap=True)
+    table.add_column("next", overflow="fold")
+    table.add_column("updated (UTC)", no_wrap=True)
+    table.add_column("error", ratio=1, min_width=12)
+    for i, run in enumerate(runs):
         table.add_row(
-            run.run_id,
-            f"{run.graph_name}@{run.graph_version}",
+            ids[run.run_id],
+            graphs[i],
             run.status,
-            str(run.step),
+            _step(run.step),
             ", ".join(run.next_nodes),
-            _when(run.updated_at),
+            _when(run.updated_at, seconds=False),
             escape(_brief(run.error)),  # why it failed, or why its row cannot be read
         )
     console.print(table)
+
+
+def _step(step: int) -> str:
+    """A run's committed step; "-" before its input is committed (a queued run: the input
+    becomes step 0 when a worker takes it)."""
+    return "-" if step < 0 else str(step)
 
 
 def _brief(error: str | None, width: int = 60) -> str:
@@ -406,6 +441,7 @@ def _brief(error: str | None, width: int = 60) -> str:
 def runs_show(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "default") -> None:
     """Show one run's row."""
     store = _open(db)
+    run_id = _run_id(store, tenant, run_id)
     run = store.get_run(tenant, run_id)
     if run is None:
         _fail(f"no run {run_id!r} for tenant {tenant!r}")
@@ -414,6 +450,8 @@ def runs_show(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "de
         value = getattr(run, field)
         if field.endswith("_at") and isinstance(value, float):
             value = _when(value)
+        if field == "step" and value < 0:
+            value = "- (its input is queued: a worker commits it as step 0)"
         table.add_row(field, str(value))
     from wayline.graph.travel import load_origin
 
@@ -438,6 +476,7 @@ def runs_verify(
     from wayline.control.integrity import check_run
 
     store = _open(db)
+    run_id = _run_id(store, tenant, run_id)
     with _reported():
         compiled = None
         if graph is not None:
@@ -463,6 +502,7 @@ def runs_verify(
 def runs_retry(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "default") -> None:
     """Put a failed (dead-lettered) or parked run back in the queue."""
     _require("execute", "retry a run")
+    run_id = _run_id(_open(db), tenant, run_id)
     if not _client(db, tenant).retry(run_id):
         _fail(f"run {run_id!r} is not failed or parked (or does not exist)")
     console.print(f"run {run_id} queued again")
@@ -472,6 +512,7 @@ def runs_retry(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "d
 def runs_cancel(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "default") -> None:
     """Cancel a run (at its worker's next step if one holds it)."""
     _require("execute", "cancel a run")
+    run_id = _run_id(_open(db), tenant, run_id)
     if not _client(db, tenant).cancel(run_id):
         _fail(f"run {run_id!r} is finished, cancelled or unknown")
     console.print(f"run {run_id}: cancellation requested")
@@ -483,8 +524,7 @@ def runs_bytes(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "d
     from wayline.instrument import byte_report
 
     store = _open(db)
-    if store.get_run(tenant, run_id) is None:
-        _fail(f"no run {run_id!r} for tenant {tenant!r}")
+    run_id = _run_id(store, tenant, run_id)
     with _reported(1):  # a row whose byte counts cannot be read: named, no traceback
         report = byte_report(store, tenant, run_id)
     tables = report.by_table()
@@ -518,6 +558,7 @@ def effects_list(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = 
     from wayline.effects.ops import list_effects
 
     store = _open(db)
+    run_id = _run_id(store, tenant, run_id)
     table = Table()
     for col in ("key", "node", "step", "name", "status", "attempt", "error"):
         table.add_column(col)
@@ -561,6 +602,7 @@ def effects_resolve(
     if len(chosen) != 1:
         _fail("choose exactly one of --succeeded, --failed, --retry", 2)
     store = _open(db)
+    run_id = _run_id(store, tenant, run_id)
     with _reported():
         value = json.loads(result) if result is not None else None
         rec = resolve_effect(
@@ -604,23 +646,29 @@ def approve(
     from wayline.client import Wayline
     from wayline.control import Actor
 
-    client = Wayline(_open(db), tenant=tenant, scope=SESSION["scope"])  # type: ignore[arg-type]
+    store = _open(db)
+    run_id = _run_id(store, tenant, run_id)
+    client = Wayline(store, tenant=tenant, scope=SESSION["scope"])  # type: ignore[arg-type]
     with _reported():
-        if digest is None:
-            for question in client.pending(run_id):
+        chosen = [
+            c for c, given in (("approve", yes), ("reject", no), ("decision", decision)) if given
+        ]
+        if digest is None:  # show what waits; asking is not an error, deciding blind is
+            questions = client.pending(run_id)
+            for question in questions:
                 who_may = list(question.approvers or ["anyone"])
                 console.print(
                     f"{question.id}: {json.dumps(question.value, default=str)}\n"
                     f"  approvers {who_may}, digest {question.digest}"
                 )
-            console.print(
-                "decide with --digest DIGEST (the proposal you looked at) and one of "
-                "--approve, --reject, --decision JSON"
-            )
-            raise typer.Exit(2)
-        chosen = [
-            c for c, given in (("approve", yes), ("reject", no), ("decision", decision)) if given
-        ]
+            if not questions:
+                console.print(f"run {run_id} has no question waiting for a decision")
+            else:
+                console.print(
+                    "decide with --digest DIGEST (the proposal you looked at) and one of "
+                    "--approve, --reject, --decision JSON"
+                )
+            raise typer.Exit(2 if chosen else 0)
         if len(chosen) != 1:
             _fail(
                 "give exactly one of --approve, --reject, --decision JSON: nothing was decided", 2
@@ -648,7 +696,10 @@ def export(
 
     if (run_id is None) == (subject is None):
         _fail("give a RUN_ID or --subject, not both", 2)
-    client = Wayline(_open(db), tenant=tenant, scope=SESSION["scope"])  # type: ignore[arg-type]
+    store = _open(db)
+    if run_id is not None:
+        run_id = _run_id(store, tenant, run_id)
+    client = Wayline(store, tenant=tenant, scope=SESSION["scope"])  # type: ignore[arg-type]
     with _reported():
         data = client.export(run_id) if run_id is not None else client.export_subject(subject or "")
     text = json.dumps(data, indent=2, sort_keys=True)
@@ -709,6 +760,7 @@ def purge(
         console.print(json.dumps(receipt, sort_keys=True), highlight=False)
         return
     if run_id is not None:
+        run_id = _run_id(client.store, tenant, run_id)
         deleted = client.purge(run_id)
         if not deleted:
             _fail(f"no run {run_id!r} for tenant {tenant!r}")
@@ -860,6 +912,16 @@ def _client(url: str, tenant: str) -> wayline.Wayline:
     return wayline.Wayline(_open(url), tenant=tenant, scope=scope, operator=operator_name())  # type: ignore[arg-type]
 
 
+def _run_id(store: wayline.Store, tenant: str, given: str) -> str:
+    """The whole id of the run ``given`` names (itself, or a unique prefix); an unknown or
+    ambiguous one ends the command as one red line (exit 1)."""
+    from wayline.cli.run_ids import resolve_run_id
+
+    with _reported():
+        return resolve_run_id(store, tenant, given)
+    raise AssertionError("unreachable")  # _reported exits
+
+
 def _fail(message: str, code: int = 1) -> NoReturn:
     """Print an error in red and exit with ``code`` (1: refused or failed; 2: bad usage)."""
     console.print(f"[red]{escape(message)}[/]", highlight=False)
@@ -884,8 +946,9 @@ def _check_statuses(statuses: list[str]) -> None:
         _fail(f"unknown status {', '.join(unknown) or '(none)'}: use {', '.join(RUN_STATUSES)}", 2)
 
 
-def _when(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+def _when(ts: float, *, seconds: bool = True) -> str:
+    fmt = "%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M"
+    return dt.datetime.fromtimestamp(ts, dt.UTC).strftime(fmt)
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -12,6 +12,9 @@ from rich.table import Table
 from wayline.cli.actor import operator_name
 from wayline.control.audit import audit_operator
 from wayline.errors import WaylineError
+
+if TYPE_CHECKING:
+    from wayline.store.server_tables import ServerTables
 
 __all__ = ["register"]
 
@@ -74,7 +77,6 @@ def serve(
     """Serve the LangGraph Platform HTTP API, wayline's routes and the dashboard (/ui)."""
     from wayline.cli.loading import load_graph
     from wayline.cli.logs import log_to_stderr
-    from wayline.control.keys import create_key
     from wayline.server import ServerConfig
     from wayline.server.serve import serve as run_server
     from wayline.store.server_tables import server_tables
@@ -90,6 +92,11 @@ def serve(
     except WaylineError as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from None
+    try:  # before anything is opened or minted: a port in use changes nothing
+        _check_port(host, port)
+    except WaylineError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
     store = _store(db)
     try:
         compiled = {}
@@ -99,16 +106,12 @@ def serve(
                 raise WaylineError(f"graph {spec!r} must look like NAME=module:attribute")
             compiled[name] = load_graph(target, store)
         if demo:
-            key, _ = create_key(
-                server_tables(store),
-                tenant="default",
-                actor="demo",
-                roles=("finance",),
-                scopes=("admin",),
-                label="wayline serve --demo",
-            )
+            key, revoked = _demo_key(server_tables(store))
             console.print("demo key (tenant default, actor demo, role finance):")
             console.print(key, soft_wrap=True)
+            if revoked:
+                ids = ", ".join(f"wl_{key_id}_..." for key_id in revoked)
+                console.print(f"(the previous demo key no longer works: {ids})")
         config = ServerConfig(
             workers=workers,
             dev=dev,
@@ -127,6 +130,52 @@ def serve(
     except WaylineError as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from None
+
+
+DEMO_LABEL = "wayline serve --demo"
+
+
+def _demo_key(tables: ServerTables) -> tuple[str, list[str]]:
+    """A new demo key, and the ids of the earlier ones it revoked: a key is stored hashed,
+    so one printed at an earlier start cannot be shown again; but only the last one
+    printed works, instead of one more admin key at every start."""
+    from wayline.control.keys import create_key
+
+    earlier = [
+        k.key_id
+        for k in tables.list_keys("default")
+        if k.label == DEMO_LABEL and k.revoked_at is None
+    ]
+    key, _ = create_key(
+        tables,
+        tenant="default",
+        actor="demo",
+        roles=("finance",),
+        scopes=("admin",),
+        label=DEMO_LABEL,
+    )
+    return key, [key_id for key_id in earlier if tables.revoke_key("default", key_id)]
+
+
+def _check_port(host: str, port: int) -> None:
+    """Refuse a port another program listens on before the store is opened (and a demo
+    key minted); the server binds it for real a moment later."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise WaylineError(f"cannot listen on {host!r}: {exc}; check --host") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            raise WaylineError(
+                f"cannot listen on {host}:{port}: {exc.strerror}; another program (perhaps "
+                "another wayline serve) has it: stop it or choose another --port"
+            ) from None
 
 
 def _place(cpus: str, stopping: threading.Event) -> str:

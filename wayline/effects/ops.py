@@ -47,13 +47,16 @@ def resolve_effect(
     send it again, under the same key, when the run resumes.
     """
     rec = store.get_effect(tenant_id, key)
+    if (rec is None or rec.run_id != run_id) and store.get_run(tenant_id, run_id) is None:
+        raise RunNotFoundError(
+            f"no run {run_id!r} for tenant {tenant_id!r}, so no effect {key!r} of it to "
+            "resolve: check the run id ('wayline runs list') and --tenant"
+        )
     if rec is None or rec.run_id != run_id:
-        if store.get_run(tenant_id, run_id) is None:
-            raise RunNotFoundError(
-                f"there is no run {run_id!r} for tenant {tenant_id!r}: `wayline runs list` "
-                "shows the runs (resolve needs the run id and the effect key)"
-            )
-        raise EffectError(f"run {run_id!r} has no effect with key {key!r}")
+        raise EffectError(
+            f"run {run_id!r} has no effect with key {key!r}: 'wayline effects list "
+            f"{run_id}' lists its effects and their keys"
+        )
     if rec.status not in RESOLVABLE:
         raise EffectError(
             f"effect {key!r} is {rec.status}; only an effect that is {', '.join(RESOLVABLE)} "

@@ -1,6 +1,7 @@
 """Effects in a replay or fork: the original's outcomes, substitutes, or live again.
 
-A fork (``wayline.graph.travel``) runs its tasks with this ledger instead of the plain one.
+A fork (``wayline.graph.travel``; its origin: ``wayline.forks``) runs its tasks with this
+ledger instead of the plain one.
 Steps keep their numbers in a fork, so the task that runs node N at step s derives, from the
 run whose effects it replays (``ForkOrigin.effects_of``), the same task id the original
 task had, and from it the same effect and record keys. A business key is the same key.
@@ -32,7 +33,7 @@ from wayline.ids import derive_id
 from wayline.store.records import EffectRecord
 
 if TYPE_CHECKING:
-    from wayline.graph.travel import ForkOrigin
+    from wayline.forks import ForkOrigin
 
 __all__ = ["EffectCall", "ReplayLedger", "Substitute", "replay_ledger"]
 

@@ -63,7 +63,7 @@ def node_call(loop: RunLoop, task: ExecTask) -> tuple[Callable[..., Any], tuple[
     fn = functools.partial(spec.fn, **kwargs) if kwargs else spec.fn
     chat = loop.invocation.chat_callbacks
     if chat is not None:
-        fn = chat.wrap(fn, task, spec.is_async)
+        fn = chat.wrap(fn, task, spec.is_async, loop)
     return fn, args
 
 

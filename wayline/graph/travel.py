@@ -20,25 +20,29 @@ is derived from (tenant, run, step), so an id from another run is refused.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
 import ormsgpack
 
 from wayline.errors import RedactedRunError, RunNotFoundError, TimeTravelError
+from wayline.forks import (  # re-exported: where forks were named before the leaf module
+    EFFECT_MODES,
+    FORK_ACTION,
+    FORK_INCARNATION,
+    EffectsMode,
+    ForkOrigin,
+    is_fork,
+)
 from wayline.graph.checkpoint import _REF_PREFIX
 from wayline.graph.segments import LogIndex
 from wayline.ids import derive_id
 from wayline.store.base import Store
 from wayline.store.records import (
-    AuditRecord,
     BlobRecord,
     CommitBatch,
     DeltaRecord,
-    RunRecord,
     RunUpdate,
     SegmentRecord,
     SnapshotRecord,
@@ -49,56 +53,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EFFECT_MODES",
+    "FORK_ACTION",
+    "FORK_INCARNATION",
     "EffectsMode",
     "ForkOrigin",
     "checkpoint_id",
     "create_fork",
+    "is_fork",
     "load_origin",
     "requested_step",
 ]
-
-EffectsMode = Literal["original", "sandbox", "live"]
-EFFECT_MODES: tuple[str, ...] = get_args(EffectsMode)
-FORK_ACTION = "fork"
-"""The audit action of a fork's origin record."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ForkOrigin:
-    """Where a fork came from and how it treats effects; kept in its audit log."""
-
-    run_id: str
-    """The run it was forked from."""
-    step: int
-    """The last step it shares with that run."""
-    effects: EffectsMode
-    effects_of: str
-    """The run whose recorded effects ``original`` and ``sandbox`` look up: the origin, or
-    for a fork of a non-live fork, that fork's own ``effects_of``."""
-    key_suffix: str = ""
-    """Appended to business keys: a live fork's own (``~<fork id>``), inherited by forks of it."""
-    incarnation: str = ""
-    """The incarnation of ``effects_of``, part of the keys its tasks derived."""
-
-    def to_audit(self, tenant_id: str, run_id: str, actor: str) -> AuditRecord:
-        detail = json.dumps(dataclasses.asdict(self), sort_keys=True)
-        return AuditRecord(tenant_id, run_id, actor, FORK_ACTION, self.effects, None, detail)
-
-    @classmethod
-    def from_audit(cls, entry: AuditRecord) -> ForkOrigin:
-        return cls(**json.loads(entry.detail or "{}"))
-
-    def describe(self) -> str:
-        return f"run {self.run_id} at step {self.step} (effects={self.effects})"
-
-
-FORK_INCARNATION = "fork-"
-"""A fork's incarnation starts with this, so starting an ordinary run needs no look at its
-audit log to learn it is not a fork (``is_fork``)."""
-
-
-def is_fork(run: RunRecord) -> bool:
-    return run.incarnation.startswith(FORK_INCARNATION)
 
 
 def load_origin(store: Store, tenant_id: str, run_id: str) -> ForkOrigin | None:

@@ -55,16 +55,18 @@ class ChatStream:
         }
         return ns, meta
 
-    def wrap(self, fn: Callable[..., Any], task: Any, is_async: bool) -> Callable[..., Any]:
-        from wayline.graph.context import current_scope
-
-        loop = current_scope().loop
+    def wrap(
+        self, fn: Callable[..., Any], task: Any, is_async: bool, loop: Any
+    ) -> Callable[..., Any]:
+        """``fn`` (the node of ``task``, run by ``loop``) with the callbacks that stream
+        its chat model's tokens. The loop is passed in: this module does not import the
+        graph."""
         ns, meta = self.metadata(loop, task)
         self.meta_by_task[task.id] = (ns, meta)
         handler = _Handler(self, ns, meta)
         config = {"callbacks": [handler], "metadata": dict(meta)}
 
-        self.saw(task)
+        self.saw(task, loop)
 
         if is_async:
 
@@ -88,12 +90,9 @@ class ChatStream:
 
         return call
 
-    def saw(self, task: Any) -> None:
+    def saw(self, task: Any, loop: Any) -> None:
         """Messages a node is given are not news: only what it adds is streamed (as
         LangGraph marks its node's input messages seen)."""
-        from wayline.graph.context import current_scope
-
-        loop = current_scope().loop
         given = task.spec.arg if task.spec.path[0] != "pull" else loop.values()
         values = given.values() if isinstance(given, dict) else [given]
         for value in values:

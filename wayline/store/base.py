@@ -93,6 +93,11 @@ class Store(Protocol):
         """The tenant's runs (of ``status``), most recently updated first, a page at a time."""
         ...
 
+    def run_ids_with_prefix(self, tenant_id: str, prefix: str, *, limit: int = 10) -> list[str]:
+        """The tenant's run ids that start with ``prefix`` (sorted, at most ``limit``): how
+        the command line accepts a unique prefix of a run id."""
+        ...
+
     def enqueue(
         self,
         tenant_id: str,

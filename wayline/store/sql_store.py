@@ -572,6 +572,10 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         params = (tenant_id, status, status, limit, offset)
         return [self._listed(r) for r in self._read(self.q.Q_LIST_RUNS, params, tenant=tenant_id)]
 
+    def run_ids_with_prefix(self, tenant_id: str, prefix: str, *, limit: int = 10) -> list[str]:
+        params = (tenant_id, len(prefix), prefix, limit)
+        return [r[0] for r in self._read(self.q.Q_RUN_IDS_WITH_PREFIX, params, tenant=tenant_id)]
+
     def _listed(self, row: Sequence[Any]) -> RunRecord:
         """A run for a listing. One whose row cannot be read is listed with why (as its
         error, its input and metadata left out), not allowed to hide every other run from

@@ -7,7 +7,16 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["bytes_chart", "diff_rows", "esc", "form", "page", "pre_json", "table"]
+__all__ = [
+    "bytes_chart",
+    "channel_label",
+    "diff_rows",
+    "esc",
+    "form",
+    "page",
+    "pre_json",
+    "table",
+]
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -105,8 +114,23 @@ def diff_rows(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[list[str]]:
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f")
 
 
+def channel_label(channel: str) -> str:
+    """A channel as a reader names it: the meter's unattributed bytes (the envelope of a
+    row: framing, ids, checksums) and the internal channels of joins read as what they
+    are, not as ``(framing)`` or ``__join__:a+b:c``."""
+    if not channel:
+        return "row framing"
+    if channel.startswith("__join__:"):
+        sources, _, target = channel.removeprefix("__join__:").rpartition(":")
+        return f"join {sources.replace('+', ', ')} → {target}"
+    if channel.startswith("__") and channel.endswith("__") and len(channel) > 4:
+        return channel.strip("_")
+    return channel
+
+
 def bytes_chart(per_step: Mapping[int, Mapping[str, int]], *, width: int = 760) -> str:
-    """Bytes written per step, stacked by channel, as inline SVG (no script, no build)."""
+    """Bytes written per step, stacked by channel, as inline SVG (no script, no build).
+    The legend wraps onto as many rows as its names need, inside the chart's width."""
     if not per_step:
         return '<p class="muted">nothing metered yet</p>'
     steps = sorted(per_step)
@@ -114,10 +138,22 @@ def bytes_chart(per_step: Mapping[int, Mapping[str, int]], *, width: int = 760) 
     colour = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(channels)}
     top = max(sum(row.values()) for row in per_step.values()) or 1
     height, pad = 180, 30
+    legend, legend_x, legend_y = [], pad, height + 18
+    for ch in channels:
+        label = channel_label(ch)
+        room = 20 + 7 * len(label)
+        if legend_x + room > width and legend_x > pad:  # next row
+            legend_x, legend_y = pad, legend_y + 16
+        legend.append(
+            f'<rect x="{legend_x}" y="{legend_y}" width="10" height="10" '
+            f'fill="{colour[ch]}"/><text x="{legend_x + 14}" y="{legend_y + 9}" '
+            f'font-size="11">{esc(label)}</text>'
+        )
+        legend_x += room
     bar = max(1.0, (width - pad) / len(steps))
     parts = [
         f'<svg id="bytes-chart" xmlns="http://www.w3.org/2000/svg" width="{width}" '
-        f'height="{height + 40}" role="img" aria-label="bytes per channel per step">',
+        f'height="{legend_y + 22}" role="img" aria-label="bytes per channel per step">',
         f'<text x="0" y="12" font-size="11">{top:,} B</text>',
     ]
     for i, step in enumerate(steps):
@@ -132,15 +168,8 @@ def bytes_chart(per_step: Mapping[int, Mapping[str, int]], *, width: int = 760) 
             parts.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(bar - 1, 0.5):.1f}" '
                 f'height="{h:.1f}" fill="{colour[ch]}"><title>step {step} · '
-                f"{esc(ch or '(framing)')}: {n:,} B</title></rect>"
+                f"{esc(channel_label(ch))}: {n:,} B</title></rect>"
             )
-    legend_x = pad
-    for ch in channels:
-        parts.append(
-            f'<rect x="{legend_x}" y="{height + 18}" width="10" height="10" '
-            f'fill="{colour[ch]}"/><text x="{legend_x + 14}" y="{height + 27}" '
-            f'font-size="11">{esc(ch or "(framing)")}</text>'
-        )
-        legend_x += 20 + 7 * len(ch or "(framing)")
+    parts += legend
     parts.append("</svg>")
     return "".join(parts)

@@ -220,6 +220,14 @@ class Dashboard:
         assistant = self.svc.registry.for_run(run)
         resolve = BlobCache(store, run.tenant_id)
         again = {e.step for e in effects if e.attempt > 1}
+        answers = sum(
+            a.action == "decide" and a.outcome == "accepted"
+            for a in store.load_audit(run.tenant_id, run.run_id)
+        )
+        leases = {d.fencing_token for d in deltas}
+        # every resume takes a new lease: when the run's accepted decisions account for
+        # every new lease, each is a resume after an answer, not a takeover
+        after_answers = 0 < len(leases) - 1 <= answers
         rows, token = [], None
         for d in deltas:
             nodes = "?"
@@ -228,10 +236,13 @@ class Dashboard:
                     r.name for r in decode_results(assistant.graph.codec, d.payload, resolve)
                 )
             note = []
-            if token is not None and d.fencing_token != token:
+            if token is not None and d.fencing_token != token and after_answers:
+                note.append(f"resumed after its approval was decided (lease {d.fencing_token})")
+            elif token is not None and d.fencing_token != token:
                 note.append(
-                    f"resumed here under lease {d.fencing_token}: this step's nodes may have "
-                    "run before, under the previous lease"
+                    f"resumed here under lease {d.fencing_token} (after an interrupt, a "
+                    "restart or a worker that died: only then may this step's nodes have "
+                    "run before)"
                 )
             if d.step in again:
                 note.append("an effect was attempted again")

@@ -140,6 +140,10 @@ SELECT {_RUN_COLUMNS} FROM runs
 WHERE tenant_id = ? AND (CAST(? AS TEXT) IS NULL OR status = ?)
 ORDER BY updated_at DESC LIMIT ? OFFSET ?
 """
+Q_RUN_IDS_WITH_PREFIX = """
+SELECT run_id FROM runs
+WHERE tenant_id = ? AND substr(run_id, 1, CAST(? AS INTEGER)) = ? ORDER BY run_id LIMIT ?
+"""
 Q_LEASE_OF = """
 SELECT fencing_token, lease_owner, lease_expires_at FROM runs WHERE tenant_id = ? AND run_id = ?
 """

@@ -1,0 +1,109 @@
+"""The low layers do not reach up: no module of wayline.store, wayline.effects, wayline.ids,
+wayline.errors or wayline.codec (nor wayline.interop and wayline.forks, which the codec and
+the effect ledger use) imports wayline.graph, wayline.worker, wayline.server or
+wayline.cli, directly or through any chain of imports, at the top of a module, inside a
+function, or under ``TYPE_CHECKING``. Read from the source (``ast``), so an import that
+runs only on some path is seen too; a failure prints the chain."""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from pathlib import Path
+
+import wayline
+
+ROOT = Path(wayline.__file__).resolve().parent
+LOW = (
+    *("wayline.store", "wayline.effects", "wayline.ids", "wayline.errors", "wayline.codec"),
+    *("wayline.interop", "wayline.forks"),  # what the codec and the ledger use
+)
+HIGH = ("wayline.graph", "wayline.worker", "wayline.server", "wayline.cli")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in ROOT.rglob("*.py"):
+        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _within(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """Every wayline module ``name`` imports anywhere in its source."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            # ``from pkg import sub`` imports the submodule; ``from pkg import name``, pkg
+            subs = [f"{base}.{a.name}" for a in node.names]
+            names = [t for t in subs if t not in modules]
+            targets = [t for t in subs if t in modules] + ([base] if names else [])
+        else:
+            continue
+        for target in targets:
+            if target.startswith("wayline") and target in modules:
+                out.add(target)
+                # importing a.b.c runs a/b/__init__ first (the root package, the public
+                # API that re-exports every layer, is not a layer: ``import wayline``
+                # or ``from wayline import X`` names it and is seen as reaching up)
+                parts = target.split(".")
+                out.update(p for i in range(2, len(parts)) if (p := ".".join(parts[:i])) in modules)
+    out.discard(name)
+    return out
+
+
+def _chain_up(start: str, graph: dict[str, set[str]]) -> list[str] | None:
+    """The shortest chain of imports from ``start`` to a module of ``HIGH``, if any."""
+    came: dict[str, str | None] = {start: None}
+    todo = deque([start])
+    while todo:
+        here = todo.popleft()
+        for nxt in sorted(graph.get(here, ())):
+            if nxt in came:
+                continue
+            came[nxt] = here
+            if _within(nxt, HIGH):
+                chain: list[str] = [nxt]
+                at: str | None = here
+                while at is not None:
+                    chain.append(at)
+                    at = came[at]
+                return chain[::-1]
+            todo.append(nxt)
+    return None
+
+
+def test_the_low_layers_import_nothing_above_them() -> None:
+    modules = _modules()
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    low = sorted(m for m in modules if _within(m, LOW))
+    assert "wayline.store.sql_store" in low and "wayline.errors" in low  # the scan sees them
+    found = [" -> ".join(c) for m in low if (c := _chain_up(m, graph)) is not None]
+    assert not found, "a low layer reaches up:\n" + "\n".join(found)
+
+
+def test_the_scan_sees_imports_inside_functions_and_type_checking(tmp_path: Path) -> None:
+    src = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from wayline.graph.types import Interrupt\n"
+        "def f():\n    from ..worker import worker\n    import wayline.cli.main\n"
+    )
+    path = tmp_path / "probe.py"
+    path.write_text(src)
+    modules = _modules()
+    seen = _imports("wayline.store.probe", path, modules)
+    assert {"wayline.graph.types", "wayline.worker.worker", "wayline.cli.main"} <= seen
