@@ -448,6 +448,8 @@ def runs_show(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "de
     table = Table(show_header=False)
     for field in run.__dataclass_fields__:
         value = getattr(run, field)
+        if field == "shape":  # the fingerprint stands for it; the JSON is for diagnostics
+            continue
         if field.endswith("_at") and isinstance(value, float):
             value = _when(value)
         if field == "step" and value < 0:
@@ -458,6 +460,13 @@ def runs_show(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "de
     origin = load_origin(store, tenant, run_id)
     if origin is not None:  # a fork: where it came from and how it treats effects
         table.add_row("origin", origin.describe())
+    if run.status == "pending" and run.lease_owner is None:
+        shape = f" with fingerprint {run.fingerprint}" if run.fingerprint else ""
+        table.add_row(
+            "waits for",
+            f"a worker serving {run.graph_name}@{run.graph_version}{shape}, "
+            f"since {_when(run.updated_at)}",
+        )
     console.print(table)
 
 
