@@ -314,6 +314,7 @@ def create_react_agent(
             input_schema = CallModelInputSchema
 
     workflow = StateGraph(state_schema, context_schema)
+    state_keys = tuple(workflow.schema.channels)
     workflow.add_node("agent", _AgentNode(call_model, "agent"), input_schema=input_schema)
     entrypoint = "agent"
     if pre_model_hook is not None:
@@ -330,6 +331,8 @@ def create_react_agent(
         )
 
     def compiled() -> CompiledGraph:
+        if tuple(workflow.schema.channels) != state_keys:
+            workflow.output_keys = state_keys  # a hook's llm_input_messages is not output
         return workflow.compile(
             checkpointer,
             store=store,
