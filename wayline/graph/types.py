@@ -39,16 +39,8 @@ class Send:
     arg: Any
 
 
-try:  # a tool returning a Command must reach ToolNode as one, not as its repr in a message
-    from langchain_core.messages.tool import ToolOutputMixin as _ToolOutput
-except ImportError:  # pragma: no cover - without the langchain extra, tools do not exist
-
-    class _ToolOutput:  # type: ignore[no-redef]
-        """Stands in for langchain-core's marker of values a tool may return as they are."""
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
-class Command(Generic[N], _ToolOutput):
+class Command(Generic[N]):
     """Returned by a node to update state and route; passed to ``invoke`` to resume.
 
     Generic so that a node can declare where it may go: ``-> Command[Literal["b", END]]``.

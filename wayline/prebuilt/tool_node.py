@@ -41,6 +41,7 @@ from pydantic import BaseModel, ValidationError
 from wayline.graph.message import REMOVE_ALL_MESSAGES
 from wayline.graph.types import Command, Send
 from wayline.prebuilt._sync import run_sync
+from wayline.prebuilt.tool_commands import executable, unwrap
 from wayline.prebuilt.tool_errors import (
     INVALID_TOOL_NAME_ERROR_TEMPLATE,
     TOOL_CALL_ERROR_TEMPLATE,
@@ -115,6 +116,7 @@ class ToolNode(Runnable[Any, Any]):
         self._messages_key = messages_key
         self._wrap_tool_call = wrap_tool_call
         self._awrap_tool_call = awrap_tool_call
+        self._executables: dict[int, tuple[BaseTool, BaseTool]] = {}
         for t in tools:
             bound = t if isinstance(t, BaseTool) else create_tool(t)  # type: ignore[call-overload]
             self._tools_by_name[bound.name] = bound
@@ -242,10 +244,11 @@ class ToolNode(Runnable[Any, Any]):
         args = {**self._inject_tool_args(call, request.runtime, tool), "type": "tool_call"}
         try:
             try:
-                if _async_only(tool):
-                    response = run_sync(tool.ainvoke(args, config))
+                run = self._executable(tool)
+                if _async_only(run):
+                    response = unwrap(run_sync(run.ainvoke(args, config)))
                 else:
-                    response = tool.invoke(args, config)
+                    response = unwrap(run.invoke(args, config))
             except ValidationError as exc:
                 raise self._invocation_error(call, exc) from exc
             return self._normalize_tool_response(response, call, input_type)
@@ -261,12 +264,20 @@ class ToolNode(Runnable[Any, Any]):
         args = {**self._inject_tool_args(call, request.runtime, tool), "type": "tool_call"}
         try:
             try:
-                response = await tool.ainvoke(args, config)
+                response = unwrap(await self._executable(tool).ainvoke(args, config))
             except ValidationError as exc:
                 raise self._invocation_error(call, exc) from exc
             return self._normalize_tool_response(response, call, input_type)
         except Exception as exc:
             return self._tool_failed(exc, call)
+
+    def _executable(self, tool: BaseTool) -> BaseTool:
+        """The copy of ``tool`` that runs (see ``tool_commands``), made once per tool."""
+        known = self._executables.get(id(tool))
+        if known is None or known[0] is not tool:
+            known = (tool, executable(tool))
+            self._executables[id(tool)] = known
+        return known[1]
 
     def _invocation_error(self, call: ToolCall, exc: ValidationError) -> ToolInvocationError:
         filtered = filter_validation_errors(exc, self._injected_args.get(call["name"]))
