@@ -2,18 +2,16 @@
 that Command: langchain-core passes a tool's output through unchanged only when it is a
 ``ToolOutputMixin`` and otherwise turns it into a string in a ``ToolMessage``. LangGraph's
 ``Command`` is one; wayline's is not (its graph layer does not import langchain-core), so
-``ToolNode`` runs a copy of each function tool whose function wraps such an output in a
+``ToolNode`` runs a copy of each tool whose ``_run``/``_arun`` wrap such an output in a
 ``ToolOutputMixin`` carrier, and unwraps it."""
 
 from __future__ import annotations
 
 import functools
-import inspect
-from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages.tool import ToolOutputMixin
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 
 from wayline.graph.types import Command
 
@@ -35,32 +33,35 @@ def _carry(output: Any) -> Any:
     return output
 
 
-def _wrap(func: Callable[..., Any]) -> Callable[..., Any]:
-    if inspect.iscoroutinefunction(func):
+_CARRYING: dict[type[BaseTool], type[BaseTool]] = {}
 
-        @functools.wraps(func)
-        async def acall(*args: Any, **kwargs: Any) -> Any:
-            return _carry(await func(*args, **kwargs))
 
-        return acall
+def _carrying_class(cls: type[BaseTool]) -> type[BaseTool]:
+    """``cls`` with ``_run``/``_arun`` wrapped; ``functools.wraps`` keeps their signatures,
+    which langchain-core reads to pass ``run_manager`` and ``config``."""
+    known = _CARRYING.get(cls)
+    if known is not None:
+        return known
+    run, arun = cls._run, cls._arun
 
-    @functools.wraps(func)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return _carry(func(*args, **kwargs))
+    @functools.wraps(run)
+    def _run(self: BaseTool, *args: Any, **kwargs: Any) -> Any:
+        return _carry(run(self, *args, **kwargs))
 
-    return call
+    @functools.wraps(arun)
+    async def _arun(self: BaseTool, *args: Any, **kwargs: Any) -> Any:
+        return _carry(await arun(self, *args, **kwargs))
+
+    made = type(cls.__name__, (cls,), {"_run": _run, "_arun": _arun, "__module__": cls.__module__})
+    _CARRYING[cls] = made
+    return made
 
 
 def executable(tool: BaseTool) -> BaseTool:
-    """``tool`` itself, or for a function tool a copy whose Command outputs survive."""
-    if not isinstance(tool, StructuredTool) or (tool.func is None and tool.coroutine is None):
-        return tool
-    return tool.model_copy(
-        update={
-            "func": _wrap(tool.func) if tool.func is not None else None,
-            "coroutine": _wrap(tool.coroutine) if tool.coroutine is not None else None,
-        }
-    )
+    """A copy of ``tool`` whose Command outputs survive langchain-core's formatting."""
+    copy = tool.model_copy()
+    object.__setattr__(copy, "__class__", _carrying_class(type(tool)))
+    return copy
 
 
 def unwrap(response: Any) -> Any:
