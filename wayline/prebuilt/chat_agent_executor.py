@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, Literal, TypeVar, cast, get_type_hints
+from typing import Annotated, Any, Literal, NotRequired, TypeVar, cast, get_type_hints
 
 from langchain_core.language_models import BaseChatModel, LanguageModelLike
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableLambda, RunnableSequence
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from wayline.graph.builder import StateGraph
 from wayline.graph.compiled import CompiledGraph
@@ -194,7 +194,9 @@ def create_react_agent(
     if (config_schema := deprecated_kwargs.pop("config_schema", None)) is not None:
         context_schema = context_schema or config_schema
     if deprecated_kwargs:
-        raise TypeError(f"create_react_agent() got unexpected keyword arguments: {deprecated_kwargs}")
+        raise TypeError(
+            f"create_react_agent() got unexpected keyword arguments: {deprecated_kwargs}"
+        )
     if version not in ("v1", "v2"):
         raise ValueError(f"Invalid version {version}. Supported versions are 'v1' and 'v2'.")
     if state_schema is not None:
@@ -291,9 +293,7 @@ def create_react_agent(
         if isinstance(response_format, tuple):
             system_prompt, schema = response_format
             messages = [SystemMessage(content=system_prompt), *messages]
-        structured = _get_model(resolve(state, runtime)).with_structured_output(
-            cast("Any", schema)
-        )
+        structured = _get_model(resolve(state, runtime)).with_structured_output(cast("Any", schema))
         return {"structured_response": run(structured, messages, config)}
 
     input_schema: type = state_schema
@@ -356,7 +356,7 @@ def create_react_agent(
             Send(
                 "tools",
                 ToolCallWithContext(
-                    __type="tool_call_with_context",  # type: ignore[typeddict-item]
+                    __type="tool_call_with_context",
                     tool_call=call,
                     state=state,
                 ),

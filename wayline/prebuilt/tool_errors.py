@@ -12,10 +12,10 @@ import inspect
 import json
 from collections.abc import Callable
 from types import UnionType
-from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Union, cast, get_args, get_origin, get_type_hints
 
-from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES
 from langchain_core.tools import ToolException
+from langchain_core.tools.base import TOOL_MESSAGE_BLOCK_TYPES
 from pydantic import ValidationError
 
 if TYPE_CHECKING:
@@ -49,9 +49,7 @@ TOOL_INVOCATION_ERROR_TEMPLATE = (
     " Please fix the error and try again."
 )
 
-ErrorHandling = (
-    bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...]
-)
+ErrorHandling = bool | str | Callable[..., str] | type[Exception] | tuple[type[Exception], ...]
 """``ToolNode(handle_tool_errors=...)``: True (every error, the default template), a
 string, a function of the error (the types it is annotated with), exception types, or
 False (every error fails the node)."""
@@ -67,7 +65,7 @@ def msg_content_output(output: Any) -> str | list[dict[str, Any]]:
         return output
     try:
         return json.dumps(output, ensure_ascii=False)
-    except Exception:  # noqa: BLE001 - any object a tool returns is shown somehow
+    except Exception:
         return str(output)
 
 
@@ -113,7 +111,7 @@ def handle_tool_error(e: Exception, *, flag: ErrorHandling) -> str:
     if isinstance(flag, str):
         return flag
     if callable(flag):
-        return str(flag(e))
+        return str(cast("Callable[..., str]", flag)(e))
     raise ValueError(
         "Got unexpected type of `handle_tool_error`. Expected bool, str "
         f"or callable. Received: {flag}"

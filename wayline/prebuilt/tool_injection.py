@@ -116,12 +116,12 @@ class ToolCallRequest:
 
 
 ToolCallWrapper = Callable[
-    [ToolCallRequest, Callable[[ToolCallRequest], "ToolMessage | Command"]],
-    "ToolMessage | Command",
+    [ToolCallRequest, Callable[[ToolCallRequest], "ToolMessage | Command[Any]"]],
+    "ToolMessage | Command[Any]",
 ]
 AsyncToolCallWrapper = Callable[
-    [ToolCallRequest, Callable[[ToolCallRequest], Awaitable["ToolMessage | Command"]]],
-    Awaitable["ToolMessage | Command"],
+    [ToolCallRequest, Callable[[ToolCallRequest], Awaitable["ToolMessage | Command[Any]"]]],
+    Awaitable["ToolMessage | Command[Any]"],
 ]
 
 
@@ -138,7 +138,7 @@ class InjectedArgs:
     optional_state_args: set[str]
 
 
-_Kind = type[InjectedState] | type[InjectedStore] | type[ToolRuntime]  # type: ignore[type-arg]
+_Kind = type[InjectedState] | type[InjectedStore] | type[ToolRuntime]
 
 
 def _is_injection(type_arg: Any, kind: _Kind) -> bool:
@@ -185,7 +185,7 @@ def injected_args_of(tool: BaseTool) -> InjectedArgs:
         if found := _injection_of(type_, InjectedState):
             if isinstance(found, InjectedState) and found.field:
                 state[name] = found.field
-                info = schema.model_fields.get(name)
+                info = getattr(schema, "model_fields", {}).get(name)
                 if info and not info.is_required():
                     optional.add(name)
             else:

@@ -87,7 +87,7 @@ __all__ = [
 _infer_handled_types = infer_handled_types  # LangGraph's private name, which its tests use
 
 InputType = Literal["list", "dict", "tool_calls"]
-Output = ToolMessage | Command | list[ToolMessage | Command]
+Output = ToolMessage | Command[Any] | list[ToolMessage | Command[Any]]
 
 _RUNTIME_KEY = "__pregel_runtime"
 """Where LangGraph's config carries the node's runtime (its tests set it by hand)."""
@@ -118,7 +118,7 @@ class ToolNode(Runnable[Any, Any]):
         self._awrap_tool_call = awrap_tool_call
         self._executables: dict[int, tuple[BaseTool, BaseTool]] = {}
         for t in tools:
-            bound = t if isinstance(t, BaseTool) else create_tool(t)  # type: ignore[call-overload]
+            bound = t if isinstance(t, BaseTool) else create_tool(t)
             self._tools_by_name[bound.name] = bound
             self._injected_args[bound.name] = injected_args_of(bound)
 
@@ -148,9 +148,7 @@ class ToolNode(Runnable[Any, Any]):
             outputs = list(executor.map(self._run_one, calls, [input_type] * len(calls), runtimes))
         return self._combine_tool_outputs(outputs, input_type)
 
-    async def ainvoke(
-        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> Any:
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         config = ensure_config(config)
         calls, input_type = self._parse_input(input)
         runtimes = self._runtimes(input, calls, config)
@@ -181,7 +179,9 @@ class ToolNode(Runnable[Any, Any]):
 
     # -- one call -----------------------------------------------------------------------
 
-    def _run_one(self, call: ToolCall, input_type: InputType, runtime: ToolRuntime[Any, Any]) -> Output:
+    def _run_one(
+        self, call: ToolCall, input_type: InputType, runtime: ToolRuntime[Any, Any]
+    ) -> Output:
         request = ToolCallRequest(
             tool_call=call,
             tool=self._tools_by_name.get(call["name"]),
@@ -237,7 +237,9 @@ class ToolNode(Runnable[Any, Any]):
             status="error",
         )
 
-    def _execute_sync(self, request: ToolCallRequest, input_type: InputType, config: RunnableConfig) -> Output:
+    def _execute_sync(
+        self, request: ToolCallRequest, input_type: InputType, config: RunnableConfig
+    ) -> Output:
         tool, call = request.tool, request.tool_call
         if tool is None:
             return self._unknown_tool(call)
@@ -311,9 +313,11 @@ class ToolNode(Runnable[Any, Any]):
             messages, input_type = input, "list"
         elif isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
             return [input["tool_call"]], "tool_calls"
-        elif isinstance(input, dict) and (messages := input.get(self._messages_key, [])):
-            input_type = "dict"
-        elif messages := getattr(input, self._messages_key, []):
+        elif messages := (
+            input.get(self._messages_key, [])
+            if isinstance(input, dict)
+            else getattr(input, self._messages_key, [])
+        ):
             input_type = "dict"
         else:
             raise ValueError("No message found in input")
@@ -391,13 +395,13 @@ class ToolNode(Runnable[Any, Any]):
         return values
 
     def _combine_tool_outputs(self, outputs: list[Output], input_type: InputType) -> Any:
-        flat: list[ToolMessage | Command] = []
+        flat: list[ToolMessage | Command[Any]] = []
         for output in outputs:
             flat.extend(output if isinstance(output, list) else [output])
         if not any(isinstance(o, Command) for o in flat):
             return flat if input_type == "list" else {self._messages_key: flat}
         combined: list[Any] = []
-        parent: Command | None = None  # every PARENT Send of the call, in one command
+        parent: Command[Any] | None = None  # every PARENT Send of the call, in one command
         for o in flat:
             if not isinstance(o, Command):
                 combined.append([o] if input_type == "list" else {self._messages_key: [o]})
@@ -407,8 +411,10 @@ class ToolNode(Runnable[Any, Any]):
                 and all(isinstance(s, Send) for s in o.goto)
             ):
                 goto = [*cast("list[Send]", parent.goto), *o.goto] if parent else o.goto
-                parent = replace(parent, goto=goto) if parent else Command(
-                    graph=Command.PARENT, goto=goto
+                parent = (
+                    replace(parent, goto=goto)
+                    if parent
+                    else Command(graph=Command.PARENT, goto=goto)
                 )
             else:
                 combined.append(o)
@@ -416,7 +422,9 @@ class ToolNode(Runnable[Any, Any]):
             combined.append(parent)
         return combined
 
-    def _normalize_tool_response(self, response: Any, call: ToolCall, input_type: InputType) -> Output:
+    def _normalize_tool_response(
+        self, response: Any, call: ToolCall, input_type: InputType
+    ) -> Output:
         if isinstance(response, Command):
             return self._validate_tool_command(response, call, input_type)
         if isinstance(response, ToolMessage):
@@ -433,7 +441,7 @@ class ToolNode(Runnable[Any, Any]):
 
     def _validate_tool_command_list(
         self, response: list[Any], call: ToolCall, input_type: InputType
-    ) -> list[ToolMessage | Command]:
+    ) -> list[ToolMessage | Command[Any]]:
         """A tool's list of Commands and ToolMessages: exactly one ToolMessage answers the
         call, at the top level or in a Command's update."""
         expected = call["id"]
@@ -449,7 +457,7 @@ class ToolNode(Runnable[Any, Any]):
                 f"Tool {call['name']} returned a list with {count} messages bound to "
                 f"tool_call_id {expected!r}; expected exactly one terminating ToolMessage."
             )
-        out: list[ToolMessage | Command] = []
+        out: list[ToolMessage | Command[Any]] = []
         for item in response:
             if isinstance(item, Command):
                 out.append(
@@ -462,12 +470,12 @@ class ToolNode(Runnable[Any, Any]):
 
     def _validate_tool_command(
         self,
-        command: Command,
+        command: Command[Any],
         call: ToolCall,
         input_type: InputType,
         *,
         require_terminator: bool = True,
-    ) -> Command:
+    ) -> Command[Any]:
         if isinstance(command.update, dict):
             if input_type not in ("dict", "tool_calls"):
                 raise ValueError(

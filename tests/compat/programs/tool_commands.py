@@ -58,7 +58,10 @@ def main(checkpointer):
     builder.add_edge(START, "tools")
     graph = builder.compile(checkpointer=checkpointer)
     config = {"configurable": {"thread_id": "commands"}}
-    start = [HumanMessage("I am Ada"), ask(("remember_name", {"name": "Ada"}), ("add", {"a": 2, "b": 3}))]
+    start = [
+        HumanMessage("I am Ada"),
+        ask(("remember_name", {"name": "Ada"}), ("add", {"a": 2, "b": 3})),
+    ]
     out = graph.invoke({"messages": start}, config)
     seen.append(out["user_name"])
     seen.append([(m.type, m.content) for m in out["messages"]])

@@ -44,7 +44,13 @@ def main(checkpointer):
     node = ToolNode([divide])
     seen.append(shown(node.invoke({"messages": [ai(call("divide", {"a": 6, "b": 3}))]}, CONFIG)))
     seen.append(shown(node.invoke([ai(call("divide", {"a": 1, "b": 4}))], CONFIG)))
-    seen.append(shown(node.invoke([call("divide", {"a": 9, "b": 3}), call("divide", {"a": 1, "b": 1}, "2")], CONFIG)))
+    seen.append(
+        shown(
+            node.invoke(
+                [call("divide", {"a": 9, "b": 3}), call("divide", {"a": 1, "b": 1}, "2")], CONFIG
+            )
+        )
+    )
     seen.append(shown(node.invoke({"messages": [ai(call("divide", {"a": "x", "b": 1}))]}, CONFIG)))
     seen.append(shown(node.invoke({"messages": [ai(call("nope", {}))]}, CONFIG)))
     try:
@@ -61,6 +67,12 @@ def main(checkpointer):
     except Exception as exc:
         seen.append(("raised", type(exc).__name__))
     shouting = ToolNode([shout], name="loud", messages_key="chat")
-    seen.append(shown(asyncio.run(shouting.ainvoke({"chat": [ai(call("shout", {"text": "hi"}))]}, CONFIG))["chat"]))
+    seen.append(
+        shown(
+            asyncio.run(shouting.ainvoke({"chat": [ai(call("shout", {"text": "hi"}))]}, CONFIG))[
+                "chat"
+            ]
+        )
+    )
     seen.append((shouting.name, sorted(shouting.tools_by_name)))
     return seen
