@@ -11,6 +11,7 @@ Mirrors ``langgraph.prebuilt.chat_agent_executor`` (MIT, LangChain Inc.).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, NotRequired, TypeVar, cast, get_type_hints
@@ -22,6 +23,8 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
+from wayline.codec import Codec
+from wayline.errors import CodecError
 from wayline.graph.builder import StateGraph
 from wayline.graph.compiled import CompiledGraph
 from wayline.graph.message import add_messages
@@ -91,8 +94,50 @@ def _get_prompt_runnable(prompt: Any) -> Runnable[Any, Any]:
     if isinstance(prompt, Runnable):
         return prompt
     if callable(prompt):
-        return RunnableLambda(prompt, name=PROMPT_RUNNABLE_NAME)
+        return _prompt_callable(prompt)
     raise ValueError(f"Got unexpected type for `prompt`: {type(prompt)}")
+
+
+def _prompt_callable(prompt: Callable[..., Any]) -> Runnable[Any, Any]:
+    """A prompt function as a Runnable that also gets what it asks for, as LangGraph's
+    ``RunnableCallable`` gives it: ``config``, ``store`` (the graph's memory store) and
+    ``runtime``."""
+    params = inspect.signature(prompt).parameters
+
+    def extra(config: Any) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        if "config" in params:
+            kwargs["config"] = config
+        if "store" in params or "runtime" in params:
+            runtime = _current_runtime()
+            if "store" in params:
+                kwargs["store"] = getattr(runtime, "store", None)
+            if "runtime" in params:
+                kwargs["runtime"] = runtime
+        return kwargs
+
+    if inspect.iscoroutinefunction(prompt):
+
+        async def acall(state: Any, config: Any) -> Any:
+            return await prompt(state, **extra(config))
+
+        return RunnableLambda(acall, name=PROMPT_RUNNABLE_NAME)
+
+    def call(state: Any, config: Any) -> Any:
+        return prompt(state, **extra(config))
+
+    return RunnableLambda(call, name=PROMPT_RUNNABLE_NAME)
+
+
+def _current_runtime() -> Any:
+    """The running node's ``Runtime`` (None outside a graph)."""
+    from wayline.errors import WaylineError
+    from wayline.runtime import get_runtime
+
+    try:
+        return get_runtime()
+    except WaylineError:
+        return None
 
 
 def _should_bind_tools(model: Any, tools: Sequence[BaseTool], num_builtin: int = 0) -> bool:
@@ -154,6 +199,21 @@ def _validate_chat_history(messages: Sequence[BaseMessage]) -> None:
         "For troubleshooting, visit: https://docs.langchain.com/oss/python/langgraph/"
         "errors/INVALID_CHAT_HISTORY"
     )
+
+
+def _register_response_type(codec: Codec, response_format: Any) -> None:
+    """The structured response is stored in the state, typed by ``response_format`` rather
+    than by the state schema: register it with the graph's codec as the schema's types are.
+    A class of a name already taken (a function's local class, defined again) is
+    registered under a name of its own."""
+    schema = response_format[1] if isinstance(response_format, tuple) else response_format
+    registrable = dataclasses.is_dataclass(schema) or hasattr(schema, "model_fields")
+    if not isinstance(schema, type) or not registrable or codec.is_registered(schema):
+        return
+    try:
+        codec.register(schema)
+    except CodecError:
+        codec.register(schema, f"{schema.__module__}.{schema.__qualname__}@{id(schema):x}")
 
 
 class _AgentNode:
@@ -315,6 +375,8 @@ def create_react_agent(
 
     workflow = StateGraph(state_schema, context_schema)
     state_keys = tuple(workflow.schema.channels)
+    if response_format is not None:
+        _register_response_type(workflow.codec, response_format)
     workflow.add_node("agent", _AgentNode(call_model, "agent"), input_schema=input_schema)
     entrypoint = "agent"
     if pre_model_hook is not None:
