@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from wayline.errors import WaylineError
 
-__all__ = ["Runtime", "get_runtime"]
+__all__ = ["ExecutionInfo", "Runtime", "ServerInfo", "get_runtime"]
 
 ContextT = TypeVar("ContextT")
 
@@ -25,6 +25,33 @@ def _drop(chunk: Any) -> None:
 
 def _drop_beat() -> None:
     """Nothing to do: a worker extends its lease on its own."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ExecutionInfo:
+    """Where a node runs, as ``langgraph.runtime.ExecutionInfo`` (``Runtime.execution_info``
+    and a tool's ``ToolRuntime`` carry it)."""
+
+    checkpoint_id: str
+    checkpoint_ns: str
+    task_id: str
+    thread_id: str | None = None
+    run_id: str | None = None
+    node_attempt: int = 1
+    node_first_attempt_time: float | None = None
+
+    def patch(self, **overrides: Any) -> ExecutionInfo:
+        return dataclasses.replace(self, **overrides)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """LangGraph Server's deployment metadata (``Runtime.server_info``); wayline's own
+    server does not set it."""
+
+    assistant_id: str
+    graph_id: str
+    user: Any = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,6 +32,9 @@ SAME = [
     "streaming_subgraphs",
     "schemas_and_context",
     "limits_and_retries",
+    "tool_commands",
+    "tool_node_invoke",
+    "agent_hooks",
 ]
 
 

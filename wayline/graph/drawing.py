@@ -32,6 +32,10 @@ class Edge:
     conditional: bool = False
 
 
+def _key(e: Edge) -> tuple[str, str, bool, str]:
+    return (e.source, e.target, e.conditional, e.data or "")
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class DrawableGraph:
     nodes: tuple[str, ...]
@@ -58,13 +62,18 @@ class DrawableGraph:
                 edges.extend(Edge(name, dst, None, True) for dst in spec.ends)
         has_out = {e.source for e in edges}
         edges.extend(Edge(n, END) for n in names if n not in has_out)
+        # LangGraph's order: every edge sorted, then the unconditional edges into END.
+        ends = sorted((e for e in edges if e.target == END and not e.conditional), key=_key)
+        edges = [*sorted((e for e in edges if e not in ends), key=_key), *ends]
         used = {e.target for e in edges} | {e.source for e in edges}
         nodes = (START, *names, *((END,) if END in used else ()))
-        return cls(nodes, tuple(dict.fromkeys(edges)))
+        first = {(e.source, e.target): e for e in reversed(edges)}  # one edge per pair
+        return cls(nodes, tuple(dict.fromkeys(first[e.source, e.target] for e in edges)))
 
     def draw_mermaid(self, *, with_styles: bool = True) -> str:
-        lines = [_HEADER]
-        for node in self.nodes:
+        # Without styles LangGraph (langchain-core) draws the edges alone.
+        lines = [_HEADER if with_styles else "graph TD;"]
+        for node in self.nodes if with_styles else ():
             if node == START:
                 lines.append(f"\t{node}([<p>{node}</p>]):::first")
             elif node == END:

@@ -33,6 +33,18 @@ class NodeSpec:
     input_schema: type | None = None
     """The node reads only these keys (its own input schema, as in LangGraph)."""
 
+    @property
+    def bound(self) -> Callable[..., Any]:
+        """The node's callable, under the name of LangGraph's ``PregelNode.bound``."""
+        return self.fn
+
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        """Run the node's Runnable by itself (``graph.nodes["tools"].invoke(...)``)."""
+        invoke = getattr(self.fn, "invoke", None)
+        if callable(invoke):
+            return invoke(input, config, **kwargs)
+        return self.fn(input, config) if self.takes_ctx else self.fn(input)
+
     @classmethod
     def of(
         cls,
@@ -188,11 +200,12 @@ def split_output(output: Any, node: str) -> tuple[Any, list[str | Send]]:
         goto = output.goto
         targets = [goto] if isinstance(goto, str | Send) else list(goto)
         return output.update, targets
-    if isinstance(output, list | tuple) and output and all(isinstance(o, Command) for o in output):
+    if isinstance(output, list | tuple) and output and any(isinstance(o, Command) for o in output):
+        # Commands beside plain updates (a ToolNode whose tools return both), as LangGraph.
         update: list[Any] = []
         targets = []
-        for cmd in output:
-            part, more = split_output(cmd, node)
+        for item in output:
+            part, more = split_output(item, node) if isinstance(item, Command) else (item, [])
             update.append(part)
             targets.extend(more)
         return update, targets
