@@ -50,6 +50,8 @@ class TaskScope:
     """``@task`` calls made by this task so far, by task name (their record keys)."""
     node: str = ""
     """The node the task runs (recorded with what it emits for the server's streams)."""
+    error: Any = None
+    """In a node's error handler: the ``NodeError`` it handles."""
 
     def interrupt_id(self, idx: int) -> str:
         return derive_id(self.task_id, "interrupt", idx)

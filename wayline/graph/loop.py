@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wayline.effects.ledger import EffectLedger
@@ -23,9 +23,11 @@ from wayline.errors import (
     CodecError,
     CorruptionError,
     EffectOutcomeUnknown,
+    GraphDrained,
     GraphInterrupt,
     GraphRecursionError,
     LeaseLost,
+    NodeError,
     ParentCommand,
     RedactedRunError,
     ResumeError,
@@ -377,7 +379,8 @@ class RunLoop:
                     | ResumeError
                     | RunParkedError
                     | VersionMismatchError
-                    | ParentCommand,
+                    | ParentCommand
+                    | GraphDrained,
                 ):
                     self._submit_status("failed", error=_describe(error))
                 self.sink.close()
@@ -419,6 +422,13 @@ class RunLoop:
         """Tasks of the next superstep, or None when the run has finished or stopped."""
         if self.raised or not self.next_tasks:
             return None
+        control = self.invocation.control
+        if control is not None and control.drain_requested:
+            self.sink.flush()
+            raise GraphDrained(
+                f"run {self.run_id!r} drained ({control.drain_reason}) before step "
+                f"{self.step + 1}; its steps are committed: invoke(None, config) continues it"
+            )
         if self.stop is not None and self.stop.is_set():
             if self.cancelled:
                 self._submit_status("cancelled", error="cancelled by request")
@@ -473,12 +483,25 @@ class RunLoop:
         probe.emit("task_start", self.tenant_id, self.run_id, task.step, task.spec.name, task.id)
         return call
 
+    def handler_call(
+        self, task: ExecTask, exc: Exception
+    ) -> tuple[Any, tuple[Any, ...], bool] | None:
+        """The node's error handler for a failure (None: it has none): the callable, its
+        arguments, and whether it is a coroutine function."""
+        handler = self.graph.nodes[task.spec.name].error_handler
+        if handler is None:
+            return None
+        task.scope.error = NodeError(task.spec.name, exc)
+        fn, args = node_call(self, task, handler)
+        return fn, args, handler.is_async
+
     def outcome(self, task: ExecTask, output: Any) -> TaskOutcome:
         """Turn a node's return value into its writes, routing included (runs branches)."""
         name = task.spec.name
         probe.emit("task_finish", self.tenant_id, self.run_id, task.step, name, task.id)
         update, goto = split_output(output, name)
-        updates = update if isinstance(update, list) else [update]
+        # a list of Commands gives a list of updates; a list a node returns is one value
+        updates = update if isinstance(update, list) and update is not output else [update]
         writes: list[tuple[str, Any]] = []
         schema = self.graph.schema
         for part in updates:
@@ -604,17 +627,25 @@ class RunLoop:
         new state); without it, the run goes on to the tasks it was about to run. Either way
         an unfinished step (saved writes, open questions) is discarded and runs again.
         """
-        writes = list(self.graph.schema.input_to_dict(values).items())
-        if as_node is None:
-            writes.extend(
-                (ROUTE, t.name) if t.path[0] == PULL else (SEND, Send(t.name, t.arg))
-                for t in self.next_tasks
-            )
-        else:
-            writes.extend(self._routing(as_node, writes, [])[0])
-        name = as_node or UPDATE
+        self.update_many([(values, as_node)])
+
+    def update_many(self, updates: Sequence[tuple[Any, str | None]]) -> None:
+        """One step of several updates (``bulk_update_state``'s superstep): each writes as
+        its ``as_node`` would; their writes fold together, as parallel nodes' do."""
+        results = []
+        for values, as_node in updates:
+            writes = list(self.graph.schema.input_to_dict(values).items())
+            if as_node is None:
+                writes.extend(
+                    (ROUTE, t.name) if t.path[0] == PULL else (SEND, Send(t.name, t.arg))
+                    for t in self.next_tasks
+                )
+            else:
+                writes.extend(self._routing(as_node, writes, [])[0])
+            name = as_node or UPDATE
+            results.append(TaskResult(name, (PULL, name), tuple(writes)))
         self.unfinished.discard()
-        self._commit_step([TaskResult(name, (PULL, name), tuple(writes))])
+        self._commit_step(results)
         self.sink.flush()
 
     def _routing(
@@ -630,9 +661,15 @@ class RunLoop:
         if branches:  # a branch sees the state before the step plus this node's own writes
             local = _staged(self.channels, (k for k, _ in writes), self.graph.barriers)
             fold_writes(local, writes)
-            state = g.schema.to_node_input(values_of(local))
+            values = values_of(local)
+            state = g.schema.to_node_input(values)
             for branch in branches:
-                targets.extend(branch.resolve(branch.path(state), name))
+                arg = (
+                    state
+                    if branch.input_schema is None
+                    else g.schema.as_input(values, branch.input_schema)
+                )
+                targets.extend(branch.resolve(branch.route(arg), name))
         targets.extend(goto)
         routing.extend(route_writes(targets, g.nodes, name))
         return routing, local

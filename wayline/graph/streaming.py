@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from wayline.errors import WaylineError
+from wayline.graph.schema import ROOT
 
 __all__ = [
     "PAUSED",
@@ -140,6 +141,8 @@ class Formatter:
             return
         if mode == "updates":
             chunk = {k: (None if v == {} else v) for k, v in chunk.items()}
+        elif mode == "values" and ROOT in chunk and "__interrupt__" not in chunk:
+            chunk = chunk[ROOT]  # a single-value state streams the value
         yield self._shape(namespace, mode, chunk)
 
     def _shape(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> Any:

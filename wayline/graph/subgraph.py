@@ -102,7 +102,7 @@ def run_child(
     parent_keys: tuple[str, ...] | None = None,
     node: str | None = None,
     context: Any = None,
-) -> dict[str, Any]:
+) -> Any:
     """Run ``child`` as a subgraph of the task that is running, in that task's store, and
     return its output (raising its questions as the task's own)."""
     scope = current_scope()
