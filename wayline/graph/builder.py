@@ -366,6 +366,7 @@ class StateGraph:
             version=version or self.version,
         )
         compiled.given_name = name
+        compiled.persistent_child = checkpointer is True
         compiled.requires_thread_id = not (checkpointer is None or isinstance(checkpointer, bool))
         compiled.continue_without = frozenset(continue_without)
         return compiled

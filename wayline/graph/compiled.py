@@ -35,7 +35,7 @@ from wayline.graph.checkpoint import (
     reconstruct,
     state_digest,
 )
-from wayline.graph.context import current_scope, reset_scope, set_scope
+from wayline.graph.context import coerce_context, current_scope, reset_scope, set_scope
 from wayline.graph.driving import (
     aexecute_live,
     breakpoint_sets,
@@ -143,6 +143,9 @@ class CompiledGraph(StateUpdates, JsonSchemas):
         self.joins_from = {k: tuple(v) for k, v in joins.items()}
         self.requires_thread_id = True
         self.given_name: str | None = None
+        self.persistent_child = False
+        """``compile(checkpointer=True)``: as a subgraph, it keeps one thread per parent
+        node, and each call continues it (LangGraph's persistent subgraph)."""
         """The name `compile(name=...)` was given (None: LangGraph would call it "LangGraph")."""
         self.continue_without: frozenset[str] = frozenset()
         """Erased data classes a run of this graph may continue without (``compile``)."""
@@ -261,7 +264,7 @@ class CompiledGraph(StateUpdates, JsonSchemas):
             yield from fmt(mode, chunk)
             if mode == "values" and "__interrupt__" not in chunk and fmt.wants_checkpoints:
                 yield from fmt("checkpoints_src", checkpoint_event(loop, chunk))
-        if loop.raised and loop.pending:  # as LangGraph: what the finished tasks wrote
+        if (loop.raised or loop.halted) and loop.pending:  # as LangGraph: finished tasks' writes
             fmt.wrote = True
             yield from fmt("values", with_pending(loop.channels, loop.pending.values()))
 
@@ -382,7 +385,10 @@ class CompiledGraph(StateUpdates, JsonSchemas):
         context: Any = None,
         control: Any = None,
     ) -> RunLoop:
-        """A loop for one invocation (``config`` merged over ``with_config``'s)."""
+        """A loop for one invocation (``config`` merged over ``with_config``'s); a dict
+        ``context`` becomes the context schema (a dataclass or pydantic model), as in
+        LangGraph, so a wrong one fails here, before anything is written."""
+        context = coerce_context(self.context_schema, context)
         merged = dict(self.config)
         merged.update(_checked_config(config))
         if "configurable" in self.config and config and "configurable" in config:

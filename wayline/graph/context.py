@@ -210,3 +210,15 @@ class NodeContext(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self.config)
+
+
+def coerce_context(schema: Any, context: Any) -> Any:
+    """``invoke(..., context={...})`` for a dataclass or pydantic context schema: the dict
+    made into the schema (its own ``TypeError`` or ``ValidationError`` when it does not
+    fit); any other context as given."""
+    if not isinstance(context, Mapping) or not isinstance(schema, type):
+        return context
+    is_model = isinstance(getattr(schema, "model_fields", None), dict)
+    if dataclasses.is_dataclass(schema) or is_model:
+        return schema(**context)
+    return context

@@ -121,6 +121,9 @@ class TaskOutcome:
     error: BaseException | None = None
     interrupts: tuple[tuple[int, Interrupt], ...] = ()
     folded: Folded | None = None
+    paused: bool = False
+    """The task's subgraph stopped at a breakpoint of its own: the step waits, asking
+    nothing, until the run is continued."""
 
 
 def _subject(config: Mapping[str, Any]) -> str | None:
@@ -182,6 +185,8 @@ class RunLoop:
         self.unfinished = UnfinishedStep()
         """What the step after ``step`` left behind: finished peers' writes, questions."""
         self.raised: tuple[Interrupt, ...] = ()
+        self.halted = False
+        """A subgraph of this step paused at its own breakpoint; so does this run."""
         self.token = token or 0
         self.claimed = token is not None
         """A worker claimed the run already; an in-process invoke takes the lease itself."""
@@ -420,7 +425,7 @@ class RunLoop:
 
     def next_step(self) -> list[ExecTask] | None:
         """Tasks of the next superstep, or None when the run has finished or stopped."""
-        if self.raised or not self.next_tasks:
+        if self.raised or self.halted or not self.next_tasks:
             return None
         control = self.invocation.control
         if control is not None and control.drain_requested:
@@ -518,6 +523,8 @@ class RunLoop:
             first = task.scope.counter - 1
             # A subgraph's node re-raises its child's questions with indexes of their own.
             idxs = exc.indexes or [first] * len(exc.interrupts)
+            if not exc.interrupts:  # a subgraph's own breakpoint
+                return TaskOutcome(task, paused=True)
             return TaskOutcome(task, interrupts=tuple(zip(idxs, exc.interrupts, strict=True)))
         return TaskOutcome(task, error=exc)
 
@@ -553,7 +560,8 @@ class RunLoop:
                 yield ("updates", {o.task.spec.name: o.update})
         errors = [o for o in ordered if o.error is not None]
         asked = [o for o in ordered if o.interrupts]
-        if errors or asked:
+        paused = any(o.paused for o in ordered)
+        if errors or asked or paused:
             self._save_pending(done)
             if errors:
                 error = errors[0].error
@@ -568,7 +576,12 @@ class RunLoop:
                 self._submit_status("failed", error=_describe(error))
                 self.sink.flush()
                 raise error
-            yield from self._suspend(asked)
+            if asked:
+                yield from self._suspend(asked)
+            else:  # only a subgraph's breakpoint: wait with it, as at a breakpoint
+                self.pause()
+                self.halted = True
+                yield ("updates", {"__interrupt__": ()})
             return
         results = dict(self.unfinished.pending)
         results.update((o.task.id, o.result) for o in done if o.result is not None)
@@ -580,7 +593,7 @@ class RunLoop:
 
     @property
     def finished(self) -> bool:
-        return not self.next_tasks and not self.raised and self.step >= 0
+        return not self.next_tasks and not self.raised and not self.halted and self.step >= 0
 
     def values(self) -> dict[str, Any]:
         return values_of(self.channels)
