@@ -19,6 +19,7 @@ import dataclasses
 import functools
 import inspect
 import typing
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Generic, TypedDict, TypeVar
@@ -289,6 +290,7 @@ class EntrypointGraph:
         **kwargs: Any,
     ) -> Iterator[Any]:
         modes, single = _modes(stream_mode)
+        config = self._fresh(input, config)
         inner = self.graph.stream(_input(input), config, stream_mode=[*modes, *_ALWAYS], **kwargs)
         adapt = _Adapter(self.name, modes, single)
         for mode, chunk in inner:
@@ -303,11 +305,21 @@ class EntrypointGraph:
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         modes, single = _modes(stream_mode)
+        config = self._fresh(input, config)
         inner = self.graph.astream(_input(input), config, stream_mode=[*modes, *_ALWAYS], **kwargs)
         adapt = _Adapter(self.name, modes, single)
         async for mode, chunk in inner:
             for item in adapt(mode, chunk):
                 yield item
+
+    def _fresh(self, input: Any, config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """Without a checkpointer nothing is kept between invocations, as in LangGraph:
+        new input starts a run of its own (``previous`` is None), whatever the thread id."""
+        if self.graph.requires_thread_id or input is None or isinstance(input, Command):
+            return config
+        conf = dict((config or {}).get("configurable") or {})
+        conf["thread_id"] = uuid.uuid4().hex
+        return {**(config or {}), "configurable": conf}
 
     def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
         configs = config if isinstance(config, Sequence) else [config] * len(inputs)

@@ -17,6 +17,7 @@ PORTS: dict[str, str] = {
     "langgraph.graph": "wayline.graph",
     "langgraph.graph.message": "wayline.graph.message",
     "langgraph.graph.state": "wayline.graph.state",
+    "langgraph.managed": "wayline.managed",
     "langgraph.prebuilt": "wayline.prebuilt",
     "langgraph.runtime": "wayline.runtime",
     "langgraph.store.base": "wayline.memory.base",

@@ -32,6 +32,8 @@ SAME = [
     "streaming_subgraphs",
     "schemas_and_context",
     "limits_and_retries",
+    "api_12",
+    "subgraph_persistence",
 ]
 
 

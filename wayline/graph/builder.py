@@ -74,6 +74,11 @@ class StateGraph:
         self.default_retry: RetryPolicy | None = None
         self.default_handler: NodeSpec | None = None
 
+    @property
+    def managed(self) -> Mapping[str, str]:
+        """The state's managed keys (``RemainingSteps``, ``IsLastStep``) and their kinds."""
+        return self.schema.managed
+
     def _add_schema(self, cls: type) -> tuple[str, ...]:
         """Add the channels of another schema (input, output, a node's input) to the
         state's; return its keys."""
@@ -206,7 +211,10 @@ class StateGraph:
         path: Callable[..., Any],
         path_map: Mapping[Hashable, str] | Sequence[str] | None = None,
     ) -> StateGraph:
-        self.branches.setdefault(source, []).append(Branch.of(path, path_map))
+        branch = Branch.of(path, path_map)
+        if branch.input_schema is not None and branch.input_schema is not self.schema.cls:
+            self._add_schema(branch.input_schema)  # its keys are channels, as a node's are
+        self.branches.setdefault(source, []).append(branch)
         return self
 
     def add_sequence(

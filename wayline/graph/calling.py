@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from wayline.graph.algo import PULL, values_of
+from wayline.managed import managed_value
 from wayline.runtime import ExecutionInfo, Runtime
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def node_call(
     spec = spec or loop.graph.nodes[task.spec.name]
     arg = task.spec.arg
     if task.spec.path[0] == PULL:
-        values = values_of(loop.channels)
+        values = with_managed(loop, values_of(loop.channels))
         schema = loop.graph.schema
         if spec.input_schema is not None and spec.input_schema is not schema.cls:
             arg = schema.as_input(values, spec.input_schema)
@@ -66,6 +67,15 @@ def node_call(
     if chat is not None:
         fn = chat.wrap(fn, task, spec.is_async)
     return fn, args
+
+
+def with_managed(loop: RunLoop, values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with the state's managed keys (``RemainingSteps``...) filled in."""
+    managed = loop.graph.schema.managed
+    if managed:
+        left = loop.step_limit - loop.steps_run
+        values.update((k, managed_value(kind, left)) for k, kind in managed.items())
+    return values
 
 
 def runtime_of(scope: TaskScope) -> Runtime[Any]:

@@ -181,7 +181,7 @@ class CompiledGraph(StateUpdates, JsonSchemas):
         if self.schema.kind == "root":
             return self.schema.present(dict(values))
         if self.builder.output_keys is None:
-            return dict(values)
+            return self.schema.visible(dict(values))
         return {k: v for k, v in values.items() if k in self.builder.output_keys}
 
     def node_input_keys(self, node: str) -> tuple[str, ...]:
@@ -345,7 +345,7 @@ class CompiledGraph(StateUpdates, JsonSchemas):
     def _streaming(
         self, loop: RunLoop, modes: set[str], single: bool, subgraphs: bool
     ) -> Formatter:
-        fmt = Formatter(modes, single, subgraphs, self.output_of, lambda: loop.step + 1)
+        fmt = Formatter(modes, single, subgraphs, self.schema.visible, lambda: loop.step + 1)
         if modes - {"values", "updates"} or subgraphs:
             loop.invocation.emit = EventBus(modes, subgraphs)
             if "messages" in modes:
@@ -633,7 +633,7 @@ class CompiledGraph(StateUpdates, JsonSchemas):
             interrupts.extend(mine)
             done = pending.get(task_id)
             result = dict(w for w in done.writes if not w[0].startswith("__")) if done else None
-            tasks.append(PregelTask(task_id, spec.name, spec.path, mine, result))
+            tasks.append(PregelTask(task_id, spec.name, spec.path, interrupts=mine, result=result))
         meta = {
             "step": at,
             "status": run.status if latest else "running",

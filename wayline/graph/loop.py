@@ -49,7 +49,7 @@ from wayline.graph.algo import (
     sorted_results,
     values_of,
 )
-from wayline.graph.calling import Invocation, node_call
+from wayline.graph.calling import Invocation, node_call, with_managed
 from wayline.graph.channels import Channel
 from wayline.graph.checkpoint import (
     BlobCache,
@@ -626,6 +626,9 @@ class RunLoop:
         """New input (or a Command's update/goto) is a superstep of its own, run by START."""
         as_dict = self.graph.schema.input_to_dict(update)
         self.graph.schema.check_keys(as_dict, "the input")
+        keys = self.graph.builder.input_keys
+        if keys is not None and not goto:  # as LangGraph: input is read through its schema
+            as_dict = {k: v for k, v in as_dict.items() if k in keys}
         writes = list(as_dict.items())
         writes.extend(self._routing(START, writes, goto)[0])
         self.unfinished.discard()  # new input replaces an unfinished step, questions and all
@@ -674,7 +677,7 @@ class RunLoop:
         if branches:  # a branch sees the state before the step plus this node's own writes
             local = _staged(self.channels, (k for k, _ in writes), self.graph.barriers)
             fold_writes(local, writes)
-            values = values_of(local)
+            values = with_managed(self, values_of(local))
             state = g.schema.to_node_input(values)
             for branch in branches:
                 arg = (

@@ -45,6 +45,8 @@ class StateSchema:
     channels: Mapping[str, Channel]
     classes: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """The data class of each labelled key (``Classified``); the others are "default"."""
+    managed: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Keys computed for each node, not stored (``wayline.managed``): key -> kind."""
     own: frozenset[str] = frozenset()
     """The state class's own keys; the channels may hold more (input, output and private
     schemas' keys), which a node reading the state class does not see (as LangGraph)."""
@@ -69,7 +71,12 @@ class StateSchema:
             hints = {k: v for k, v in hints.items() if k in names}
         channels: dict[str, Channel] = {}
         classes: dict[str, str] = {}
+        managed: dict[str, str] = {}
         for key, hint in hints.items():
+            kind_of_managed = _managed(hint)
+            if kind_of_managed is not None:
+                managed[key] = kind_of_managed
+                continue
             channels[key] = _channel_for(key, hint)
             label = _class_of(key, hint)
             if label != DEFAULT_CLASS:
@@ -77,7 +84,7 @@ class StateSchema:
             _register_types(hint, codec, set())
         if kind in ("dataclass", "pydantic") and not codec.is_registered(schema):
             codec.register(schema)
-        return cls(schema, kind, channels, classes, frozenset(channels))
+        return cls(schema, kind, channels, classes, managed, frozenset(channels) | set(managed))
 
     @property
     def fingerprint(self) -> str:
@@ -97,7 +104,7 @@ class StateSchema:
     def to_node_input(self, values: dict[str, Any]) -> Any:
         """The state a node receives, as the type the user declared. ``values`` is the
         caller's own fresh dict (``values_of``): a dict schema hands it over as it is."""
-        if len(self.channels) > len(self.own) and self.kind != "dict":
+        if len(self.channels) + len(self.managed) > len(self.own) and self.kind != "dict":
             values = {k: v for k, v in values.items() if k in self.own}
         if self.kind in ("typeddict", "dict"):
             return values
@@ -111,6 +118,13 @@ class StateSchema:
         keys = _keys_of(cls)
         picked = {k: v for k, v in values.items() if k in keys}
         return picked if self.kind in ("typeddict", "dict") or is_typeddict(cls) else cls(**picked)
+
+    def visible(self, values: dict[str, Any]) -> dict[str, Any]:
+        """The state's own keys of ``values`` (and a ``__interrupt__``): what ``invoke``
+        returns and ``values`` streams, without other schemas' private keys."""
+        if len(self.channels) + len(self.managed) <= len(self.own):
+            return values
+        return {k: v for k, v in values.items() if k in self.own or k == "__interrupt__"}
 
     def present(self, values: dict[str, Any]) -> Any:
         """The state as a caller sees it: the dict, or a single-value state's value."""
@@ -210,6 +224,17 @@ def _channel_for(key: str, hint: Any) -> Channel:
                 return MessageLog(key, reducer)
             return ReducerChannel(key, reducer, factory)
     return LastValue(key)
+
+
+def _managed(hint: Any) -> str | None:
+    """The kind of a ``RemainingSteps`` / ``IsLastStep`` annotation, else None."""
+    from wayline.managed import ManagedValue
+
+    hint = _unqualified(hint)
+    if typing.get_origin(hint) is not typing.Annotated:
+        return None
+    found = [m for m in typing.get_args(hint)[1:] if isinstance(m, ManagedValue)]
+    return found[0].kind if found else None
 
 
 def _class_of(key: str, hint: Any) -> str:

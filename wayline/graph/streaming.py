@@ -107,6 +107,7 @@ class Formatter:
         self.single = single
         self.subgraphs = subgraphs
         self.output = output
+        """What a ``values`` chunk shows of the state (its own keys)."""
         self.step = step
         self.wrote = True
         """Whether the step since the last ``values`` chunk wrote any state (LangGraph
@@ -143,6 +144,8 @@ class Formatter:
             chunk = {k: (None if v == {} else v) for k, v in chunk.items()}
         elif mode == "values" and ROOT in chunk and "__interrupt__" not in chunk:
             chunk = chunk[ROOT]  # a single-value state streams the value
+        elif mode == "values" and not namespace:
+            chunk = self.output(chunk)
         yield self._shape(namespace, mode, chunk)
 
     def _shape(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> Any:

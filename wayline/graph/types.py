@@ -83,10 +83,12 @@ class PregelTask:
     id: str
     name: str
     path: tuple[Any, ...]
+    error: Exception | None = None
+    """LangGraph's field order (a failed task's error is in the run's status instead)."""
     interrupts: tuple[Interrupt, ...] = ()
-    result: Any = None
     state: Any = None
     """With ``get_state(config, subgraphs=True)``: the state of the subgraph this task runs."""
+    result: Any = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
