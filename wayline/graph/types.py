@@ -57,7 +57,7 @@ class Command(Generic[N]):
     PARENT = "__parent__"
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
 class Interrupt:
     """A pending question a node asked with ``interrupt(value)``.
 
@@ -74,6 +74,16 @@ class Interrupt:
     digest: str | None = None
     cls: str = "default"
     """The data class of the question and its answer (``interrupt(..., classified=...)``)."""
+
+    def __eq__(self, other: object) -> bool:
+        """Equal as LangGraph's ``Interrupt`` is, by ``value`` and ``id``: the approval
+        fields describe how it may be answered, not which question it is."""
+        if not isinstance(other, Interrupt):
+            return NotImplemented
+        return bool(self.value == other.value and self.id == other.id)
+
+    def __hash__(self) -> int:
+        return hash(self.id)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

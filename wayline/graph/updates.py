@@ -12,7 +12,7 @@ import typing
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from wayline.errors import InvalidUpdateError, RunNotFoundError, UnknownNodeError
+from wayline.errors import InvalidUpdateError, UnknownNodeError
 from wayline.graph.types import END, StateSnapshot
 
 if TYPE_CHECKING:
@@ -65,14 +65,14 @@ class StateUpdates:
         if any(not s for s in steps):
             raise ValueError("No updates provided: each superstep needs at least one update")
         tenant, run_id = _ids(config, create=False)
-        if graph.store.get_run(tenant, run_id) is None:
-            raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant!r}: invoke it first")
+        # as LangGraph, a thread may start with an update: an empty input step first
+        start = {} if graph.store.get_run(tenant, run_id) is None else None
         for superstep in steps:
             _check_superstep(graph, superstep)
         loop = graph._loop(config, "sync")
         error: BaseException | None = None
         try:
-            for _ in loop.begin(None):
+            for _ in loop.begin(start):
                 pass
             for superstep in steps:
                 loop.update_many([(u.values, u.as_node) for u in superstep])
