@@ -66,7 +66,7 @@ class StateUpdates:
             raise ValueError("No updates provided: each superstep needs at least one update")
         tenant, run_id = _ids(config, create=False)
         # as LangGraph, a thread may start with an update: an empty input step first
-        start = {} if graph.store.get_run(tenant, run_id) is None else None
+        start: dict[str, Any] | None = {} if graph.store.get_run(tenant, run_id) is None else None
         for superstep in steps:
             _check_superstep(graph, superstep)
         loop = graph._loop(config, "sync")
