@@ -58,7 +58,7 @@ from wayline.graph.streaming import (
     task_start,
 )
 from wayline.graph.subgraph import run_child, with_child_states
-from wayline.graph.types import Interrupt, PregelTask, Send, StateSnapshot
+from wayline.graph.types import Command, Interrupt, PregelTask, Send, StateSnapshot
 from wayline.graph.updates import StateUpdates, history
 from wayline.ids import RunRef, derive_id
 from wayline.store.base import Store
@@ -153,6 +153,8 @@ class CompiledGraph(StateUpdates, JsonSchemas):
         rule); one compiled without (a private in-memory store) starts a fresh run."""
         if not self.codec.is_registered(Send):
             self.codec.register(Send, "wayline.Send")
+        if not self.codec.is_registered(Command):  # a Send's argument may be a Command
+            self.codec.register(Command, "wayline.Command")
 
     @property
     def checkpointer(self) -> Store:

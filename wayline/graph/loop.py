@@ -656,6 +656,8 @@ class RunLoop:
                     (ROUTE, t.name) if t.path[0] == PULL else (SEND, Send(t.name, t.arg))
                     for t in self.next_tasks
                 )
+            elif as_node == "__input__":  # as the input: routed from START
+                writes.extend(self._routing(START, writes, [])[0])
             else:
                 writes.extend(self._routing(as_node, writes, [])[0])
             name = as_node or UPDATE

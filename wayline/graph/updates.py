@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["StateUpdate", "StateUpdates"]
 
 _NOT_NODES = (END, "__copy__")
+INPUT = "__input__"
+"""LangGraph's ``as_node`` for an update written as the graph's input (routed from START)."""
 
 
 class StateUpdate(NamedTuple):
@@ -164,7 +166,7 @@ def _check_superstep(graph: CompiledGraph, updates: Sequence[StateUpdate]) -> No
                 f"update_state(as_node={u.as_node!r}) cannot share a superstep with other "
                 "updates: give it a superstep of its own"
             )
-        if u.as_node is not None and u.as_node not in graph.nodes:
+        if u.as_node is not None and u.as_node != INPUT and u.as_node not in graph.nodes:
             raise UnknownNodeError(
                 f"update_state(as_node={u.as_node!r}): nodes are {sorted(graph.nodes)}"
             )
