@@ -281,6 +281,9 @@ class CompiledGraph(StateUpdates, JsonSchemas):
         interrupt_after: Sequence[str] | str | None = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
+        if _inside_task(config):  # a subgraph of the running node, driven on a thread
+            child = await asyncio.to_thread(run_child, self, input, context=context)
+            return typing.cast("dict[str, Any]", child)
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
         loop.step_events = False  # only the result is read
         breaks = self.breakpoints(interrupt_before, interrupt_after)
@@ -792,8 +795,10 @@ async def _await(awaitable: Any) -> Any:
 
 
 def _at(tenant: str, run_id: str, step: int) -> dict[str, Any]:
-    """A step's address in a config: wayline's ``step`` and LangGraph's ``checkpoint_id``."""
-    return {"step": step, "checkpoint_id": travel.checkpoint_id(tenant, run_id, step)}
+    """A step's address in a config: wayline's ``step`` and LangGraph's ``checkpoint_id``
+    (``checkpoint_ns`` is "": a subgraph's checkpoints are a run of their own)."""
+    cid = travel.checkpoint_id(tenant, run_id, step)
+    return {"step": step, "checkpoint_ns": "", "checkpoint_id": cid}
 
 
 def _checked_config(config: Any) -> Mapping[str, Any]:
