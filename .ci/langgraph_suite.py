@@ -4,6 +4,8 @@ file passes fewer tests than pinned there (a test that stopped being collected c
 
     python .ci/langgraph_suite.py            # runs the harness, then checks
     python .ci/langgraph_suite.py --check    # checks the results already in .langgraph-suite
+
+LANGGRAPH_SUITE names the harness directory when it is not ../shared/langgraph-suite.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PINS = ROOT / ".ci" / "langgraph_suite.txt"
-HARNESS = ROOT.parent / "shared" / "langgraph-suite" / "run.sh"
+SUITE = Path(os.environ.get("LANGGRAPH_SUITE", ROOT.parent / "shared" / "langgraph-suite"))
+HARNESS = SUITE / "run.sh"  # LANGGRAPH_SUITE=<dir> where ../shared is elsewhere
 OUT = ROOT / ".langgraph-suite" / "out"
 
 
