@@ -132,7 +132,10 @@ class Codec:
         # (key, value) pairs; only values that contain one pay for this walk.
         return ormsgpack.packb(_keyed(value), default=self._default, option=_PACK_OPTS)
 
-    def _default(self, obj: Any) -> ormsgpack.Ext:
+    def _default(self, obj: Any) -> Any:
+        cls = type(obj)
+        if cls.__qualname__ == "TextAccessor" and cls.__module__.startswith("langchain_core."):
+            return str(obj)  # langchain-core's ``message.text``, a str: stored as the str
         try:
             return self._ext_of(obj)
         except CodecError as exc:  # ormsgpack replaces it by its own: ``dumps`` restores it

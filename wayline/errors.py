@@ -8,6 +8,7 @@
     ├── InvalidUpdateError          a node wrote something the state does not declare
     ├── ReducerError                a reducer raised while folding writes
     ├── CodecError                  a value cannot be encoded or decoded
+    ├── GraphDrained                a RunControl asked the run to stop between steps
     ├── StepLimitError              the run took more supersteps than its limit
     │   └── GraphRecursionError     (LangGraph's name; also a RecursionError)
     ├── ReplayDivergenceError       reconstruction does not give the state that ran
@@ -55,6 +56,7 @@ cannot eat an interrupt or hide that this worker no longer owns the run.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -74,6 +76,7 @@ __all__ = [
     "EffectRecordChanged",
     "EffectReplayRefused",
     "ForeignDatabaseError",
+    "GraphDrained",
     "GraphError",
     "GraphInterrupt",
     "GraphLoadError",
@@ -117,7 +120,7 @@ class GraphError(WaylineError):
     """The graph definition is invalid; nothing ran."""
 
 
-class DuplicateNodeError(GraphError):
+class DuplicateNodeError(GraphError, ValueError):
     """Two nodes were given the same name."""
 
 
@@ -131,6 +134,22 @@ class NoPathToEndError(GraphError):
 
 class InvalidUpdateError(WaylineError):
     """A node returned an update the state schema does not allow."""
+
+
+class GraphDrained(WaylineError):
+    """``RunControl.request_drain`` stopped the run between steps; its steps are committed
+    and ``invoke(None, config)`` continues it."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NodeError:
+    """What a node's error handler is given (a parameter annotated ``NodeError``, or
+    named ``error``): the node that failed and its exception. Not an exception itself,
+    so not in ``__all__`` (every name there is an error rooted in ``WaylineError``); it
+    lives here because LangGraph's programs import it from ``langgraph.errors``."""
+
+    node: str
+    error: BaseException
 
 
 class ReducerError(WaylineError):

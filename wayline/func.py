@@ -18,6 +18,8 @@ import contextvars
 import dataclasses
 import functools
 import inspect
+import typing
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Generic, TypedDict, TypeVar
@@ -34,6 +36,7 @@ from wayline.graph.context import (
     scoped_index,
     set_scope,
 )
+from wayline.graph.jsonschema import type_schema
 from wayline.graph.types import END, START, Command, StateSnapshot
 from wayline.ids import derive_id
 
@@ -287,6 +290,7 @@ class EntrypointGraph:
         **kwargs: Any,
     ) -> Iterator[Any]:
         modes, single = _modes(stream_mode)
+        config = self._fresh(input, config)
         inner = self.graph.stream(_input(input), config, stream_mode=[*modes, *_ALWAYS], **kwargs)
         adapt = _Adapter(self.name, modes, single)
         for mode, chunk in inner:
@@ -301,11 +305,21 @@ class EntrypointGraph:
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         modes, single = _modes(stream_mode)
+        config = self._fresh(input, config)
         inner = self.graph.astream(_input(input), config, stream_mode=[*modes, *_ALWAYS], **kwargs)
         adapt = _Adapter(self.name, modes, single)
         async for mode, chunk in inner:
             for item in adapt(mode, chunk):
                 yield item
+
+    def _fresh(self, input: Any, config: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """Without a checkpointer nothing is kept between invocations, as in LangGraph:
+        new input starts a run of its own (``previous`` is None), whatever the thread id."""
+        if self.graph.requires_thread_id or input is None or isinstance(input, Command):
+            return config
+        conf = dict((config or {}).get("configurable") or {})
+        conf["thread_id"] = uuid.uuid4().hex
+        return {**(config or {}), "configurable": conf}
 
     def batch(self, inputs: Sequence[Any], config: Any = None, **kwargs: Any) -> list[Any]:
         configs = config if isinstance(config, Sequence) else [config] * len(inputs)
@@ -321,8 +335,30 @@ class EntrypointGraph:
             values = snapshot.values.get("output") if snapshot.values else {}
             yield dataclasses.replace(snapshot, values=values)  # type: ignore[arg-type]
 
+    async def aget_state(self, config: Mapping[str, Any], **kwargs: Any) -> StateSnapshot:
+        return self.get_state(config, **kwargs)
+
+    async def aget_state_history(
+        self, config: Mapping[str, Any], **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        for snapshot in self.get_state_history(config, **kwargs):
+            yield snapshot
+
     def get_graph(self, *args: Any, **kwargs: Any) -> Any:
         return self.graph.get_graph()
+
+    def get_input_jsonschema(self, config: Any = None) -> Any:
+        """The function's input annotation as a JSON schema (``Any`` when it has none)."""
+        hints = typing.get_type_hints(self.__wrapped__)
+        params = list(inspect.signature(self.__wrapped__).parameters)
+        return type_schema(hints.get(params[0], Any) if params else Any, "LangGraphInput")
+
+    def get_output_jsonschema(self, config: Any = None) -> Any:
+        hints = typing.get_type_hints(self.__wrapped__)
+        return type_schema(hints.get("return", Any), "LangGraphOutput")
+
+    def get_context_jsonschema(self) -> Any:
+        return self.graph.get_context_jsonschema()
 
 
 _ALWAYS = ("updates", "values", "custom")

@@ -13,6 +13,7 @@ from wayline.graph.types import (
     StreamMode,
     StreamWriter,
 )
+from wayline.graph.updates import StateUpdate
 
 __all__ = [
     "Command",
@@ -22,6 +23,7 @@ __all__ = [
     "RetryPolicy",
     "Send",
     "StateSnapshot",
+    "StateUpdate",
     "StreamMode",
     "StreamWriter",
     "interrupt",

@@ -35,6 +35,8 @@ SAME = [
     "tool_commands",
     "tool_node_invoke",
     "agent_hooks",
+    "api_12",
+    "subgraph_persistence",
 ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import typing
 from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
@@ -298,10 +299,21 @@ class NotASchema:
     a: int
 
 
-@pytest.mark.parametrize("schema", [int, NotASchema, list])
-def test_state_schema_must_be_typeddict_dataclass_or_pydantic(schema: type) -> None:
+def test_a_class_with_annotations_must_be_typeddict_dataclass_or_pydantic() -> None:
     with pytest.raises(GraphError, match="state schema"):
-        StateGraph(schema)
+        StateGraph(NotASchema)
+
+
+@pytest.mark.parametrize("schema", [int, list, list[str], Annotated[list[str], operator.add]])
+def test_any_other_type_is_a_single_value_state(schema: Any) -> None:
+    """As LangGraph: ``StateGraph(list[str])`` holds one value; nodes get it and return
+    the next (folded through the reducer of ``Annotated[list, add]``)."""
+    g = StateGraph(schema).add_node("n", lambda v: [3] if v in ([], None) else v)
+    g.add_edge(START, "n")
+    app = g.compile()
+    start = [1, 2] if schema is not int else 7
+    out: Any = app.invoke(start)
+    assert out == ([1, 2, 1, 2] if typing.get_origin(schema) is Annotated else start)
 
 
 def test_dataclass_schema_channels_follow_its_fields() -> None:

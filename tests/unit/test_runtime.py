@@ -468,7 +468,7 @@ def test_get_state_of_a_finished_run() -> None:
     assert snap.metadata["step"] == 2
     assert snap.metadata["status"] == "done"
     assert snap.config["configurable"]["thread_id"] == "t"
-    parent = {"thread_id": "t", "tenant": "default", "step": 1}
+    parent = {"thread_id": "t", "tenant": "default", "step": 1, "checkpoint_ns": ""}
     parent["checkpoint_id"] = checkpoint_id("default", "t", 1)  # LangGraph's name for it
     assert snap.parent_config == {"configurable": parent}
     assert snap.created_at is not None

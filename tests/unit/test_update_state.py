@@ -8,7 +8,7 @@ from typing import Annotated, Any, TypedDict
 import pytest
 
 from wayline import END, START, StateGraph, interrupt
-from wayline.errors import InvalidUpdateError, RunNotFoundError, UnknownNodeError
+from wayline.errors import InvalidUpdateError, UnknownNodeError
 
 
 class S(TypedDict, total=False):
@@ -70,5 +70,14 @@ def test_bad_updates_are_refused_and_change_nothing() -> None:
         before.interrupts,
     )
     assert after.metadata["status"] == "interrupted"
-    with pytest.raises(RunNotFoundError):
-        app.update_state({"configurable": {"thread_id": "never-ran"}}, {"draft": "x"})
+
+
+def test_a_thread_may_start_with_an_update() -> None:
+    """As LangGraph: update_state on a thread that never ran starts it (an empty input
+    step, then the update as its node); the run goes on from there."""
+    app = build()
+    fresh = {"configurable": {"thread_id": "never-ran"}}
+    app.update_state(fresh, {"draft": "by hand", "log": ["seeded"]}, as_node="review")
+    state = app.get_state(fresh)
+    assert state.values["draft"] == "by hand" and state.next == ("publish",)
+    assert app.invoke(None, fresh)["log"][-1] == "published 'by hand'"

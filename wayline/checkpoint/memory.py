@@ -4,13 +4,21 @@ in-memory SQLite database, for tests and notebooks (nothing survives the process
 
 from __future__ import annotations
 
-from wayline.store import Store, open_store
+from typing import Any
+
+from wayline.store.sqlite import SQLiteStore
 
 __all__ = ["InMemorySaver", "MemorySaver"]
 
 
-def InMemorySaver() -> Store:
-    return open_store("sqlite:///:memory:")
+class InMemorySaver(SQLiteStore):
+    """A class, as LangGraph's, so ``isinstance`` checks and subclasses port unchanged.
+    LangGraph's ``serde=`` and ``factory=`` are accepted and ignored: wayline's codec is
+    fixed (msgpack, never pickle)."""
+
+    def __init__(self, *, serde: Any = None, factory: Any = None) -> None:
+        del serde, factory
+        super().__init__(":memory:")
 
 
 MemorySaver = InMemorySaver

@@ -24,6 +24,7 @@ Migration = Callable[[dict[str, Any]], dict[str, Any]]
 """State of the old version in, state of the new version out."""
 
 _RESERVED_CHARS = (":", "|")
+DEFAULT_HANDLER = "__default_error_handler__"
 
 
 class StateGraph:
@@ -52,6 +53,10 @@ class StateGraph:
         self.codec = codec or default_codec
         self.schema = StateSchema.from_class(state_schema, self.codec)
         self.context_schema = context_schema
+        self.state_cls = state_schema
+        self.input_cls = input_schema or state_schema
+        self.output_cls = output_schema or state_schema
+        """The three schemas as given (``get_input_jsonschema`` describes them)."""
         self.input_keys: tuple[str, ...] | None = None
         self.output_keys: tuple[str, ...] | None = None
         if input_schema is not None and input_schema is not state_schema:
@@ -66,6 +71,13 @@ class StateGraph:
         self.edges: set[tuple[str, str]] = set()
         self.waiting_edges: set[tuple[tuple[str, ...], str]] = set()
         self.branches: dict[str, list[Branch]] = {}
+        self.default_retry: RetryPolicy | None = None
+        self.default_handler: NodeSpec | None = None
+
+    @property
+    def managed(self) -> Mapping[str, str]:
+        """The state's managed keys (``RemainingSteps``, ``IsLastStep``) and their kinds."""
+        return self.schema.managed
 
     def _add_schema(self, cls: type) -> tuple[str, ...]:
         """Add the channels of another schema (input, output, a node's input) to the
@@ -90,6 +102,7 @@ class StateGraph:
         metadata: Mapping[str, Any] | None = None,
         defer: bool = False,
         cache_policy: Any = None,
+        error_handler: Callable[..., Any] | None = None,
     ) -> StateGraph:
         """Add a node; ``retry_policy`` re-runs it in place, within its step, when it raises
         (a node-level retry, as in LangGraph; effects it already performed are not redone).
@@ -97,7 +110,9 @@ class StateGraph:
         ``action`` may be a compiled graph: it runs as a subgraph on the keys it shares
         with this graph, checkpointed under its own namespace. ``input_schema`` (or the
         annotation of the node's first parameter) narrows what the node reads;
-        ``destinations`` says where a node returning ``Command(goto=...)`` may go."""
+        ``destinations`` says where a node returning ``Command(goto=...)`` may go.
+        ``error_handler(state, error: NodeError)`` runs once the node failed for good; its
+        return value is the node's output (updates, ``Command``), committed with the step."""
         if defer:
             raise GraphError(
                 "add_node(defer=True) is not supported by wayline: join the branches with "
@@ -124,10 +139,54 @@ class StateGraph:
         spec = NodeSpec.of(
             node, fn, retry_policy, input_schema=input_schema, destinations=destinations
         )
+        if error_handler is not None:
+            handler = NodeSpec.of(f"__error_handler__{node}", error_handler)
+            spec = dataclasses.replace(spec, error_handler=handler)
         if spec.input_schema is not None and spec.input_schema is not self.schema.cls:
             self._add_schema(spec.input_schema)
         self.nodes[node] = spec
         return self
+
+    def set_node_defaults(
+        self,
+        *,
+        retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
+        error_handler: Callable[..., Any] | None = None,
+        cache_policy: Any = None,
+        timeout: Any = None,
+    ) -> StateGraph:
+        """Defaults for every node that sets none of its own (before or after this call):
+        a retry policy and an error handler, as LangGraph's ``set_node_defaults``."""
+        if cache_policy is not None:
+            raise GraphError("set_node_defaults(cache_policy=...) is not supported by wayline")
+        if timeout is not None:
+            raise GraphError(
+                "set_node_defaults(timeout=...) is not supported by wayline yet: bound the "
+                "slow call inside the node (an HTTP client timeout, asyncio.wait_for)"
+            )
+        if isinstance(retry_policy, Sequence):
+            retry_policy = retry_policy[0] if retry_policy else None
+        if retry_policy is not None:
+            self.default_retry = retry_policy
+        if error_handler is not None:
+            self.default_handler = NodeSpec.of(DEFAULT_HANDLER, error_handler)
+        return self
+
+    def final_nodes(self) -> dict[str, NodeSpec]:
+        """The nodes with ``set_node_defaults`` applied where a node has no setting."""
+        if self.default_handler is not None and DEFAULT_HANDLER in self.nodes:
+            raise DuplicateNodeError(
+                f"a node is named {DEFAULT_HANDLER!r}, the name of the default error handler "
+                "set_node_defaults(error_handler=...) adds: rename that node"
+            )
+        out = {}
+        for name, spec in self.nodes.items():
+            if spec.retry is None and self.default_retry is not None:
+                spec = dataclasses.replace(spec, retry=self.default_retry)
+            if spec.error_handler is None and self.default_handler is not None:
+                spec = dataclasses.replace(spec, error_handler=self.default_handler)
+            out[name] = spec
+        return out
 
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:
         """``a -> b``; with a list of starts, ``b`` waits until all of them have run."""
@@ -152,7 +211,10 @@ class StateGraph:
         path: Callable[..., Any],
         path_map: Mapping[Hashable, str] | Sequence[str] | None = None,
     ) -> StateGraph:
-        self.branches.setdefault(source, []).append(Branch.of(path, path_map))
+        branch = Branch.of(path, path_map)
+        if branch.input_schema is not None and branch.input_schema is not self.schema.cls:
+            self._add_schema(branch.input_schema)  # its keys are channels, as a node's are
+        self.branches.setdefault(source, []).append(branch)
         return self
 
     def add_sequence(
@@ -311,6 +373,8 @@ class StateGraph:
             name=name or self.name,
             version=version or self.version,
         )
+        compiled.given_name = name
+        compiled.persistent_child = checkpointer is True
         compiled.requires_thread_id = not (checkpointer is None or isinstance(checkpointer, bool))
         compiled.continue_without = frozenset(continue_without)
         return compiled

@@ -10,11 +10,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from wayline.graph.algo import PULL, values_of
-from wayline.runtime import Runtime
+from wayline.managed import managed_value
+from wayline.runtime import ExecutionInfo, Runtime
 
 if TYPE_CHECKING:
     from wayline.graph.context import TaskScope
     from wayline.graph.loop import ExecTask, RunLoop
+    from wayline.graph.node import NodeSpec
 
 __all__ = ["Invocation", "node_call"]
 
@@ -32,24 +34,24 @@ class Invocation:
     """A subgraph's place under its parent, as LangGraph's stream namespaces name it."""
     chat_callbacks: Any = None
     """Chat-model token streaming (stream mode ``messages``), when asked for."""
+    control: Any = None
+    """The caller's ``RunControl`` (``invoke(..., control=...)``): a drain stops the run
+    between steps."""
 
 
-def node_call(loop: RunLoop, task: ExecTask) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """The callable and positional arguments for ``task``; called inside the task's scope
-    (the driver set it), which this fills with the config, runtime and stream writer."""
-    spec = loop.graph.nodes[task.spec.name]
+def node_call(
+    loop: RunLoop, task: ExecTask, spec: NodeSpec | None = None
+) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """The callable and positional arguments for ``task`` (or for ``spec`` on the task's
+    input: its node's error handler); called inside the task's scope (the driver set it),
+    which this fills with the config, runtime and stream writer."""
+    spec = spec or loop.graph.nodes[task.spec.name]
     arg = task.spec.arg
     if task.spec.path[0] == PULL:
-        values = values_of(loop.channels)
+        values = with_managed(loop, values_of(loop.channels))
         schema = loop.graph.schema
         if spec.input_schema is not None and spec.input_schema is not schema.cls:
-            keys = loop.graph.node_input_keys(task.spec.name)
-            values = {k: v for k, v in values.items() if k in keys}
-            arg = (
-                dict(values)
-                if schema.kind in ("typeddict", "dict")
-                else spec.input_schema(**values)
-            )
+            arg = schema.as_input(values, spec.input_schema)
         else:
             arg = schema.to_node_input(values)
     scope = task.scope
@@ -67,6 +69,15 @@ def node_call(loop: RunLoop, task: ExecTask) -> tuple[Callable[..., Any], tuple[
     return fn, args
 
 
+def with_managed(loop: RunLoop, values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with the state's managed keys (``RemainingSteps``...) filled in."""
+    managed = loop.graph.schema.managed
+    if managed:
+        left = loop.step_limit - loop.steps_run
+        values.update((k, managed_value(kind, left)) for k, kind in managed.items())
+    return values
+
+
 def runtime_of(scope: TaskScope) -> Runtime[Any]:
     """The task's ``Runtime``, built once: most nodes never ask for it."""
     if scope.runtime is None:
@@ -75,8 +86,24 @@ def runtime_of(scope: TaskScope) -> Runtime[Any]:
             context=loop.invocation.context,
             stream_writer=scope.writer or _drop,
             previous=loop.invocation.previous,
+            execution_info=_execution_info(loop, scope),
+            control=loop.invocation.control,
         )
     return scope.runtime
+
+
+def _execution_info(loop: RunLoop, scope: TaskScope) -> ExecutionInfo:
+    """LangGraph's ``runtime.execution_info``: the checkpoint is the step the task reads."""
+    from wayline.graph import travel
+
+    config = scope.config or {}
+    return ExecutionInfo(
+        checkpoint_id=travel.checkpoint_id(loop.tenant_id, loop.run_id, loop.step),
+        checkpoint_ns="|".join(loop.invocation.namespace),
+        task_id=scope.task_id,
+        thread_id=loop.run_id,
+        run_id=config.get("run_id"),
+    )
 
 
 def _injected(what: str, task: ExecTask, scope: TaskScope) -> Any:
@@ -86,6 +113,8 @@ def _injected(what: str, task: ExecTask, scope: TaskScope) -> Any:
         return task.ctx
     if what == "writer":
         return scope.writer
+    if what == "error":
+        return scope.error
     return None  # "store": LangGraph's long-term memory, which wayline does not have
 
 

@@ -23,7 +23,6 @@ from wayline.errors import (
     GraphInterrupt,
     ReplayDivergenceError,
     RunNotFoundError,
-    UnknownNodeError,
     WaylineError,
 )
 from wayline.graph import travel
@@ -36,7 +35,7 @@ from wayline.graph.checkpoint import (
     reconstruct,
     state_digest,
 )
-from wayline.graph.context import current_scope, reset_scope, set_scope
+from wayline.graph.context import coerce_context, current_scope, reset_scope, set_scope
 from wayline.graph.driving import (
     aexecute_live,
     breakpoint_sets,
@@ -47,6 +46,7 @@ from wayline.graph.driving import (
     task_input,
 )
 from wayline.graph.identity import fingerprint_of, shape_json, shape_of
+from wayline.graph.jsonschema import JsonSchemas
 from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome, default_owner
 from wayline.graph.streaming import (
     PAUSED,
@@ -59,7 +59,8 @@ from wayline.graph.streaming import (
     task_start,
 )
 from wayline.graph.subgraph import run_child, with_child_states
-from wayline.graph.types import Interrupt, PregelTask, Send, StateSnapshot
+from wayline.graph.types import Command, Interrupt, PregelTask, Send, StateSnapshot
+from wayline.graph.updates import StateUpdates, history
 from wayline.ids import RunRef, derive_id
 from wayline.store.base import Store
 from wayline.store.records import AuditRecord, RunRecord, check_durability
@@ -92,7 +93,7 @@ class Verification:
         return self.expected == self.actual
 
 
-class CompiledGraph:
+class CompiledGraph(StateUpdates, JsonSchemas):
     """A validated graph bound to a store. Thread-safe: one instance serves many runs."""
 
     def __init__(
@@ -127,7 +128,7 @@ class CompiledGraph:
         self.version = version
         self.schema_version = builder.schema_version
         self.migrations = dict(builder.migrations)
-        self.nodes = dict(builder.nodes)
+        self.nodes = builder.final_nodes()
         self.branches = {k: tuple(v) for k, v in builder.branches.items()}
         edges: dict[str, list[str]] = {}
         for src, dst in sorted(builder.edges):
@@ -142,6 +143,11 @@ class CompiledGraph:
                 joins.setdefault(src, []).append(key)
         self.joins_from = {k: tuple(v) for k, v in joins.items()}
         self.requires_thread_id = True
+        self.given_name: str | None = None
+        self.persistent_child = False
+        """``compile(checkpointer=True)``: as a subgraph, it keeps one thread per parent
+        node, and each call continues it (LangGraph's persistent subgraph)."""
+        """The name `compile(name=...)` was given (None: LangGraph would call it "LangGraph")."""
         self.continue_without: frozenset[str] = frozenset()
         """Erased data classes a run of this graph may continue without (``compile``)."""
         """A graph compiled with a checkpointer needs a thread id to invoke (LangGraph's
@@ -153,6 +159,8 @@ class CompiledGraph:
         fingerprints"); recorded on a run when it starts."""
         self.fingerprint = fingerprint_of(self.shape)
         self.shape_json = shape_json(self.shape)
+        if not self.codec.is_registered(Command):  # a Send's argument may be a Command
+            self.codec.register(Command, "wayline.Command")
 
     @property
     def checkpointer(self) -> Store:
@@ -175,10 +183,13 @@ class CompiledGraph:
     def output_keys(self) -> tuple[str, ...]:
         return self.builder.output_keys or tuple(self.builder.schema.channels)
 
-    def output_of(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        """What ``invoke`` returns for a state: the output schema's keys."""
+    def output_of(self, values: Mapping[str, Any]) -> Any:
+        """What ``invoke`` returns for a state: the output schema's keys (a single-value
+        state: the value)."""
+        if self.schema.kind == "root":
+            return self.schema.present(dict(values))
         if self.builder.output_keys is None:
-            return dict(values)
+            return self.schema.visible(dict(values))
         return {k: v for k, v in values.items() if k in self.builder.output_keys}
 
     def node_input_keys(self, node: str) -> tuple[str, ...]:
@@ -230,8 +241,8 @@ class CompiledGraph:
         subgraph of that node (checkpointed under its namespace, see ``subgraph``).
         """
         if _inside_task(config):
-            return run_child(self, input, context=context)
-        loop = self.make_loop(config, durability, context=context)
+            return typing.cast("dict[str, Any]", run_child(self, input, context=context))
+        loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
         loop.step_events = False  # only the result is read
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         for _ in self.run_loop(loop, input, breakpoints=breaks):
@@ -254,14 +265,14 @@ class CompiledGraph:
         """Stream a run. ``stream_mode`` defaults to ``"updates"``, as LangGraph's; a list of
         modes yields ``(mode, chunk)``; ``subgraphs=True`` prefixes the namespace."""
         modes, single = parse_modes(stream_mode or "updates")
-        loop = self.make_loop(config, durability, context=context)
+        loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
         fmt = self._streaming(loop, modes, single, subgraphs)
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         for mode, chunk in self.run_loop(loop, input, breakpoints=breaks):
             yield from fmt(mode, chunk)
             if mode == "values" and "__interrupt__" not in chunk and fmt.wants_checkpoints:
                 yield from fmt("checkpoints_src", checkpoint_event(loop, chunk))
-        if loop.raised and loop.pending:  # as LangGraph: what the finished tasks wrote
+        if (loop.raised or loop.halted) and loop.pending:  # as LangGraph: finished tasks' writes
             fmt.wrote = True
             yield from fmt("values", with_pending(loop.channels, loop.pending.values()))
 
@@ -276,7 +287,10 @@ class CompiledGraph:
         interrupt_after: Sequence[str] | str | None = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        loop = self.make_loop(config, durability, context=context)
+        if _inside_task(config):  # a subgraph of the running node, driven on a thread
+            child = await asyncio.to_thread(run_child, self, input, context=context)
+            return typing.cast("dict[str, Any]", child)
+        loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
         loop.step_events = False  # only the result is read
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         async for _ in self._adrive(loop, input, breaks):
@@ -297,7 +311,7 @@ class CompiledGraph:
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         modes, single = parse_modes(stream_mode or "updates")
-        loop = self.make_loop(config, durability, context=context)
+        loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
         fmt = self._streaming(loop, modes, single, subgraphs)
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         async for mode, chunk in self._adrive(loop, input, breaks):
@@ -342,7 +356,7 @@ class CompiledGraph:
     def _streaming(
         self, loop: RunLoop, modes: set[str], single: bool, subgraphs: bool
     ) -> Formatter:
-        fmt = Formatter(modes, single, subgraphs, self.output_of, lambda: loop.step + 1)
+        fmt = Formatter(modes, single, subgraphs, self.schema.visible, lambda: loop.step + 1)
         if modes - {"values", "updates"} or subgraphs:
             loop.invocation.emit = EventBus(modes, subgraphs)
             if "messages" in modes:
@@ -367,21 +381,32 @@ class CompiledGraph:
         )
 
     def _result(self, loop: RunLoop) -> dict[str, Any]:
+        """The state's output keys (typed as the dict it is for every schema but a
+        single-value one, whose value it is)."""
         out = self.output_of(with_pending(loop.channels, loop.pending.values()))
-        if loop.raised:
+        if loop.raised and isinstance(out, dict):
             out["__interrupt__"] = list(loop.raised)
-        return out
+        return typing.cast("dict[str, Any]", out)
 
     def make_loop(
-        self, config: Mapping[str, Any] | None, durability: str | None, *, context: Any = None
+        self,
+        config: Mapping[str, Any] | None,
+        durability: str | None,
+        *,
+        context: Any = None,
+        control: Any = None,
     ) -> RunLoop:
-        """A loop for one invocation (``config`` merged over ``with_config``'s)."""
+        """A loop for one invocation (``config`` merged over ``with_config``'s); a dict
+        ``context`` becomes the context schema (a dataclass or pydantic model), as in
+        LangGraph, so a wrong one fails here, before anything is written."""
+        context = coerce_context(self.context_schema, context)
         merged = dict(self.config)
         merged.update(_checked_config(config))
         if "configurable" in self.config and config and "configurable" in config:
             merged["configurable"] = {**self.config["configurable"], **config["configurable"]}
         loop = self._loop(merged, durability or merged.get("durability") or "sync")
         loop.invocation.context = context
+        loop.invocation.control = control
         return loop
 
     def _loop(self, config: Mapping[str, Any] | None, durability: str) -> RunLoop:
@@ -619,7 +644,7 @@ class CompiledGraph:
             interrupts.extend(mine)
             done = pending.get(task_id)
             result = dict(w for w in done.writes if not w[0].startswith("__")) if done else None
-            tasks.append(PregelTask(task_id, spec.name, spec.path, mine, result))
+            tasks.append(PregelTask(task_id, spec.name, spec.path, interrupts=mine, result=result))
         meta = {
             "step": at,
             "status": run.status if latest else "running",
@@ -635,7 +660,7 @@ class CompiledGraph:
         return StateSnapshot(
             # as LangGraph: the values show what finished tasks of the unfinished step wrote,
             # and a task whose writes are pending (it finished) will not run again
-            values=with_pending(rec.channels, pending.values()),
+            values=self.schema.present(with_pending(rec.channels, pending.values())),
             next=tuple(t.name for t in tasks if t.result is None),
             config=step_cfg,
             metadata=meta,
@@ -646,50 +671,16 @@ class CompiledGraph:
         )
 
     def get_state_history(
-        self, config: Mapping[str, Any], *, limit: int | None = None
-    ) -> Iterator[StateSnapshot]:
-        """Snapshots from the newest committed step back to the input step."""
-        tenant, run_id = _ids(config, create=False)
-        run = self.store.get_run(tenant, run_id)
-        if run is None:
-            return
-        base = {**config.get("configurable", {}), "thread_id": run_id, "tenant": tenant}
-        for n, step in enumerate(range(run.step, -1, -1)):
-            if limit is not None and n >= limit:
-                return
-            yield self.get_state({"configurable": {**base, "step": step}})
-
-    def update_state(
         self,
         config: Mapping[str, Any],
-        values: Any,
-        as_node: str | None = None,
-    ) -> dict[str, Any]:
-        """Write ``values`` into a run's state as a step of its own (a person correcting a
-        paused run, say), folded through the reducers like any node's writes. With
-        ``as_node`` the run continues as if that node had just written them. Returns the
-        config of the new step."""
-        tenant, run_id = _ids(config, create=False)
-        if self.store.get_run(tenant, run_id) is None:
-            raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant!r}: invoke it first")
-        if as_node is not None and as_node not in self.nodes:  # refused before any write
-            raise UnknownNodeError(
-                f"update_state(as_node={as_node!r}): nodes are {sorted(self.nodes)}"
-            )
-        self.schema.check_keys(self.schema.input_to_dict(values), "update_state")
-        loop = self._loop(config, "sync")
-        error: BaseException | None = None
-        try:
-            for _ in loop.begin(None):
-                pass
-            loop.update(values, as_node)
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            loop.close(error)
-        at = _at(tenant, loop.run_id, loop.step)  # a past checkpoint's edit went to a fork
-        return RunRef(tenant, loop.run_id).config(**at)
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StateSnapshot]:
+        """Snapshots from the newest committed step (or the one before ``before``) back
+        to the input step; ``filter`` keeps those whose metadata holds its items."""
+        return history(self, config, filter=filter, before=before, limit=limit)
 
     def verify(self, config: Mapping[str, Any]) -> Verification:
         """Reconstruct a finished run from the store and compare it with the digest its
@@ -767,10 +758,37 @@ def _run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
         except Exception as exc:
             delay = loop.retry_delay(task, exc, attempt)
             if delay is None:
-                return loop.failed(task, exc)
+                return _handled(loop, task, exc)
         finally:
             reset_scope(token)
         time.sleep(delay)
+
+
+def _handled(loop: RunLoop, task: ExecTask, exc: Exception) -> TaskOutcome:
+    """A node that failed for good: its error handler's output, or the failure."""
+    call = loop.handler_call(task, exc)
+    if call is None:
+        return loop.failed(task, exc)
+    fn, args, is_async = call
+    try:
+        output = fn(*args)
+        if is_async or (type(output) is not dict and inspect.isawaitable(output)):
+            output = asyncio.run(_await(output))
+        return loop.outcome(task, output)
+    except (GraphInterrupt, EffectOutcomeUnknown, Exception) as again:
+        return loop.failed(task, again)
+
+
+async def _ahandled(loop: RunLoop, task: ExecTask, exc: Exception) -> TaskOutcome:
+    call = loop.handler_call(task, exc)
+    if call is None:
+        return loop.failed(task, exc)
+    fn, args, is_async = call
+    try:
+        output = await fn(*args) if is_async else await asyncio.to_thread(fn, *args)
+        return loop.outcome(task, output)
+    except (GraphInterrupt, EffectOutcomeUnknown, Exception) as again:
+        return loop.failed(task, again)
 
 
 async def _arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
@@ -790,7 +808,7 @@ async def _arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
         except Exception as exc:
             delay = loop.retry_delay(task, exc, attempt)
             if delay is None:
-                return loop.failed(task, exc)
+                return await _ahandled(loop, task, exc)
         finally:
             reset_scope(token)
         await asyncio.sleep(delay)
@@ -801,8 +819,10 @@ async def _await(awaitable: Any) -> Any:
 
 
 def _at(tenant: str, run_id: str, step: int) -> dict[str, Any]:
-    """A step's address in a config: wayline's ``step`` and LangGraph's ``checkpoint_id``."""
-    return {"step": step, "checkpoint_id": travel.checkpoint_id(tenant, run_id, step)}
+    """A step's address in a config: wayline's ``step`` and LangGraph's ``checkpoint_id``
+    (``checkpoint_ns`` is "": a subgraph's checkpoints are a run of their own)."""
+    cid = travel.checkpoint_id(tenant, run_id, step)
+    return {"step": step, "checkpoint_ns": "", "checkpoint_id": cid}
 
 
 def _checked_config(config: Any) -> Mapping[str, Any]:

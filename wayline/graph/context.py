@@ -50,6 +50,8 @@ class TaskScope:
     """``@task`` calls made by this task so far, by task name (their record keys)."""
     node: str = ""
     """The node the task runs (recorded with what it emits for the server's streams)."""
+    error: Any = None
+    """In a node's error handler: the ``NodeError`` it handles."""
 
     def interrupt_id(self, idx: int) -> str:
         return derive_id(self.task_id, "interrupt", idx)
@@ -208,3 +210,15 @@ class NodeContext(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self.config)
+
+
+def coerce_context(schema: Any, context: Any) -> Any:
+    """``invoke(..., context={...})`` for a dataclass or pydantic context schema: the dict
+    made into the schema (its own ``TypeError`` or ``ValidationError`` when it does not
+    fit); any other context as given."""
+    if not isinstance(context, Mapping) or not isinstance(schema, type):
+        return context
+    is_model = isinstance(getattr(schema, "model_fields", None), dict)
+    if dataclasses.is_dataclass(schema) or is_model:
+        return schema(**context)
+    return context

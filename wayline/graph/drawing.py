@@ -4,7 +4,7 @@ format) or as plain text."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wayline.graph.types import END, START
 
@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DrawableGraph", "Edge"]
 
+_RUNNABLE = ("langgraph", "_internal", "_runnable", "RunnableCallable")
 _HEADER = """---
 config:
   flowchart:
@@ -90,6 +91,26 @@ class DrawableGraph:
         if with_styles:
             lines.append(_FOOTER)
         return "\n".join(lines) + "\n"
+
+    def to_json(self, *, with_schemas: bool = False) -> dict[str, list[dict[str, Any]]]:
+        """The nodes and edges in the shape of LangGraph's ``Graph.to_json()`` (a node's
+        ``data.id`` names the class LangGraph would run it with)."""
+        nodes: list[dict[str, Any]] = []
+        for node in self.nodes:
+            if node == END:
+                nodes.append({"id": node})
+            else:
+                data = {"id": list(_RUNNABLE), "name": node}
+                nodes.append({"id": node, "type": "runnable", "data": data})
+        edges: list[dict[str, Any]] = []
+        for e in self.edges:
+            edge: dict[str, Any] = {"source": e.source, "target": e.target}
+            if e.data is not None:
+                edge["data"] = e.data
+            if e.conditional:
+                edge["conditional"] = True
+            edges.append(edge)
+        return {"nodes": nodes, "edges": edges}
 
     def draw_ascii(self) -> str:
         """One line per edge (``a --> b``, ``a -.-> b`` when conditional); needs no

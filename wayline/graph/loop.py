@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wayline.effects.ledger import EffectLedger
@@ -23,9 +23,11 @@ from wayline.errors import (
     CodecError,
     CorruptionError,
     EffectOutcomeUnknown,
+    GraphDrained,
     GraphInterrupt,
     GraphRecursionError,
     LeaseLost,
+    NodeError,
     ParentCommand,
     RedactedRunError,
     ResumeError,
@@ -47,7 +49,7 @@ from wayline.graph.algo import (
     sorted_results,
     values_of,
 )
-from wayline.graph.calling import Invocation, node_call
+from wayline.graph.calling import Invocation, node_call, with_managed
 from wayline.graph.channels import Channel
 from wayline.graph.checkpoint import (
     BlobCache,
@@ -120,6 +122,9 @@ class TaskOutcome:
     error: BaseException | None = None
     interrupts: tuple[tuple[int, Interrupt], ...] = ()
     folded: Folded | None = None
+    paused: bool = False
+    """The task's subgraph stopped at a breakpoint of its own: the step waits, asking
+    nothing, until the run is continued."""
 
 
 def _subject(config: Mapping[str, Any]) -> str | None:
@@ -181,6 +186,8 @@ class RunLoop:
         self.unfinished = UnfinishedStep()
         """What the step after ``step`` left behind: finished peers' writes, questions."""
         self.raised: tuple[Interrupt, ...] = ()
+        self.halted = False
+        """A subgraph of this step paused at its own breakpoint; so does this run."""
         self.token = token or 0
         self.claimed = token is not None
         """A worker claimed the run already; an in-process invoke takes the lease itself."""
@@ -383,7 +390,8 @@ class RunLoop:
                     | ResumeError
                     | RunParkedError
                     | VersionMismatchError
-                    | ParentCommand,
+                    | ParentCommand
+                    | GraphDrained,
                 ):
                     self._submit_status("failed", error=_describe(error))
                 self.sink.close()
@@ -423,8 +431,15 @@ class RunLoop:
 
     def next_step(self) -> list[ExecTask] | None:
         """Tasks of the next superstep, or None when the run has finished or stopped."""
-        if self.raised or not self.next_tasks:
+        if self.raised or self.halted or not self.next_tasks:
             return None
+        control = self.invocation.control
+        if control is not None and control.drain_requested:
+            self.sink.flush()
+            raise GraphDrained(
+                f"run {self.run_id!r} drained ({control.drain_reason}) before step "
+                f"{self.step + 1}; its steps are committed: invoke(None, config) continues it"
+            )
         if self.stop is not None and self.stop.is_set():
             if self.cancelled:
                 self._submit_status("cancelled", error="cancelled by request")
@@ -479,12 +494,25 @@ class RunLoop:
         probe.emit("task_start", self.tenant_id, self.run_id, task.step, task.spec.name, task.id)
         return call
 
+    def handler_call(
+        self, task: ExecTask, exc: Exception
+    ) -> tuple[Any, tuple[Any, ...], bool] | None:
+        """The node's error handler for a failure (None: it has none): the callable, its
+        arguments, and whether it is a coroutine function."""
+        handler = self.graph.nodes[task.spec.name].error_handler
+        if handler is None:
+            return None
+        task.scope.error = NodeError(task.spec.name, exc)
+        fn, args = node_call(self, task, handler)
+        return fn, args, handler.is_async
+
     def outcome(self, task: ExecTask, output: Any) -> TaskOutcome:
         """Turn a node's return value into its writes, routing included (runs branches)."""
         name = task.spec.name
         probe.emit("task_finish", self.tenant_id, self.run_id, task.step, name, task.id)
         update, goto = split_output(output, name)
-        updates = update if isinstance(update, list) else [update]
+        # a list of Commands gives a list of updates; a list a node returns is one value
+        updates = update if isinstance(update, list) and update is not output else [update]
         writes: list[tuple[str, Any]] = []
         schema = self.graph.schema
         for part in updates:
@@ -501,6 +529,8 @@ class RunLoop:
             first = task.scope.counter - 1
             # A subgraph's node re-raises its child's questions with indexes of their own.
             idxs = exc.indexes or [first] * len(exc.interrupts)
+            if not exc.interrupts:  # a subgraph's own breakpoint
+                return TaskOutcome(task, paused=True)
             return TaskOutcome(task, interrupts=tuple(zip(idxs, exc.interrupts, strict=True)))
         return TaskOutcome(task, error=exc)
 
@@ -536,7 +566,8 @@ class RunLoop:
                 yield ("updates", {o.task.spec.name: o.update})
         errors = [o for o in ordered if o.error is not None]
         asked = [o for o in ordered if o.interrupts]
-        if errors or asked:
+        paused = any(o.paused for o in ordered)
+        if errors or asked or paused:
             self._save_pending(done)
             if errors:
                 error = errors[0].error
@@ -552,7 +583,12 @@ class RunLoop:
                 self._submit_status("failed", error=_describe(error))
                 self.sink.flush()
                 raise error
-            yield from self._suspend(asked)
+            if asked:
+                yield from self._suspend(asked)
+            else:  # only a subgraph's breakpoint: wait with it, as at a breakpoint
+                self.pause()
+                self.halted = True
+                yield ("updates", {"__interrupt__": ()})
             return
         results = dict(self.unfinished.pending)
         results.update((o.task.id, o.result) for o in done if o.result is not None)
@@ -564,7 +600,7 @@ class RunLoop:
 
     @property
     def finished(self) -> bool:
-        return not self.next_tasks and not self.raised and self.step >= 0
+        return not self.next_tasks and not self.raised and not self.halted and self.step >= 0
 
     def values(self) -> dict[str, Any]:
         return values_of(self.channels)
@@ -597,6 +633,9 @@ class RunLoop:
         """New input (or a Command's update/goto) is a superstep of its own, run by START."""
         as_dict = self.graph.schema.input_to_dict(update)
         self.graph.schema.check_keys(as_dict, "the input")
+        keys = self.graph.builder.input_keys
+        if keys is not None and not goto:  # as LangGraph: input is read through its schema
+            as_dict = {k: v for k, v in as_dict.items() if k in keys}
         writes = list(as_dict.items())
         writes.extend(self._routing(START, writes, goto)[0])
         self.unfinished.discard()  # new input replaces an unfinished step, questions and all
@@ -611,17 +650,27 @@ class RunLoop:
         new state); without it, the run goes on to the tasks it was about to run. Either way
         an unfinished step (saved writes, open questions) is discarded and runs again.
         """
-        writes = list(self.graph.schema.input_to_dict(values).items())
-        if as_node is None:
-            writes.extend(
-                (ROUTE, t.name) if t.path[0] == PULL else (SEND, Send(t.name, t.arg))
-                for t in self.next_tasks
-            )
-        else:
-            writes.extend(self._routing(as_node, writes, [])[0])
-        name = as_node or UPDATE
+        self.update_many([(values, as_node)])
+
+    def update_many(self, updates: Sequence[tuple[Any, str | None]]) -> None:
+        """One step of several updates (``bulk_update_state``'s superstep): each writes as
+        its ``as_node`` would; their writes fold together, as parallel nodes' do."""
+        results = []
+        for values, as_node in updates:
+            writes = list(self.graph.schema.input_to_dict(values).items())
+            if as_node is None:
+                writes.extend(
+                    (ROUTE, t.name) if t.path[0] == PULL else (SEND, Send(t.name, t.arg))
+                    for t in self.next_tasks
+                )
+            elif as_node == "__input__":  # as the input: routed from START
+                writes.extend(self._routing(START, writes, [])[0])
+            else:
+                writes.extend(self._routing(as_node, writes, [])[0])
+            name = as_node or UPDATE
+            results.append(TaskResult(name, (PULL, name), tuple(writes)))
         self.unfinished.discard()
-        self._commit_step([TaskResult(name, (PULL, name), tuple(writes))])
+        self._commit_step(results)
         self.sink.flush()
 
     def _routing(
@@ -637,9 +686,15 @@ class RunLoop:
         if branches:  # a branch sees the state before the step plus this node's own writes
             local = _staged(self.channels, (k for k, _ in writes), self.graph.barriers)
             fold_writes(local, writes)
-            state = g.schema.to_node_input(values_of(local))
+            values = with_managed(self, values_of(local))
+            state = g.schema.to_node_input(values)
             for branch in branches:
-                targets.extend(branch.resolve(branch.path(state), name))
+                arg = (
+                    state
+                    if branch.input_schema is None
+                    else g.schema.as_input(values, branch.input_schema)
+                )
+                targets.extend(branch.resolve(branch.route(arg), name))
         targets.extend(goto)
         routing.extend(route_writes(targets, g.nodes, name))
         return routing, local

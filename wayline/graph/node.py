@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import dataclasses
 import inspect
 import typing
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from wayline.effects.retry import RetryPolicy
@@ -32,6 +35,9 @@ class NodeSpec:
     ``config``, ``runtime``, ``writer`` or ``store``."""
     input_schema: type | None = None
     """The node reads only these keys (its own input schema, as in LangGraph)."""
+    error_handler: NodeSpec | None = None
+    """Called with the node's input and a ``NodeError`` once the node failed for good (its
+    retries spent); what it returns is the node's output (``add_node(error_handler=)``)."""
 
     @property
     def bound(self) -> Callable[..., Any]:
@@ -83,7 +89,13 @@ class NodeSpec:
         return cls(name, fn, is_async, takes_ctx, ends, retry, inject, input_schema)
 
 
-_INJECTED_NAMES = {"config": "config", "runtime": "runtime", "writer": "writer", "store": "store"}
+_INJECTED_NAMES = {
+    "config": "config",
+    "runtime": "runtime",
+    "writer": "writer",
+    "store": "store",
+    "error": "error",
+}
 
 
 def _injected(param: inspect.Parameter) -> str | None:
@@ -94,6 +106,8 @@ def _injected(param: inspect.Parameter) -> str | None:
     )
     if isinstance(ann_name, str) and ann_name.split("[")[0] == "Runtime":
         return "runtime"
+    if ann_name == "NodeError":
+        return "error"
     return _INJECTED_NAMES.get(param.name)
 
 
@@ -120,6 +134,8 @@ class Branch:
     path: Callable[..., Any]
     path_map: Mapping[Hashable, str] | None
     ends: tuple[str, ...] | None
+    input_schema: type | None = None
+    """The schema the router's first parameter is annotated with: it reads those keys."""
 
     @classmethod
     def of(
@@ -135,7 +151,26 @@ class Branch:
         else:
             mapping = {name: name for name in path_map}
         ends = tuple(mapping.values()) if mapping is not None else possible_ends(path)
-        return cls(path, mapping, ends)
+        try:
+            params = list(inspect.signature(path).parameters)
+        except (TypeError, ValueError):
+            params = []
+        schema = _input_annotation(path, params[0]) if params else None
+        return cls(path, mapping, ends, schema)
+
+    def route(self, state: Any) -> Any:
+        """The router's answer; an async router is awaited (on a thread of its own when an
+        event loop is running here, since routing is synchronous)."""
+        result = self.path(state)
+        if not inspect.isawaitable(result):
+            return result
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(_awaited(result))
+        ctx = contextvars.copy_context()
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(ctx.run, asyncio.run, _awaited(result)).result()
 
     def resolve(self, result: Any, source: str) -> list[str | Send]:
         items = result if isinstance(result, list | tuple) else [result]
@@ -154,6 +189,10 @@ class Branch:
             else:
                 out.append(item)
         return out
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def possible_ends(fn: Callable[..., Any]) -> tuple[str, ...] | None:

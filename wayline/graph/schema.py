@@ -28,9 +28,12 @@ from wayline.graph.channels import (
 )
 from wayline.graph.message import add_messages
 
-__all__ = ["StateSchema", "is_typeddict"]
+__all__ = ["ROOT", "StateSchema", "is_typeddict"]
 
-SchemaKind = Literal["typeddict", "dataclass", "pydantic", "dict"]
+SchemaKind = Literal["typeddict", "dataclass", "pydantic", "dict", "root"]
+ROOT = "__root__"
+"""The one channel of a state that is a single value (``StateGraph(Annotated[list, add])``,
+``StateGraph(int)``), as LangGraph names it: nodes get the value and return the next."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,12 +45,21 @@ class StateSchema:
     channels: Mapping[str, Channel]
     classes: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """The data class of each labelled key (``Classified``); the others are "default"."""
+    managed: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Keys computed for each node, not stored (``wayline.managed``): key -> kind."""
+    own: frozenset[str] = frozenset()
+    """The state class's own keys; the channels may hold more (input, output and private
+    schemas' keys), which a node reading the state class does not see (as LangGraph)."""
 
     @classmethod
     def from_class(cls, schema: type, codec: Codec) -> StateSchema:
         kind = _kind_of(schema)
         try:
-            hints = typing.get_type_hints(schema, include_extras=True)
+            hints = (
+                {ROOT: schema}
+                if kind == "root"
+                else typing.get_type_hints(schema, include_extras=True)
+            )
         except Exception as exc:
             raise GraphError(
                 f"cannot read the annotations of state schema {schema!r}: {exc}"
@@ -59,7 +71,12 @@ class StateSchema:
             hints = {k: v for k, v in hints.items() if k in names}
         channels: dict[str, Channel] = {}
         classes: dict[str, str] = {}
+        managed: dict[str, str] = {}
         for key, hint in hints.items():
+            kind_of_managed = _managed(hint)
+            if kind_of_managed is not None:
+                managed[key] = kind_of_managed
+                continue
             channels[key] = _channel_for(key, hint)
             label = _class_of(key, hint)
             if label != DEFAULT_CLASS:
@@ -67,7 +84,7 @@ class StateSchema:
             _register_types(hint, codec, set())
         if kind in ("dataclass", "pydantic") and not codec.is_registered(schema):
             codec.register(schema)
-        return cls(schema, kind, channels, classes)
+        return cls(schema, kind, channels, classes, managed, frozenset(channels) | set(managed))
 
     @property
     def fingerprint(self) -> str:
@@ -87,14 +104,38 @@ class StateSchema:
     def to_node_input(self, values: dict[str, Any]) -> Any:
         """The state a node receives, as the type the user declared. ``values`` is the
         caller's own fresh dict (``values_of``): a dict schema hands it over as it is."""
+        if len(self.channels) + len(self.managed) > len(self.own) and self.kind != "dict":
+            values = {k: v for k, v in values.items() if k in self.own}
         if self.kind in ("typeddict", "dict"):
             return values
+        if self.kind == "root":
+            return values.get(ROOT)
         return self.cls(**values)
+
+    def as_input(self, values: dict[str, Any], cls: type) -> Any:
+        """The state as a node or router annotated with another schema ``cls`` reads it:
+        only that schema's keys."""
+        keys = _keys_of(cls)
+        picked = {k: v for k, v in values.items() if k in keys}
+        return picked if self.kind in ("typeddict", "dict") or is_typeddict(cls) else cls(**picked)
+
+    def visible(self, values: dict[str, Any]) -> dict[str, Any]:
+        """The state's own keys of ``values`` (and a ``__interrupt__``): what ``invoke``
+        returns and ``values`` streams, without other schemas' private keys."""
+        if len(self.channels) + len(self.managed) <= len(self.own):
+            return values
+        return {k: v for k, v in values.items() if k in self.own or k == "__interrupt__"}
+
+    def present(self, values: dict[str, Any]) -> Any:
+        """The state as a caller sees it: the dict, or a single-value state's value."""
+        return values.get(ROOT) if self.kind == "root" else values
 
     def input_to_dict(self, value: Any) -> dict[str, Any]:
         """Normalize an input or node update (dict, dataclass, pydantic model) to a dict."""
         if value is None:
             return {}
+        if self.kind == "root":
+            return {ROOT: value}
         if isinstance(value, Mapping):
             return dict(value)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -112,8 +153,15 @@ class StateSchema:
         if unknown:
             raise InvalidUpdateError(
                 f"{who} wrote to undeclared state key(s) {sorted(unknown)}; declared keys are "
-                f"{sorted(self.channels)}. Add them to the state schema {self.cls.__name__}."
+                f"{sorted(self.channels)}. Add them to the state schema "
+                f"{getattr(self.cls, '__name__', self.cls)}."
             )
+
+
+def _keys_of(cls: type) -> frozenset[str]:
+    if isinstance(getattr(cls, "model_fields", None), dict):
+        return frozenset(cls.model_fields)  # type: ignore[attr-defined]
+    return frozenset(typing.get_type_hints(cls))
 
 
 def _kind_of(schema: type) -> SchemaKind:
@@ -125,9 +173,11 @@ def _kind_of(schema: type) -> SchemaKind:
         return "pydantic"
     if is_typeddict(schema):
         return "typeddict"
-    raise GraphError(
-        f"state schema must be a TypedDict, a dataclass or a pydantic model, got {schema!r}"
-    )
+    if isinstance(schema, type) and typing.get_type_hints(schema):
+        raise GraphError(
+            f"state schema must be a TypedDict, a dataclass or a pydantic model, got {schema!r}"
+        )
+    return "root"  # a single value: list[str], Annotated[list, operator.add], int...
 
 
 def is_typeddict(cls: Any) -> bool:
@@ -174,6 +224,17 @@ def _channel_for(key: str, hint: Any) -> Channel:
                 return MessageLog(key, reducer)
             return ReducerChannel(key, reducer, factory)
     return LastValue(key)
+
+
+def _managed(hint: Any) -> str | None:
+    """The kind of a ``RemainingSteps`` / ``IsLastStep`` annotation, else None."""
+    from wayline.managed import ManagedValue
+
+    hint = _unqualified(hint)
+    if typing.get_origin(hint) is not typing.Annotated:
+        return None
+    found = [m for m in typing.get_args(hint)[1:] if isinstance(m, ManagedValue)]
+    return found[0].kind if found else None
 
 
 def _class_of(key: str, hint: Any) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from wayline.errors import WaylineError
+from wayline.graph.schema import ROOT
 
 __all__ = [
     "PAUSED",
@@ -106,6 +107,7 @@ class Formatter:
         self.single = single
         self.subgraphs = subgraphs
         self.output = output
+        """What a ``values`` chunk shows of the state (its own keys)."""
         self.step = step
         self.wrote = True
         """Whether the step since the last ``values`` chunk wrote any state (LangGraph
@@ -140,6 +142,10 @@ class Formatter:
             return
         if mode == "updates":
             chunk = {k: (None if v == {} else v) for k, v in chunk.items()}
+        elif mode == "values" and ROOT in chunk and "__interrupt__" not in chunk:
+            chunk = chunk[ROOT]  # a single-value state streams the value
+        elif mode == "values" and not namespace:
+            chunk = self.output(chunk)
         yield self._shape(namespace, mode, chunk)
 
     def _shape(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> Any:

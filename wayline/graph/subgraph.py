@@ -102,7 +102,7 @@ def run_child(
     parent_keys: tuple[str, ...] | None = None,
     node: str | None = None,
     context: Any = None,
-) -> dict[str, Any]:
+) -> Any:
     """Run ``child`` as a subgraph of the task that is running, in that task's store, and
     return its output (raising its questions as the task's own)."""
     scope = current_scope()
@@ -112,7 +112,11 @@ def run_child(
     call = 0 if parent_keys is not None else scope.calls
     if parent_keys is None:
         scope.calls += 1
-    run_id = child_run_id(loop.run_id, node, scope.task_id, call)
+    persistent = child.persistent_child
+    if persistent:  # compile(checkpointer=True): one child thread per node, kept
+        run_id = f"{loop.run_id}{SEP}{node}" + (f":{call}" if call else "")
+    else:
+        run_id = child_run_id(loop.run_id, node, scope.task_id, call)
     bound = as_child_of(child, loop.graph, loop.store)
     config = {**RunRef(loop.tenant_id, run_id).config(), "recursion_limit": loop.step_limit}
     if loop.subject is not None:  # the child holds the same subject's data (docs/data.md)
@@ -121,21 +125,50 @@ def run_child(
     ledger = getattr(scope.config, "ledger", None)
     if run is None and ledger is not None:  # the parent remembers its child (for purge)
         ledger.record(f"{CHILD_RECORD}{run_id}", lambda: run_id)
+    ctx = context if context is not None else loop.invocation.context
+    if persistent and ledger is not None:
+        # a turn this task finished is not run again when the task re-runs (a crash
+        # before the parent's step committed): the ledger returns the turn's output
+        return ledger.record(
+            f"subgraph-turn:{run_id}",
+            lambda: _turn(bound, loop, scope, input, config, ctx, run_id, run, True),
+        )
+    return _turn(bound, loop, scope, input, config, ctx, run_id, run, False)
+
+
+def _turn(
+    bound: CompiledGraph,
+    loop: Any,
+    scope: Any,
+    input: Any,
+    config: Mapping[str, Any],
+    ctx: Any,
+    run_id: str,
+    run: Any,
+    persistent: bool,
+) -> Any:
+    """One call of the child: start, resume or continue its run, or (a finished run of a
+    child that is not persistent) read its result."""
     start: Any = input
     if run is not None:
         start = None
-        if run.status == "interrupted":
+        if run.status == "interrupted" and bound.get_state(config).interrupts:
             start = _answers(bound, config, scope.answers)
             if start is None:  # nothing new to tell the child: ask its questions again
                 raise _questions(bound.get_state(config).interrupts)
+        elif run.status == "interrupted":
+            start = None  # paused at a breakpoint of its own: the parent resumed, go on
         elif run.status == "done":
-            return bound.output_of(bound.get_state(config).values)
-    ctx = context if context is not None else loop.invocation.context
+            if not persistent:
+                return bound.output_of(bound.get_state(config).values)
+            start = input  # a persistent child's next turn: new input on its thread
     for _ in _drive(bound, loop, start, config, ctx, run_id):
         pass
     snapshot = bound.get_state(config)
     if snapshot.interrupts:
         raise _questions(snapshot.interrupts)
+    if snapshot.next and snapshot.metadata.get("status") == "interrupted":
+        raise GraphInterrupt([])  # its own breakpoint: the parent pauses too, asking nothing
     return bound.output_of(snapshot.values)
 
 
@@ -164,10 +197,15 @@ def _drive(
     if emit is not None:
         loop.invocation.emit = emit
         loop.invocation.chat_callbacks = parent.invocation.chat_callbacks
-    # A subgraph's own breakpoints are not honoured: its pauses surface as interrupts
-    # of the parent's task, and a breakpoint has no question to surface.
-    for mode, chunk in child.run_loop(loop, start, breakpoints=(frozenset(), frozenset())):
-        if emit is not None and mode in ("values", "updates", "tasks", "checkpoints"):
+    # The child's own compiled-in breakpoints pause it; the parent's task then pauses
+    # too (an interrupt with no question), and the parent's resume continues the child.
+    for mode, chunk in child.run_loop(loop, start, breakpoints=child.breakpoints(None, None)):
+        paused = mode == "updates" and chunk == {"__interrupt__": ()}  # its breakpoint
+        if (
+            emit is not None
+            and not paused
+            and mode in ("values", "updates", "tasks", "checkpoints")
+        ):
             emit(loop.invocation.namespace, mode, chunk)
         yield chunk
 

@@ -57,7 +57,7 @@ class Command(Generic[N]):
     PARENT = "__parent__"
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
 class Interrupt:
     """A pending question a node asked with ``interrupt(value)``.
 
@@ -75,6 +75,16 @@ class Interrupt:
     cls: str = "default"
     """The data class of the question and its answer (``interrupt(..., classified=...)``)."""
 
+    def __eq__(self, other: object) -> bool:
+        """Equal as LangGraph's ``Interrupt`` is, by ``value`` and ``id``: the approval
+        fields describe how it may be answered, not which question it is."""
+        if not isinstance(other, Interrupt):
+            return NotImplemented
+        return bool(self.value == other.value and self.id == other.id)
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PregelTask:
@@ -83,10 +93,12 @@ class PregelTask:
     id: str
     name: str
     path: tuple[Any, ...]
+    error: Exception | None = None
+    """LangGraph's field order (a failed task's error is in the run's status instead)."""
     interrupts: tuple[Interrupt, ...] = ()
-    result: Any = None
     state: Any = None
     """With ``get_state(config, subgraphs=True)``: the state of the subgraph this task runs."""
+    result: Any = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

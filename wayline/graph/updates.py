@@ -1,0 +1,183 @@
+"""LangGraph's state-editing and async inspection methods on a compiled graph:
+``update_state`` and ``bulk_update_state`` (each superstep one committed step), and the
+``a``-prefixed twins of the inspection calls.
+
+The async twins call the sync methods: reading a snapshot is a few indexed queries on a
+store shared safely by threads, so they need no second implementation that could drift.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from wayline.errors import InvalidUpdateError, UnknownNodeError
+from wayline.graph.types import END, StateSnapshot
+
+if TYPE_CHECKING:
+    from wayline.graph.compiled import CompiledGraph
+
+__all__ = ["StateUpdate", "StateUpdates"]
+
+_NOT_NODES = (END, "__copy__")
+INPUT = "__input__"
+"""LangGraph's ``as_node`` for an update written as the graph's input (routed from START)."""
+
+
+class StateUpdate(NamedTuple):
+    """One update of ``bulk_update_state``, as LangGraph's ``langgraph.types.StateUpdate``."""
+
+    values: dict[str, Any] | Any | None
+    as_node: str | None = None
+    task_id: str | None = None
+
+
+class StateUpdates:
+    """Mixed into ``CompiledGraph``."""
+
+    def update_state(
+        self,
+        config: Mapping[str, Any],
+        values: Any,
+        as_node: str | None = None,
+        task_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Write ``values`` into a run's state as a step of its own (a person correcting a
+        paused run, say), folded through the reducers like any node's writes. With
+        ``as_node`` the run continues as if that node had just written them. Returns the
+        config of the new step."""
+        graph = _graph(self)
+        return graph.bulk_update_state(config, [[StateUpdate(values, as_node, task_id)]])
+
+    def bulk_update_state(
+        self,
+        config: Mapping[str, Any],
+        supersteps: Sequence[Sequence[StateUpdate | tuple[Any, ...]]],
+    ) -> dict[str, Any]:
+        """Several steps of updates at once: each superstep's updates fold together into
+        one committed step, as parallel nodes' writes do. Returns the last step's config."""
+        graph = _graph(self)
+        from wayline.graph.compiled import _at, _ids
+        from wayline.ids import RunRef
+
+        steps = [[StateUpdate(*u) for u in superstep] for superstep in supersteps]
+        if not steps:
+            raise ValueError("No supersteps provided: pass [[StateUpdate(values, as_node)]]")
+        if any(not s for s in steps):
+            raise ValueError("No updates provided: each superstep needs at least one update")
+        tenant, run_id = _ids(config, create=False)
+        # as LangGraph, a thread may start with an update: an empty input step first
+        start: dict[str, Any] | None = {} if graph.store.get_run(tenant, run_id) is None else None
+        for superstep in steps:
+            _check_superstep(graph, superstep)
+        loop = graph._loop(config, "sync")
+        error: BaseException | None = None
+        try:
+            for _ in loop.begin(start):
+                pass
+            for superstep in steps:
+                loop.update_many([(u.values, u.as_node) for u in superstep])
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            loop.close(error)
+        at = _at(tenant, loop.run_id, loop.step)  # a past checkpoint's edit went to a fork
+        return RunRef(tenant, loop.run_id).config(**at)
+
+    async def aupdate_state(
+        self,
+        config: Mapping[str, Any],
+        values: Any,
+        as_node: str | None = None,
+        task_id: str | None = None,
+    ) -> dict[str, Any]:
+        graph = _graph(self)
+        return graph.update_state(config, values, as_node, task_id)
+
+    async def abulk_update_state(
+        self,
+        config: Mapping[str, Any],
+        supersteps: Sequence[Sequence[StateUpdate | tuple[Any, ...]]],
+    ) -> dict[str, Any]:
+        graph = _graph(self)
+        return graph.bulk_update_state(config, supersteps)
+
+    async def aget_state(
+        self, config: Mapping[str, Any], *, subgraphs: bool = False
+    ) -> StateSnapshot:
+        graph = _graph(self)
+        return graph.get_state(config, subgraphs=subgraphs)
+
+    async def aget_state_history(
+        self,
+        config: Mapping[str, Any],
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[StateSnapshot]:
+        graph = _graph(self)
+        for snapshot in history(graph, config, filter=filter, before=before, limit=limit):
+            yield snapshot
+
+
+def history(
+    graph: CompiledGraph,
+    config: Mapping[str, Any],
+    *,
+    filter: Mapping[str, Any] | None = None,
+    before: Mapping[str, Any] | None = None,
+    limit: int | None = None,
+) -> Iterator[StateSnapshot]:
+    """Snapshots newest first, from ``before``'s step (exclusive) or the newest, keeping
+    those whose metadata holds every ``filter`` item; at most ``limit``."""
+    from wayline.graph import travel
+    from wayline.graph.compiled import _ids
+
+    tenant, run_id = _ids(config, create=False)
+    run = graph.store.get_run(tenant, run_id)
+    if run is None:
+        return
+    top = run.step
+    if before is not None:
+        at = travel.requested_step(before, tenant, run_id)
+        if at is not None:
+            top = at - 1
+    base = {**config.get("configurable", {}), "thread_id": run_id, "tenant": tenant}
+    base.pop("checkpoint_id", None)
+    n = 0
+    for step in range(top, -1, -1):
+        if limit is not None and n >= limit:
+            return
+        snapshot = graph.get_state({"configurable": {**base, "step": step}})
+        if filter and any(snapshot.metadata.get(k) != v for k, v in filter.items()):
+            continue
+        n += 1
+        yield snapshot
+
+
+def _check_superstep(graph: CompiledGraph, updates: Sequence[StateUpdate]) -> None:
+    """Refuse, before anything is written, what LangGraph refuses."""
+    for u in updates:
+        if u.as_node in _NOT_NODES and len(updates) > 1:
+            raise InvalidUpdateError(
+                f"update_state(as_node={u.as_node!r}) cannot share a superstep with other "
+                "updates: give it a superstep of its own"
+            )
+        if u.as_node is not None and u.as_node != INPUT and u.as_node not in graph.nodes:
+            raise UnknownNodeError(
+                f"update_state(as_node={u.as_node!r}): nodes are {sorted(graph.nodes)}"
+            )
+        if u.values is not None:
+            graph.schema.check_keys(graph.schema.input_to_dict(u.values), "update_state")
+    if len(updates) > 1 and any(u.as_node is None for u in updates):
+        raise InvalidUpdateError(
+            "several updates in one superstep need an as_node each, so each writes as a node"
+        )
+
+
+def _graph(mixin: object) -> CompiledGraph:
+    """The compiled graph this is mixed into (typed for mypy)."""
+    return typing.cast("CompiledGraph", mixin)
