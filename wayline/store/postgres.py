@@ -32,6 +32,7 @@ from wayline.errors import (
     StoreNotFoundError,
     StoreURLError,
 )
+from wayline.store.memory_sql import MEMORY_TABLES
 from wayline.store.payloads import checksum as crc
 from wayline.store.records import CommitBatch
 from wayline.store.sql_store import (
@@ -61,8 +62,9 @@ __all__ = ["PostgresStore"]
 log = logging.getLogger("wayline.store")
 
 _QUERIES = load_queries("%s")
-RLS_TABLES = (*_QUERIES.RUN_TABLES, "blobs", "subject_keys")
-"""Every table with a tenant_id: the tables a run owns, and the tenant's shared blobs."""
+RLS_TABLES = (*_QUERIES.RUN_TABLES, "blobs", "subject_keys", *MEMORY_TABLES)
+"""Every table with a tenant_id: the tables a run owns, the tenant's shared blobs and its
+long-term memory."""
 Q_TABLES = """
 SELECT table_name FROM information_schema.tables
 WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name
