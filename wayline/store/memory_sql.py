@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import struct
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -274,7 +274,8 @@ class MemorySQL:
         ns = join_namespace(namespace)
         now = time.time()
         with self._tx(tenant_id) as db:
-            db.execute(self._mq(Q_KEEP_HISTORY), (now, f"invalidated: {reason}", tenant_id, ns, key))
+            keep = self._mq(Q_KEEP_HISTORY) + " AND invalidated_at IS NULL"
+            db.execute(keep, (now, f"invalidated: {reason}", tenant_id, ns, key))
             cur = db.execute(self._mq(Q_INVALIDATE), (now, reason, tenant_id, ns, key))
             return bool(cur.rowcount == 1)
 
@@ -316,12 +317,22 @@ class MemorySQL:
                 )
         return out
 
-    def memory_erase_subject(self, tenant_id: str, subject: str) -> int:
-        """Delete every item, kept version and embedding about a subject; rows deleted."""
+    def memory_erase_subject(
+        self, tenant_id: str, subject: str, classes: Collection[str] | None = None
+    ) -> int:
+        """Delete every item, kept version and embedding about a subject (only those of
+        ``classes`` when given); rows deleted."""
         deleted = 0
+        only, params = "", [tenant_id, subject]
+        if classes is not None:
+            if not classes:
+                return 0
+            only = f" AND cls IN ({', '.join(['?'] * len(classes))})"
+            params += sorted(classes)
+        vectors = Q_ERASE_VECTORS.replace("AND i.subject = ?)", f"AND i.subject = ?{only.replace('cls', 'i.cls')})")
         with self._tx(tenant_id) as db:
-            for query in (Q_ERASE_VECTORS, Q_ERASE_ITEMS, Q_ERASE_HISTORY):
-                deleted += int(db.execute(self._mq(query), (tenant_id, subject)).rowcount)
+            for query in (vectors, Q_ERASE_ITEMS + only, Q_ERASE_HISTORY + only):
+                deleted += int(db.execute(self._mq(query), params).rowcount)
         return deleted
 
     def memory_bytes(self, tenant_id: str) -> dict[str, int]:
