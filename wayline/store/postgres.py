@@ -233,6 +233,7 @@ def _one_trip(batch: CommitBatch) -> bool:
         and batch.clear_pending_through is None
         and not (batch.snapshots or batch.segments or batch.blobs or batch.pending)
         and not (batch.interrupts or batch.audit or batch.versions or batch.effects)
+        and not batch.memory  # long-term memory rows: the general path
     )
 
 
