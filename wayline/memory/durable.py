@@ -76,10 +76,9 @@ def rank(op: SearchOp, found: Sequence[Candidate], query: list[float] | None) ->
     items without an embedding after those, as LangGraph's ``InMemoryStore`` ranks."""
     if query is None:
         return [_hit(c.row, None) for c in found[op.offset : op.offset + op.limit]]
-    scored = sorted(
+    scored = sorted(  # equal scores in the order the items were made, as in memory
         ((max(cosine(query, v) for v in c.vectors), c) for c in found if c.vectors),
-        key=lambda pair: pair[0],
-        reverse=True,
+        key=lambda pair: (-pair[0], pair[1].row.created_at),
     )
     kept: list[tuple[float | None, Candidate]] = list(scored[op.offset : op.offset + op.limit])
     if len(kept) < op.limit:
