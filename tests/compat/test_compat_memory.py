@@ -59,11 +59,17 @@ def observe(name: str, flavor: str, url: str | None = None) -> list[Any]:
         checkpointer.close()
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Any) -> list[Any]:
+    out = _plain_value(value)
+    assert isinstance(out, list)
+    return out
+
+
+def _plain_value(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: _plain_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [_plain_value(v) for v in value]
     return value
 
 
@@ -84,7 +90,9 @@ def test_the_port_only_renames_imports() -> None:
         original = (PROGRAMS / f"{name}.py").read_text()
         ported = port(original)
         changed = [
-            (a, b) for a, b in zip(original.splitlines(), ported.splitlines(), strict=True) if a != b
+            (a, b)
+            for a, b in zip(original.splitlines(), ported.splitlines(), strict=True)
+            if a != b
         ]
         assert changed and all(a.startswith("from langgraph") for a, _ in changed)
         assert "langgraph" not in ported

@@ -23,7 +23,9 @@ pytestmark = pytest.mark.crash
 
 
 def _child(tmp: Path, *args: str) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])
+    )
     argv = [sys.executable, str(HERE / "memory_child.py"), *args, "--db", str(tmp / "runs.db")]
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -66,7 +68,9 @@ def test_a_kill_between_write_and_commit_leaves_no_item(tmp_path: Path) -> None:
 
 def test_a_zombie_writes_nothing(tmp_path: Path) -> None:
     marker, go = tmp_path / "wrote", tmp_path / "go"
-    zombie = _child(tmp_path, "run", "--label", "zombie", "--marker", str(marker), "--go-file", str(go))
+    zombie = _child(
+        tmp_path, "run", "--label", "zombie", "--marker", str(marker), "--go-file", str(go)
+    )
     try:
         _wait_for(marker, zombie)
         taker = _child(tmp_path, "resume", "--label", "taker")  # steals the lease, finishes

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest

@@ -22,8 +22,8 @@ def test_expired_items_are_never_read_and_the_sweeper_deletes_them(durable: Dura
     assert durable.get(("t",), "brief") is None
     assert {i.key for i in durable.search(("t",))} == {"long", "forever"}
     assert durable.list_namespaces() == [("t",)]
-    assert durable.backend.memory_sweep() == 1
-    assert durable.backend.memory_sweep(now=time.time() + 3601) == 1  # "long", an hour on
+    assert durable._db().memory_sweep() == 1
+    assert durable._db().memory_sweep(now=time.time() + 3601) == 1  # "long", an hour on
     assert [i.key for i in durable.search(("t",))] == ["forever"]
     assert [h.ended for h in durable.history(("t",), "long")] == ["deleted"]
 
@@ -117,18 +117,19 @@ def test_subject_export_and_erasure(backend: Any) -> None:
 def test_the_meter_counts_memory_bytes(durable: DurableStore) -> None:
     durable.put(("m",), "a", {"text": "x" * 100})
     durable.put(("m",), "a", {"text": "y" * 50})
-    held = durable.backend.memory_bytes(durable.tenant)
+    held = durable._db().memory_bytes(durable.tenant)
     assert held["memory_items"] == len('{"text":""}') + 50
     assert held["memory_history"] == len('{"text":""}') + 100
-    written = [m for m in durable.backend.load_meter(durable.tenant, "") if m.table == "memory_items"]
+    written = [m for m in durable._db().load_meter(durable.tenant, "") if m.table == "memory_items"]
     assert [m.bytes for m in written] == [len('{"text":""}') + 100, len('{"text":""}') + 50]
     assert {m.channel for m in written} == {"m"}
 
 
 def test_a_damaged_value_is_reported_not_returned(durable: DurableStore) -> None:
     durable.put(("c",), "k", {"v": 1})
-    ph = durable.backend.placeholder
-    with durable.backend._tx(durable.tenant) as db:
+    sql: Any = durable._db()  # the SQL backend under the Store protocol
+    ph = sql.placeholder
+    with sql._tx(durable.tenant) as db:
         db.execute(
             f"UPDATE memory_items SET value = {ph} WHERE tenant_id = {ph}",
             (b'{"v":2}', durable.tenant),
@@ -144,6 +145,8 @@ def test_values_must_be_json(durable: DurableStore) -> None:
         durable.put(("j",), "k", {"when": object()})
     with pytest.raises(ConfigError, match="dims"):
         durable.batch([PutOp(("j",), "k", {"text": "x"})]) if False else DurableStore(
-            durable.backend, tenant=durable.tenant, index={"dims": 3, "embed": lambda t: [[1.0]] * len(t)}
+            durable.backend,
+            tenant=durable.tenant,
+            index={"dims": 3, "embed": lambda t: [[1.0]] * len(t)},
         ).put(("j",), "k", {"text": "x"})
     assert durable.get(("j",), "k") is None

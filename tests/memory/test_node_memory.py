@@ -47,8 +47,9 @@ def test_every_way_in_reaches_one_store(backend: Any) -> None:
         return {"log": [",".join(sorted(i.key for i in found))]}
 
     b = StateGraph(S)
-    for name, fn in [("a", by_param), ("b", by_get_store), ("c", by_runtime)]:
-        b.add_node(name, fn)
+    b.add_node("a", by_param)
+    b.add_node("b", by_get_store)
+    b.add_node("c", by_runtime)
     b.add_edge(START, "a")
     b.add_edge("a", "b")
     b.add_edge("b", "c")
@@ -77,7 +78,7 @@ def test_the_functional_api_reaches_it(backend: Any) -> None:
     @entrypoint(checkpointer=backend, store=DurableStore(backend))
     def program(texts: list[str], *, store: Any) -> list[str]:
         done = [note(t).result() for t in texts]
-        return done + [str(len(store.search(("notes",))))]
+        return [*done, str(len(store.search(("notes",))))]
 
     assert program.invoke(["x", "y"], cfg()) == ["x", "y", "2"]
     assert {i.key for i in DurableStore(backend).search(("notes",))} == {"x", "y"}
@@ -155,9 +156,7 @@ def test_a_finished_peer_keeps_its_memory_and_is_not_run_again(backend: Any) -> 
 
 
 @pytest.mark.parametrize("durability", ["sync", "async", "exit"])
-def test_later_steps_read_earlier_writes_in_every_durability(
-    backend: Any, durability: str
-) -> None:
+def test_later_steps_read_earlier_writes_in_every_durability(backend: Any, durability: str) -> None:
     def write(s: S, store: Any) -> dict[str, Any]:
         store.put(("d", s["user"]), "k", {"v": "written"})
         return {"log": ["w"]}

@@ -22,7 +22,11 @@ def test_store_items_through_the_sync_client(server: Running) -> None:
     c.store.put_item(ns, key="other", value={"food": "rice", "score": 9})
     c.store.put_item([*ns, "deep"], key="x", value={"food": "tea", "score": 1})
     item = c.store.get_item(ns, key="prefs")
-    assert (item["namespace"], item["key"], item["value"]) == (ns, "prefs", {"food": "tea", "score": 3})
+    assert (item["namespace"], item["key"], item["value"]) == (
+        ns,
+        "prefs",
+        {"food": "tea", "score": 3},
+    )
     assert "created_at" in item and "updated_at" in item
     found = c.store.search_items(ns, filter={"food": "tea"})
     assert sorted(i["key"] for i in found["items"]) == ["prefs", "x"]
@@ -78,7 +82,7 @@ def test_store_items_through_the_async_client(server: Running) -> None:
         await c.store.put_item(ns, key="a", value={"n": 1})
         assert (await c.store.get_item(ns, key="a"))["value"] == {"n": 1}
         found = await c.store.search_items(["async"], limit=100)
-        assert ["a"] == [i["key"] for i in found["items"] if i["namespace"] == ns]
+        assert [i["key"] for i in found["items"] if i["namespace"] == ns] == ["a"]
         assert ns in (await c.store.list_namespaces(prefix=["async"]))["namespaces"]
         await c.store.delete_item(ns, key="a")
         assert (await c.store.search_items(ns))["items"] == []

@@ -59,7 +59,6 @@ from wayline.graph.checkpoint import (
     write_snapshot,
 )
 from wayline.graph.context import NodeContext, TaskScope, is_scoped
-from wayline.memory.step import RunMemory
 from wayline.graph.interrupts import Asked, UnfinishedStep, answer, ask
 from wayline.graph.node import route_writes, split_output
 from wayline.graph.segments import LogIndex
@@ -67,6 +66,8 @@ from wayline.graph.snapshot_policy import SnapshotPolicy
 from wayline.graph.travel import ForkOrigin, is_fork, load_origin
 from wayline.graph.types import START, Command, Interrupt, Send
 from wayline.ids import RunRef
+from wayline.memory.step import RunMemory
+from wayline.store.memory_records import MemoryWrite
 from wayline.store.records import (
     BlobRecord,
     CommitBatch,
@@ -78,7 +79,6 @@ from wayline.store.records import (
     RunUpdate,
     check_durability,
 )
-from wayline.store.memory_records import MemoryWrite
 from wayline.store.subject_keys import SubjectSeal
 from wayline.store.writer import CommitSink, Committer, make_sink
 

@@ -183,7 +183,8 @@ class PutOp(NamedTuple):
     namespace: tuple[str, ...]
     key: str
     value: Mapping[str, Any] | None
-    index: Literal[False] | list[str] | None = None
+    index: Literal[False] | list[str] | None = None  # type: ignore[assignment]
+    """LangGraph's field name; it shadows ``tuple.index`` there too."""
     ttl: float | None = None
 
 
@@ -262,7 +263,7 @@ class BaseStore(ABC):
         value: Mapping[str, Any],
         index: Literal[False] | list[str] | None = None,
         *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> None:
         self.batch([self._put_op(namespace, key, value, index, ttl)])
 
@@ -312,7 +313,7 @@ class BaseStore(ABC):
         value: Mapping[str, Any],
         index: Literal[False] | list[str] | None = None,
         *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
     ) -> None:
         await self.abatch([self._put_op(namespace, key, value, index, ttl)])
 
@@ -338,7 +339,7 @@ class BaseStore(ABC):
         key: str,
         value: Mapping[str, Any] | None,
         index: Literal[False] | list[str] | None,
-        ttl: float | None | NotProvided,
+        ttl: float | NotProvided | None,
     ) -> PutOp:
         _validate_namespace(namespace)
         if ttl not in (NOT_PROVIDED, None) and not self.supports_ttl:
@@ -420,7 +421,7 @@ def _ensure_refresh(ttl_config: TTLConfig | None, refresh_ttl: bool | None = Non
 
 
 def _ensure_ttl(
-    ttl_config: TTLConfig | None, ttl: float | None | NotProvided = NOT_PROVIDED
+    ttl_config: TTLConfig | None, ttl: float | NotProvided | None = NOT_PROVIDED
 ) -> float | None:
     if isinstance(ttl, NotProvided):
         return ttl_config.get("default_ttl") if ttl_config else None

@@ -33,6 +33,7 @@ from wayline.memory.base import (
 )
 from wayline.memory.embed import Embedder, ensure_embeddings
 from wayline.memory.matching import cosine, list_namespaces, matches_filter, texts_to_embed
+from wayline.store.base import Store
 from wayline.store.memory_records import MemoryRow, MemoryWrite, encode_value, join_namespace
 
 __all__ = ["Candidate", "DurableStore", "rank"]
@@ -107,7 +108,7 @@ class DurableStore(BaseStore):
             from wayline.store import open_store
 
             store = open_store(store)
-        self.backend: Any = store
+        self.backend: Store | None = store
         self.tenant = tenant
         self.index_config: dict[str, Any] | None = dict(index) if index else None
         self.embeddings: Embedder | None = ensure_embeddings(index.get("embed")) if index else None
@@ -118,7 +119,11 @@ class DurableStore(BaseStore):
     def bound(self, backend: Any, tenant: str) -> DurableStore:
         """The same store (index, TTL) on ``backend`` for ``tenant`` (a run's view)."""
         twin = DurableStore(None, tenant=tenant, ttl=self.ttl_config)
-        twin.backend, twin.index_config, twin.embeddings = backend, self.index_config, self.embeddings
+        twin.backend, twin.index_config, twin.embeddings = (
+            backend,
+            self.index_config,
+            self.embeddings,
+        )
         return twin
 
     def colocated(self, backend: Any) -> bool:
@@ -126,9 +131,11 @@ class DurableStore(BaseStore):
         if self.backend is None or self.backend is backend:
             return True
         url = getattr(self.backend, "url", None)
-        return bool(url) and url == getattr(backend, "url", None) and ":memory:" not in url
+        if not isinstance(url, str) or ":memory:" in url:
+            return False
+        return bool(url == getattr(backend, "url", None))
 
-    def _db(self) -> Any:
+    def _db(self) -> Store:
         if self.backend is None:
             raise ConfigError(
                 "this DurableStore uses the database of the run that reads it: use it from "
@@ -160,14 +167,14 @@ class DurableStore(BaseStore):
         await asyncio.to_thread(self._db().memory_put, self.tenant, writes)
         return results
 
-    def put(  # type: ignore[override]
+    def put(
         self,
         namespace: tuple[str, ...],
         key: str,
         value: Mapping[str, Any],
         index: Literal[False] | list[str] | None = None,
         *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
         source: str | None = None,
         subject: str | None = None,
         cls: str | None = None,
@@ -179,14 +186,14 @@ class DurableStore(BaseStore):
         labels = {"source": source, "subject": subject, "cls": cls, "observed_at": observed_at}
         self._db().memory_put(self.tenant, self.writes_for([op], **labels))
 
-    async def aput(  # type: ignore[override]
+    async def aput(
         self,
         namespace: tuple[str, ...],
         key: str,
         value: Mapping[str, Any],
         index: Literal[False] | list[str] | None = None,
         *,
-        ttl: float | None | NotProvided = NOT_PROVIDED,
+        ttl: float | NotProvided | None = NOT_PROVIDED,
         source: str | None = None,
         subject: str | None = None,
         cls: str | None = None,
@@ -202,12 +209,12 @@ class DurableStore(BaseStore):
     def record(self, namespace: tuple[str, ...], key: str) -> MemoryRow | None:
         """The item with its provenance (run, step, node or source; observed_at; class,
         subject; whether and why it was invalidated)."""
-        return self._db().memory_get(self.tenant, tuple(namespace), str(key))  # type: ignore[no-any-return]
+        return self._db().memory_get(self.tenant, tuple(namespace), str(key))
 
     def history(self, namespace: tuple[str, ...], key: str) -> list[MemoryRow]:
         """Earlier versions of an item, oldest first: what puts replaced, deletes removed,
         and the versions invalidations marked."""
-        return self._db().memory_history(self.tenant, tuple(namespace), str(key))  # type: ignore[no-any-return]
+        return self._db().memory_history(self.tenant, tuple(namespace), str(key))
 
     def invalidate(self, namespace: tuple[str, ...], key: str, reason: str) -> bool:
         """Mark an item as no longer true: ``get`` still returns it (``record`` says why),
@@ -273,7 +280,7 @@ class DurableStore(BaseStore):
         vecs = db.memory_vectors(self.tenant, op.namespace_prefix) if with_vectors else {}
         found = []
         n = len(op.namespace_prefix)
-        for (ns, key), w in reversed(list(overlay.items())):  # a node's writes are newest
+        for (ns, _key), w in reversed(list(overlay.items())):  # a node's writes are newest
             if w.value is not None and ns[:n] == op.namespace_prefix:
                 row = _overlay_row(w)
                 if matches_filter(row.value, op.filter):
@@ -289,7 +296,9 @@ class DurableStore(BaseStore):
         """The puts of a batch (the last per key), embedded: what a commit writes."""
         puts = _last_puts(ops)
         texts = self._texts(puts)
-        found = self.embeddings.embed_documents([t for _, _, t in texts]) if texts else []
+        found = []
+        if texts and self.embeddings:
+            found = self.embeddings.embed_documents([t for _, _, t in texts])
         return self._writes(puts, texts, found, labels)
 
     async def awrites_for(self, ops: Iterable[Op], **labels: Any) -> list[MemoryWrite]:
@@ -304,7 +313,9 @@ class DurableStore(BaseStore):
         if not self.index_config or not self.embeddings:
             return []
         fields = self.index_config.get("fields") or ["$"]
-        return [(k, path, text) for k, op in puts.items() for path, text in texts_to_embed(op, fields)]
+        return [
+            (k, path, text) for k, op in puts.items() for path, text in texts_to_embed(op, fields)
+        ]
 
     def _writes(
         self,
@@ -315,8 +326,7 @@ class DurableStore(BaseStore):
     ) -> list[MemoryWrite]:
         if len(found) != len(texts):
             raise ValueError(
-                f"Number of embeddings ({len(found)}) does not match number of texts "
-                f"({len(texts)})"
+                f"Number of embeddings ({len(found)}) does not match number of texts ({len(texts)})"
             )
         dims = (self.index_config or {}).get("dims")
         by_key: dict[Key, list[tuple[str, tuple[float, ...]]]] = {}

@@ -38,17 +38,13 @@ class InMemoryStore(BaseStore):
     def __init__(self, *, index: IndexConfig | None = None) -> None:
         self._data: dict[tuple[str, ...], dict[str, Item]] = defaultdict(dict)
         self._vectors: dict[Key, dict[str, list[float]]] = {}
-        self.index_config = dict(index) if index else None
-        self.embeddings: Embedder | None = (
-            ensure_embeddings(index.get("embed")) if index else None
-        )
+        self.index_config: dict[str, Any] | None = dict(index) if index else None
+        self.embeddings: Embedder | None = ensure_embeddings(index.get("embed")) if index else None
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
         queries = self._queries(ops)
-        vectors = (
-            {q: self.embeddings.embed_query(q) for q in queries} if self.embeddings else {}
-        )
+        vectors = {q: self.embeddings.embed_query(q) for q in queries} if self.embeddings else {}
         results = self._reads(ops, vectors)
         puts = _last_puts(ops)
         texts = self._texts(puts)
@@ -131,7 +127,7 @@ class InMemoryStore(BaseStore):
     def _texts(self, puts: dict[Key, PutOp]) -> list[tuple[Key, str, str]]:
         if not self.index_config or not self.embeddings:
             return []
-        fields = self.index_config.get("fields") or ["$"]
+        fields: list[str] = list(self.index_config.get("fields") or ["$"])
         return [
             (key, path, text)
             for key, op in puts.items()
@@ -141,8 +137,7 @@ class InMemoryStore(BaseStore):
     def _store_vectors(self, texts: list[tuple[Key, str, str]], found: list[list[float]]) -> None:
         if len(found) != len(texts):
             raise ValueError(
-                f"Number of embeddings ({len(found)}) does not match number of texts "
-                f"({len(texts)})"
+                f"Number of embeddings ({len(found)}) does not match number of texts ({len(texts)})"
             )
         for (key, path, _), vector in zip(texts, found, strict=True):
             self._vectors.setdefault(key, {})[path] = vector
@@ -169,5 +164,3 @@ def _hit(item: Item, score: float | None) -> SearchItem:
     return SearchItem(
         item.namespace, item.key, item.value, item.created_at, item.updated_at, score=score
     )
-
-

@@ -68,11 +68,11 @@ def does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
     return all(p == "*" or k == p for k, p in pairs)
 
 
-def list_namespaces(op: ListNamespacesOp, found: Iterable[tuple[str, ...]]) -> list[tuple[str, ...]]:
+def list_namespaces(
+    op: ListNamespacesOp, found: Iterable[tuple[str, ...]]
+) -> list[tuple[str, ...]]:
     """The page of namespaces ``op`` asks for, out of every namespace that holds an item."""
-    spaces = [
-        ns for ns in found if all(does_match(c, ns) for c in (op.match_conditions or ()))
-    ]
+    spaces = [ns for ns in found if all(does_match(c, ns) for c in (op.match_conditions or ()))]
     if op.max_depth is not None:
         result = sorted({ns[: op.max_depth] for ns in spaces})
     else:

@@ -118,5 +118,3 @@ class RunMemory:
     def discard(self, task_id: str) -> None:
         """A failed attempt's writes are dropped: a retry starts over."""
         self.views.pop(task_id, None)
-
-

@@ -33,14 +33,14 @@ def _store(request: Request, scope: str) -> DurableStore:
         ),
         None,
     )
-    if template is not None:
+    if isinstance(template, DurableStore):
         return template.bound(service.store, who.tenant)
     return DurableStore(service.store, tenant=who.tenant)
 
 
 def _namespace(value: Any, what: str) -> tuple[str, ...]:
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise ApiError(422, f"{what} must be a list of strings, e.g. [\"users\", \"u1\"]")
+        raise ApiError(422, f'{what} must be a list of strings, e.g. ["users", "u1"]')
     return tuple(value)
 
 
@@ -71,7 +71,11 @@ async def put_item(request: Request) -> Response:
     if not isinstance(value, dict):
         raise ApiError(422, "value must be a JSON object")
     index = body.get("index")
-    if not (index is None or index is False or (isinstance(index, list) and all(isinstance(i, str) for i in index))):
+    if not (
+        index is None
+        or index is False
+        or (isinstance(index, list) and all(isinstance(i, str) for i in index))
+    ):
         raise ApiError(422, "index must be false, a list of field paths, or absent")
     ttl = body.get("ttl")
     if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0):
@@ -80,7 +84,9 @@ async def put_item(request: Request) -> Response:
     return Response(status_code=204)
 
 
-def _put(store: DurableStore, ns: tuple[str, ...], key: str, value: Any, index: Any, ttl: Any) -> None:
+def _put(
+    store: DurableStore, ns: tuple[str, ...], key: str, value: Any, index: Any, ttl: Any
+) -> None:
     try:
         store.put(ns, key, value, index, ttl=ttl, source="http")
     except ValueError as exc:  # InvalidNamespaceError: the client's namespace

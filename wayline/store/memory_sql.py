@@ -62,13 +62,11 @@ FROM memory_items i WHERE tenant_id = ? AND namespace = ? AND key = ?
 Q_DELETE = "DELETE FROM memory_items WHERE tenant_id = ? AND namespace = ? AND key = ?"
 Q_DELETE_VECTORS = "DELETE FROM memory_vectors WHERE tenant_id = ? AND namespace = ? AND key = ?"
 Q_PUT_VECTOR = (
-    "INSERT INTO memory_vectors (tenant_id, namespace, key, path, embedding) "
-    "VALUES (?, ?, ?, ?, ?)"
+    "INSERT INTO memory_vectors (tenant_id, namespace, key, path, embedding) VALUES (?, ?, ?, ?, ?)"
 )
 Q_VECTORS = "SELECT namespace, key, path, embedding FROM memory_vectors WHERE tenant_id = ?"
 Q_METER = (
-    "INSERT INTO meter (tenant_id, run_id, step, tbl, channel, bytes) "
-    "VALUES (?, ?, ?, ?, ?, ?)"
+    "INSERT INTO meter (tenant_id, run_id, step, tbl, channel, bytes) VALUES (?, ?, ?, ?, ?, ?)"
 )
 Q_REFRESH = (
     "UPDATE memory_items SET expires_at = ? + ttl_minutes * 60.0 "
@@ -285,9 +283,7 @@ class MemorySQL:
         expired = self._read(self._mq(Q_EXPIRED), (now,))
         by_tenant: dict[str, list[MemoryWrite]] = {}
         for tenant_id, ns, key in expired:
-            by_tenant.setdefault(tenant_id, []).append(
-                MemoryWrite(split_namespace(ns), key, None)
-            )
+            by_tenant.setdefault(tenant_id, []).append(MemoryWrite(split_namespace(ns), key, None))
         for tenant_id, writes in by_tenant.items():
             with self._tx(tenant_id) as db:
                 self._memory_write(db, tenant_id, None, writes, now)
@@ -329,7 +325,9 @@ class MemorySQL:
                 return 0
             only = f" AND cls IN ({', '.join(['?'] * len(classes))})"
             params += sorted(classes)
-        vectors = Q_ERASE_VECTORS.replace("AND i.subject = ?)", f"AND i.subject = ?{only.replace('cls', 'i.cls')})")
+        vectors = Q_ERASE_VECTORS.replace(
+            "AND i.subject = ?)", f"AND i.subject = ?{only.replace('cls', 'i.cls')})"
+        )
         with self._tx(tenant_id) as db:
             for query in (vectors, Q_ERASE_ITEMS + only, Q_ERASE_HISTORY + only):
                 deleted += int(db.execute(self._mq(query), params).rowcount)

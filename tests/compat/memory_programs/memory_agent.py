@@ -4,7 +4,6 @@ namespaced by the user in the config), thread 2 uses it; a third user has none."
 from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
-
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore

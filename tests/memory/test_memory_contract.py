@@ -117,7 +117,11 @@ def test_limit_and_offset_page_through(any_store: Any, mode: str) -> None:
     assert len(s.search(("p",))) == 7  # default limit 10
     assert s.search(("p",), offset=7) == []
     assert _keys(s.search(("p",), filter={"i": {"$gte": 2}}, limit=2, offset=4)) <= {
-        "k2", "k3", "k4", "k5", "k6"
+        "k2",
+        "k3",
+        "k4",
+        "k5",
+        "k6",
     }
     assert len(s.search(("p",), filter={"i": {"$gte": 2}}, limit=2, offset=4)) == 1
 
@@ -126,11 +130,21 @@ def test_list_namespaces(any_store: Any, mode: str) -> None:
     s = Calls(any_store, mode)
     for ns in [("a", "x", "1"), ("a", "x", "2"), ("a", "y"), ("b", "x", "1"), ("c",)]:
         s.put(ns, "k", {"v": 1})
-    assert s.list_namespaces() == [("a", "x", "1"), ("a", "x", "2"), ("a", "y"), ("b", "x", "1"), ("c",)]
+    assert s.list_namespaces() == [
+        ("a", "x", "1"),
+        ("a", "x", "2"),
+        ("a", "y"),
+        ("b", "x", "1"),
+        ("c",),
+    ]
     assert s.list_namespaces(prefix=("a",)) == [("a", "x", "1"), ("a", "x", "2"), ("a", "y")]
     assert s.list_namespaces(prefix=("a", "x")) == [("a", "x", "1"), ("a", "x", "2")]
     assert s.list_namespaces(suffix=("1",)) == [("a", "x", "1"), ("b", "x", "1")]
-    assert s.list_namespaces(prefix=("*", "x")) == [("a", "x", "1"), ("a", "x", "2"), ("b", "x", "1")]
+    assert s.list_namespaces(prefix=("*", "x")) == [
+        ("a", "x", "1"),
+        ("a", "x", "2"),
+        ("b", "x", "1"),
+    ]
     assert s.list_namespaces(prefix=("a",), suffix=("2",)) == [("a", "x", "2")]
     assert s.list_namespaces(max_depth=1) == [("a",), ("b",), ("c",)]
     assert s.list_namespaces(max_depth=2, prefix=("a",)) == [("a", "x"), ("a", "y")]
@@ -157,7 +171,7 @@ def test_semantic_search_ranks_by_similarity(any_store: Any, mode: str) -> None:
     assert found[-1].score is None
     assert all(i.score is not None for i in found[:-1])
     scores = [i.score for i in found[:-1]]
-    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+    assert scores == sorted(scores, reverse=True)
     assert [i.key for i in s.search(("m",), query="tea", limit=1)] == ["tea"]
     assert [i.key for i in s.search(("m",), query="sun", limit=2, offset=1)] == keys[1:3]
     sky = s.search(("m",), query="sun", filter={"kind": "sky"})
