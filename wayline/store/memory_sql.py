@@ -93,6 +93,7 @@ DELETE FROM memory_vectors WHERE tenant_id = ? AND EXISTS (SELECT 1 FROM memory_
     WHERE i.tenant_id = memory_vectors.tenant_id AND i.namespace = memory_vectors.namespace
     AND i.key = memory_vectors.key AND i.subject = ?)
 """
+Q_ERASE_METER = "DELETE FROM meter WHERE tenant_id = ? AND tbl = 'memory_items' AND channel = ?"
 Q_BYTES = """
 SELECT 'memory_items', COALESCE(SUM(LENGTH(value)), 0) FROM memory_items WHERE tenant_id = ?
 UNION ALL
@@ -325,12 +326,19 @@ class MemorySQL:
                 return 0
             only = f" AND cls IN ({', '.join(['?'] * len(classes))})"
             params += sorted(classes)
+        spaces = self._read(
+            self._mq("SELECT DISTINCT namespace FROM memory_items WHERE tenant_id = ? AND subject = ?"),
+            (tenant_id, subject),
+            tenant=tenant_id,
+        )
         vectors = Q_ERASE_VECTORS.replace(
             "AND i.subject = ?)", f"AND i.subject = ?{only.replace('cls', 'i.cls')})"
         )
         with self._tx(tenant_id) as db:
             for query in (vectors, Q_ERASE_ITEMS + only, Q_ERASE_HISTORY + only):
                 deleted += int(db.execute(self._mq(query), params).rowcount)
+            # the write log names the namespaces (often the subject's id): it goes too
+            db.executemany(self._mq(Q_ERASE_METER), [(tenant_id, ns) for (ns,) in spaces])
         return deleted
 
     def memory_bytes(self, tenant_id: str) -> dict[str, int]:
