@@ -150,3 +150,24 @@ def test_values_must_be_json(durable: DurableStore) -> None:
             index={"dims": 3, "embed": lambda t: [[1.0]] * len(t)},
         ).put(("j",), "k", {"text": "x"})
     assert durable.get(("j",), "k") is None
+
+
+def test_postgresql_ranks_with_pgvector_as_the_exact_scan_does(durable: DurableStore) -> None:
+    for i in range(30):
+        durable.put(("v", f"u{i % 3}"), f"k{i}", {"text": f"item {i} " + "sun " * (i % 7)})
+    db = durable._db()
+    query = durable.embeddings.embed_query("sun sun")  # type: ignore[union-attr]
+    near = db.memory_nearest(durable.tenant, ("v",), query, limit=5, offset=2)
+    sql: Any = db
+    if sql.dialect == "sqlite":
+        assert near is None  # SQLite: the exact scan in Python
+        return
+    assert near is not None and len(near) == 5  # ranked by pgvector in the database
+    sql.__dict__["_pgvector"] = ""  # the same search by the exact scan
+    try:
+        exact = durable.search(("v",), query="sun sun", limit=5, offset=2)
+    finally:
+        del sql.__dict__["_pgvector"]
+    assert [(r.key, round(s, 5)) for r, s in near] == [
+        (h.key, round(h.score or 0, 5)) for h in exact
+    ]

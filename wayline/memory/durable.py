@@ -259,10 +259,21 @@ class DurableStore(BaseStore):
                 db.memory_refresh(self.tenant, [(op.namespace, op.key)])
             return None if row is None else to_item(row)
         if isinstance(op, SearchOp):
-            found = self.candidates(op, overlay)
-            hits = rank(op, found, vectors.get(op.query) if op.query and self.embeddings else None)
-            if op.refresh_ttl:
+            query = vectors.get(op.query) if op.query and self.embeddings else None
+            ttl: set[Key] = set()
+            hits: list[SearchItem] | None = None
+            if query is not None and not op.filter and not overlay:  # ranked by pgvector
+                near = db.memory_nearest(
+                    self.tenant, op.namespace_prefix, query, limit=op.limit, offset=op.offset
+                )
+                if near is not None and len(near) == op.limit:  # else: scoreless ones too
+                    hits = [_hit(row, score) for row, score in near]
+                    ttl = {(r.namespace, r.key) for r, _ in near if r.ttl_minutes}
+            if hits is None:
+                found = self.candidates(op, overlay, page=query is None)
+                hits = rank(op, found, query)
                 ttl = {(c.row.namespace, c.row.key) for c in found if c.row.ttl_minutes}
+            if op.refresh_ttl and ttl:
                 keys = [(h.namespace, h.key) for h in hits if (h.namespace, h.key) in ttl]
                 db.memory_refresh(self.tenant, keys)
             return hits
@@ -273,9 +284,21 @@ class DurableStore(BaseStore):
             return list_namespaces(op, spaces)
         return None
 
-    def candidates(self, op: SearchOp, overlay: Mapping[Key, MemoryWrite]) -> list[Candidate]:
+    def candidates(
+        self, op: SearchOp, overlay: Mapping[Key, MemoryWrite], *, page: bool = False
+    ) -> list[Candidate]:
+        """The items a search ranks, newest first, ``overlay`` over the store's. ``page``
+        (no query): only as many as the page needs are read and opened."""
         db = self._db()
-        rows = db.memory_scan(self.tenant, op.namespace_prefix)
+        flt = op.filter
+
+        def where(value: dict[str, Any]) -> bool:
+            return matches_filter(value, flt)
+
+        limit = op.offset + op.limit if page and not overlay else None
+        rows = db.memory_scan(
+            self.tenant, op.namespace_prefix, where=where if flt else None, limit=limit
+        )
         with_vectors = bool(op.query and self.embeddings)
         vecs = db.memory_vectors(self.tenant, op.namespace_prefix) if with_vectors else {}
         found = []
@@ -286,7 +309,7 @@ class DurableStore(BaseStore):
                 if matches_filter(row.value, op.filter):
                     found.append(Candidate(row, [list(v) for _, v in w.vectors]))
         for row in rows:
-            if (row.namespace, row.key) in overlay or not matches_filter(row.value, op.filter):
+            if (row.namespace, row.key) in overlay:
                 continue
             own = vecs.get((join_namespace(row.namespace), row.key), [])
             found.append(Candidate(row, own))

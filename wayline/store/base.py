@@ -7,7 +7,7 @@ run's fencing token in the same transaction (``LeaseLost`` otherwise).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
@@ -422,8 +422,26 @@ class Store(Protocol):
     ) -> MemoryRow | None: ...
 
     def memory_scan(
-        self, tenant_id: str, prefix: tuple[str, ...], *, include_invalidated: bool = False
+        self,
+        tenant_id: str,
+        prefix: tuple[str, ...],
+        *,
+        include_invalidated: bool = False,
+        where: Callable[[dict[str, Any]], bool] | None = None,
+        limit: int | None = None,
     ) -> list[MemoryRow]: ...
+
+    def memory_nearest(
+        self,
+        tenant_id: str,
+        prefix: tuple[str, ...],
+        query: Sequence[float],
+        *,
+        limit: int,
+        offset: int,
+    ) -> list[tuple[MemoryRow, float]] | None:
+        """Items nearest ``query`` ranked by the database (pgvector), or None: scan."""
+        ...
 
     def memory_vectors(
         self, tenant_id: str, prefix: tuple[str, ...]

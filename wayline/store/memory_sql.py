@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 import struct
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from wayline.errors import CorruptionError
+from wayline.errors import CorruptionError, WaylineError
 from wayline.store.memory_records import MemoryRow, MemoryWrite, join_namespace, split_namespace
 from wayline.store.payloads import Payloads
 
@@ -219,16 +219,96 @@ class MemorySQL:
         return row
 
     def memory_scan(
-        self, tenant_id: str, prefix: tuple[str, ...], *, include_invalidated: bool = False
+        self,
+        tenant_id: str,
+        prefix: tuple[str, ...],
+        *,
+        include_invalidated: bool = False,
+        where: Callable[[dict[str, Any]], bool] | None = None,
+        limit: int | None = None,
     ) -> list[MemoryRow]:
-        """Every live item under ``prefix``, most recently updated first."""
+        """Live items under ``prefix``, most recently updated first: those whose value
+        ``where`` accepts, the first ``limit`` of them (a page needs no more: the rest are
+        not opened, and without ``where`` not even read)."""
         clause, params = _prefix_clause(prefix, self.placeholder)
         query = self._mq(Q_SCAN) + clause
         if not include_invalidated:
             query += " AND invalidated_at IS NULL"
         query += " ORDER BY updated_at DESC, namespace, key"
+        if limit is not None and where is None:
+            query += f" LIMIT {int(limit)}"
         rows = self._read(query, (tenant_id, time.time(), *params), tenant=tenant_id)
-        return [self._row(tenant_id, r) for r in rows]
+        out = []
+        for r in rows:
+            row = self._row(tenant_id, r)
+            if where is not None and not where(row.value):
+                continue
+            out.append(row)
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def memory_nearest(
+        self,
+        tenant_id: str,
+        prefix: tuple[str, ...],
+        query: Sequence[float],
+        *,
+        limit: int,
+        offset: int,
+    ) -> list[tuple[MemoryRow, float]] | None:
+        """The items under ``prefix`` nearest ``query`` by cosine similarity (the best of
+        each item's texts), ranked in the database: PostgreSQL with pgvector. None where
+        the database cannot (SQLite, or no pgvector): the caller scans exactly instead."""
+        vector = self._pgvector_schema()
+        if vector is None:
+            return None
+        clause, params = _prefix_clause(prefix, self.placeholder)
+        clause = clause.replace("namespace", "v.namespace")
+        ph = self.placeholder
+        sql = (
+            f"SELECT v.namespace, v.key, MAX(1 - (v.embedding::{vector}.vector "
+            f"OPERATOR({vector}.<=>) {ph}::{vector}.vector)) AS score, i.created_at "
+            "FROM memory_vectors v JOIN memory_items i ON i.tenant_id = v.tenant_id "
+            "AND i.namespace = v.namespace AND i.key = v.key "
+            f"WHERE v.tenant_id = {ph} AND (i.expires_at IS NULL OR i.expires_at > {ph}) "
+            f"AND i.invalidated_at IS NULL{clause} "
+            "GROUP BY v.namespace, v.key, i.created_at ORDER BY score DESC, i.created_at "
+            f"LIMIT {int(limit)} OFFSET {int(offset)}"
+        )
+        literal = "[" + ",".join(repr(float(x)) for x in query) + "]"
+        found = self._read(sql, (literal, tenant_id, time.time(), *params), tenant=tenant_id)
+        out = []
+        for ns, key, score, _ in found:
+            row = self.memory_get(tenant_id, split_namespace(ns), key)
+            if row is not None:
+                out.append((row, float(score)))
+        return out
+
+    def _pgvector_schema(self) -> str | None:
+        """The schema pgvector lives in (it is made on first use when the role may), or
+        None: not PostgreSQL, or no pgvector."""
+        if self.dialect != "postgres":
+            return None
+        cached = self.__dict__.get("_pgvector")
+        if cached is not None:
+            return cached or None
+        find = (
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
+            "ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
+        )
+        rows = self._read(find, ())
+        if not rows:
+            try:
+                with self._tx() as db:
+                    db.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+            except WaylineError:  # not installed on the server, or not allowed: exact scans
+                self.__dict__["_pgvector"] = ""
+                return None
+            rows = self._read(find, ())
+        name = str(rows[0][0]) if rows else ""
+        self.__dict__["_pgvector"] = f'"{name}"' if name else ""
+        return self.__dict__["_pgvector"] or None
 
     def memory_vectors(
         self, tenant_id: str, prefix: tuple[str, ...]
@@ -327,7 +407,9 @@ class MemorySQL:
             only = f" AND cls IN ({', '.join(['?'] * len(classes))})"
             params += sorted(classes)
         spaces = self._read(
-            self._mq("SELECT DISTINCT namespace FROM memory_items WHERE tenant_id = ? AND subject = ?"),
+            self._mq(
+                "SELECT DISTINCT namespace FROM memory_items WHERE tenant_id = ? AND subject = ?"
+            ),
             (tenant_id, subject),
             tenant=tenant_id,
         )
