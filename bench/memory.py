@@ -104,10 +104,10 @@ def wayline_arm(url: str, label: str, items: int, singles: int) -> dict[str, Any
 
 
 def lg_sqlite_arm(path: Path, items: int, singles: int) -> dict[str, Any]:
+    import sqlite3
+
     from langgraph.store.base import PutOp
     from langgraph.store.sqlite import SqliteStore
-
-    import sqlite3
 
     # sqlite-vec is loaded as an extension: a Python whose sqlite3 cannot load extensions
     # (this machine's) runs LangGraph's SqliteStore without an index, semantic search n/a
