@@ -230,3 +230,23 @@ def test_compile_refuses_what_is_not_a_store() -> None:
     b.add_edge(START, "n")
     with pytest.raises(GraphError, match="not a long-term memory store"):
         b.compile(store={"not": "a store"})
+
+
+def test_a_subgraph_uses_its_parents_store(backend: Any) -> None:
+    def inner(s: S, store: Any) -> dict[str, Any]:
+        store.put(("sub", s["user"]), "k", {"from": "child"})
+        return {"log": ["inner"]}
+
+    child = StateGraph(S)
+    child.add_node("inner", inner)
+    child.add_edge(START, "inner")
+    child.add_edge("inner", END)
+    parent = StateGraph(S)
+    parent.add_node("child", child.compile())
+    parent.add_edge(START, "child")
+    parent.add_edge("child", END)
+    graph = parent.compile(checkpointer=backend, store=DurableStore(backend))
+    user = uuid.uuid4().hex[:6]
+    assert graph.invoke({"user": user, "log": []}, cfg())["log"] == ["inner"]
+    row = DurableStore(backend).record(("sub", user), "k")
+    assert row is not None and row.node == "inner" and row.value == {"from": "child"}
