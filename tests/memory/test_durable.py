@@ -159,15 +159,18 @@ def test_postgresql_ranks_with_pgvector_as_the_exact_scan_does(durable: DurableS
     query = durable.embeddings.embed_query("sun sun")  # type: ignore[union-attr]
     near = db.memory_nearest(durable.tenant, ("v",), query, limit=5, offset=2)
     sql: Any = db
-    if sql.dialect == "sqlite":
-        assert near is None  # SQLite: the exact scan in Python
-        return
-    assert near is not None and len(near) == 5  # ranked by pgvector in the database
-    sql.__dict__["_pgvector"] = ""  # the same search by the exact scan
+    assert near is not None and len(near) == 5  # pgvector on PostgreSQL, a scan on SQLite
+    assert (sql._pgvector_schema() is not None) == (sql.dialect == "postgres")
+    sql.__dict__["_pgvector"] = ""  # the same search by the store's exact scan
     try:
         exact = durable.search(("v",), query="sun sun", limit=5, offset=2)
+        from wayline.memory.base import SearchOp
+        from wayline.memory.durable import rank
+
+        op = SearchOp(("v",), query="sun sun", limit=5, offset=2)
+        scanned = rank(op, durable.candidates(op, {}), query)  # every value opened
     finally:
         del sql.__dict__["_pgvector"]
-    assert [(r.key, round(s, 5)) for r, s in near] == [
-        (h.key, round(h.score or 0, 5)) for h in exact
-    ]
+    expected = [(h.key, round(h.score or 0, 5)) for h in scanned]
+    assert [(r.key, round(s, 5)) for r, s in near] == expected
+    assert [(h.key, round(h.score or 0, 5)) for h in exact] == expected

@@ -70,9 +70,10 @@ def test_search_by_prefix_is_by_label(any_store: Any, mode: str) -> None:
     s.put(("u", "b", "deep"), "2", {"v": 2})
     s.put(("u", "bc"), "3", {"v": 3})  # ("u", "b") is not a prefix of ("u", "bc")
     s.put(("v",), "4", {"v": 4})
+    s.put(("u", "b-x"), "5", {"v": 5})  # sorts between "u.b" and "u.b.deep" as text
     assert _keys(s.search(("u", "b"))) == {"1", "2"}
-    assert _keys(s.search(("u",))) == {"1", "2", "3"}
-    assert _keys(s.search(())) == {"1", "2", "3", "4"}
+    assert _keys(s.search(("u",))) == {"1", "2", "3", "5"}
+    assert _keys(s.search(())) == {"1", "2", "3", "4", "5"}
     assert s.search(("w",)) == []
     found = s.search(("u", "b", "deep"))
     assert [(i.namespace, i.key, i.value, i.score) for i in found] == [

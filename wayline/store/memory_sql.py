@@ -12,6 +12,7 @@ encrypted, checksummed over its identity) and every write is metered (table
 from __future__ import annotations
 
 import json
+import math
 import struct
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -114,8 +115,12 @@ def _prefix_clause(prefix: tuple[str, ...], ph: str) -> tuple[str, list[Any]]:
     if not prefix:
         return "", []
     joined = join_namespace(prefix)
-    clause = f" AND (namespace = {ph} OR (namespace >= {ph} AND namespace < {ph}))"
-    return clause, [joined, joined + ".", joined + "/"]
+    # the range [p, p/) is what an index narrows to; within it, p itself or p.<more> (not
+    # p-x, which sorts between: "-" comes before ".")
+    clause = (
+        f" AND namespace >= {ph} AND namespace < {ph} AND (namespace = {ph} OR namespace >= {ph})"
+    )
+    return clause, [joined, joined + "/", joined, joined + "."]
 
 
 class MemorySQL:
@@ -258,13 +263,13 @@ class MemorySQL:
         offset: int,
     ) -> list[tuple[MemoryRow, float]] | None:
         """The items under ``prefix`` nearest ``query`` by cosine similarity (the best of
-        each item's texts), ranked in the database: PostgreSQL with pgvector. None where
-        the database cannot (SQLite, or no pgvector): the caller scans exactly instead."""
+        each item's texts): ranked in the database by pgvector on PostgreSQL, else by an
+        exact scan of the embeddings (values are opened only for the page)."""
         vector = self._pgvector_schema()
-        if vector is None:
-            return None
         clause, params = _prefix_clause(prefix, self.placeholder)
         clause = clause.replace("namespace", "v.namespace")
+        if vector is None:
+            return self._nearest_by_scan(tenant_id, clause, params, query, limit, offset)
         ph = self.placeholder
         sql = (
             f"SELECT v.namespace, v.key, MAX(1 - (v.embedding::{vector}.vector "
@@ -283,6 +288,44 @@ class MemorySQL:
             row = self.memory_get(tenant_id, split_namespace(ns), key)
             if row is not None:
                 out.append((row, float(score)))
+        return out
+
+    def _nearest_by_scan(
+        self,
+        tenant_id: str,
+        clause: str,
+        params: list[Any],
+        query: Sequence[float],
+        limit: int,
+        offset: int,
+    ) -> list[tuple[MemoryRow, float]]:
+        """The exact scan: every live item's embeddings read (not its value), the best
+        cosine similarity per item, equal scores in creation order; only the page's items
+        are opened."""
+        ph = self.placeholder
+        sql = (
+            "SELECT v.namespace, v.key, v.embedding, i.created_at FROM memory_vectors v "
+            "JOIN memory_items i ON i.tenant_id = v.tenant_id AND i.namespace = v.namespace "
+            f"AND i.key = v.key WHERE v.tenant_id = {ph} AND (i.expires_at IS NULL OR "
+            f"i.expires_at > {ph}) AND i.invalidated_at IS NULL{clause}"
+        )
+        rows = self._read(sql, (tenant_id, time.time(), *params), tenant=tenant_id)
+        q = [float(x) for x in query]
+        qn = math.sqrt(sum(x * x for x in q))
+        best: dict[tuple[str, str], tuple[float, float]] = {}
+        for ns, key, stored, created in rows:
+            v = self._unpack(stored)
+            vn = math.sqrt(sum(x * x for x in v))
+            score = sum(a * b for a, b in zip(q, v, strict=False)) / (qn * vn) if qn and vn else 0.0
+            seen = best.get((ns, key))
+            if seen is None or score > seen[0]:
+                best[(ns, key)] = (score, float(created))
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[1][1]))
+        out = []
+        for (ns, key), (score, _) in ranked[offset : offset + limit]:
+            row = self.memory_get(tenant_id, split_namespace(ns), key)
+            if row is not None:
+                out.append((row, score))
         return out
 
     def _pgvector_schema(self) -> str | None:
