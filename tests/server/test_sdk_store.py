@@ -88,3 +88,18 @@ def test_store_items_through_the_async_client(server: Running) -> None:
         assert (await c.store.search_items(ns))["items"] == []
 
     asyncio.run(go())
+
+
+def test_the_dashboard_lists_a_tenants_namespaces_and_items(server: Running) -> None:
+    c = get_sync_client(url=server.url, api_key=server.keys["alice"], timeout=30.0)
+    label = f"dash{uuid.uuid4().hex[:6]}"
+    c.store.put_item([label, "ann"], key="likes", value={"likes": "green tea"})
+    with httpx.Client(base_url=server.url, timeout=30.0) as alice:
+        assert alice.post("/ui/login", data={"key": server.keys["alice"]}).status_code == 303
+        spaces = alice.get("/ui/memory").text
+        assert f"{label}.ann" in spaces
+        items = alice.get("/ui/memory", params={"ns": label}).text
+        assert "likes" in items and "green tea" in items and "http" in items
+    with httpx.Client(base_url=server.url, timeout=30.0) as eve:  # another tenant
+        assert eve.post("/ui/login", data={"key": server.keys["eve"]}).status_code == 303
+        assert label not in eve.get("/ui/memory").text
