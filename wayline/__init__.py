@@ -3,7 +3,7 @@
 from wayline.classes import Classified, Redacted
 from wayline.client import Wayline
 from wayline.codec import register_type
-from wayline.config import get_config, get_stream_writer
+from wayline.config import get_config, get_store, get_stream_writer
 from wayline.control import Actor
 from wayline.control.policy import DataPolicy, Retain
 from wayline.effects import NOT_FOUND, RetryPolicy
@@ -23,6 +23,7 @@ from wayline.graph import (
     add_messages,
     interrupt,
 )
+from wayline.memory import DurableStore, InMemoryStore
 from wayline.runtime import Runtime, get_runtime
 from wayline.store import Store, open_store
 from wayline.worker import Worker, WorkerConfig
@@ -41,6 +42,8 @@ __all__ = [
     "Command",
     "CompiledGraph",
     "DataPolicy",
+    "DurableStore",
+    "InMemoryStore",
     "Interrupt",
     "MessagesState",
     "NodeContext",
@@ -61,6 +64,7 @@ __all__ = [
     "entrypoint",
     "get_config",
     "get_runtime",
+    "get_store",
     "get_stream_writer",
     "interrupt",
     "open_store",

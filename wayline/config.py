@@ -8,13 +8,21 @@ from typing import Any
 
 from wayline.graph.context import current_scope
 
-__all__ = ["get_config", "get_stream_writer"]
+__all__ = ["get_config", "get_store", "get_stream_writer"]
 
 
 def get_config() -> Mapping[str, Any]:
     """The config of the node that is running (``config["configurable"]["thread_id"]``...)."""
     config = current_scope().config
     return config if config is not None else {}
+
+
+def get_store() -> Any:
+    """The long-term memory store of the node that is running (``compile(store=...)``), as
+    ``langgraph.config.get_store``; inside a run its writes commit with the node's step."""
+    from wayline.graph.calling import store_of
+
+    return store_of(current_scope())
 
 
 def get_stream_writer() -> Callable[[Any], None]:

@@ -27,7 +27,7 @@ from typing import Any, Generic, TypedDict, TypeVar
 from wayline.effects.retry import RetryPolicy
 from wayline.errors import GraphError, GraphInterrupt, WaylineError
 from wayline.graph.builder import StateGraph
-from wayline.graph.calling import runtime_of
+from wayline.graph.calling import runtime_of, store_of
 from wayline.graph.compiled import CompiledGraph
 from wayline.graph.context import (
     TaskScope,
@@ -198,9 +198,10 @@ class entrypoint:
         retry_policy: RetryPolicy | None = None,
         **kwargs: Any,
     ) -> None:
-        if store is not None or cache is not None or cache_policy is not None:
-            raise GraphError("entrypoint(store=..., cache=...) is not supported by wayline")
+        if cache is not None or cache_policy is not None:
+            raise GraphError("entrypoint(cache=...) is not supported by wayline")
         self.checkpointer = checkpointer
+        self.memory_store = store
         self.context_schema = context_schema
         self.retry_policy = retry_policy
         self.kwargs = kwargs
@@ -217,7 +218,7 @@ class entrypoint:
                 "config": config,
                 "writer": scope.writer,
                 "runtime": runtime_of(scope).override(previous=state.get("save")),
-                "store": None,
+                "store": store_of(scope),
             }
             return {k: v for k, v in given.items() if k in params}
 
@@ -236,7 +237,7 @@ class entrypoint:
         builder.add_node(name, node, retry_policy=self.retry_policy)
         builder.add_edge(START, name)
         builder.add_edge(name, END)
-        graph = builder.compile(self.checkpointer, name=name)
+        graph = builder.compile(self.checkpointer, name=name, store=self.memory_store)
         return EntrypointGraph(graph, name, fn)
 
 

@@ -89,7 +89,7 @@ class Runtime(Generic[ContextT]):
 
     context: ContextT = None  # type: ignore[assignment]
     store: Any = None
-    """LangGraph's long-term memory store; wayline has none (always None)."""
+    """LangGraph's long-term memory store (``compile(store=...)``; None without one)."""
     stream_writer: Callable[[Any], None] = _drop
     heartbeat: Callable[[], None] = _drop_beat
     """LangGraph's liveness hook; a no-op: wayline workers heartbeat their lease themselves."""

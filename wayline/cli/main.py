@@ -762,6 +762,7 @@ def purge(
 
         runs = client.store.runs_of_subject(tenant, subject)
         what = f"{'class ' + ','.join(classes) if classes else 'every row'} of {len(runs)} run(s)"
+        what += " and of its long-term memory items"
         if not yes:
             _fail(f"would erase {what} of subject {subject}: add --yes (nothing was erased)", 2)
         with _reported():

@@ -196,6 +196,9 @@ def erase_subject(
             counts = redact_run(store, tenant_id, run_id, classes, actor=actor, at=at, scrub=False)
         for table, n in counts.items():
             tables[table] = tables.get(table, 0) + n
+    memory = store.memory_erase_subject(tenant_id, subject, classes)  # long-term memory
+    if memory:
+        tables["memory"] = memory
     keys = store.destroy_subject_keys(tenant_id, subject, classes)  # crypto-shredding
     digest = subject_digest(subject)
     receipt: dict[str, Any] = {

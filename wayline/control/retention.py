@@ -79,7 +79,14 @@ def export_subject(store: Store, codec: Codec, tenant_id: str, subject: str) -> 
     whole, decoded, JSON-ready; erased values appear as their ``Redacted`` tombstones."""
     ids = store.runs_of_subject(tenant_id, subject)
     runs = [export_run(store, codec, tenant_id, r) for r in ids]
-    return {"tenant_id": tenant_id, "subject": subject, "runs": runs, "exported_at": time.time()}
+    memory = store.memory_of_subject(tenant_id, subject)  # items and kept versions
+    return {
+        "tenant_id": tenant_id,
+        "subject": subject,
+        "runs": runs,
+        "memory": memory,
+        "exported_at": time.time(),
+    }
 
 
 def lg_payload(data: bytes) -> Any:

@@ -334,17 +334,21 @@ class StateGraph:
 
         ``interrupt_before`` / ``interrupt_after`` (node names, or ``"*"``): pause the run
         before or after those nodes, as LangGraph's breakpoints; ``invoke(None, config)``
-        continues it. ``store`` and ``cache`` (LangGraph's long-term memory and node cache)
-        are not supported and must be None.
+        continues it. ``store``: LangGraph's long-term memory (``wayline.memory``; a
+        ``DurableStore`` on the run's database commits a node's writes with its step, see
+        docs/memory.md). ``cache`` (LangGraph's node cache) is not supported.
         ``continue_without``: data classes whose erasure this graph's nodes handle (they
         read ``Redacted`` tombstones), so a run with those classes redacted may continue;
         any other erased class makes resuming refused.
         """
-        if store is not None or cache is not None:
+        if cache is not None:
             raise GraphError(
-                "compile(store=..., cache=...): wayline has no long-term memory store or node "
-                "cache; keep such data in the state or in your own database"
+                "compile(cache=...): wayline has no node cache; keep such data in the state "
+                "or in your own database"
             )
+        from wayline.memory.binding import check_memory_store
+
+        check_memory_store(store, "compile(store=...)")
         del debug
         from wayline.graph.compiled import CompiledGraph
         from wayline.store import open_store
@@ -377,6 +381,7 @@ class StateGraph:
         compiled.persistent_child = checkpointer is True
         compiled.requires_thread_id = not (checkpointer is None or isinstance(checkpointer, bool))
         compiled.continue_without = frozenset(continue_without)
+        compiled.memory_store = store
         return compiled
 
 

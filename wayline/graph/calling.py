@@ -84,6 +84,7 @@ def runtime_of(scope: TaskScope) -> Runtime[Any]:
         loop = scope.loop
         scope.runtime = Runtime(
             context=loop.invocation.context,
+            store=store_of(scope),
             stream_writer=scope.writer or _drop,
             previous=loop.invocation.previous,
             execution_info=_execution_info(loop, scope),
@@ -115,7 +116,14 @@ def _injected(what: str, task: ExecTask, scope: TaskScope) -> Any:
         return scope.writer
     if what == "error":
         return scope.error
-    return None  # "store": LangGraph's long-term memory, which wayline does not have
+    return store_of(scope)  # "store": LangGraph's long-term memory
+
+
+def store_of(scope: TaskScope) -> Any:
+    """The task's long-term memory store (None: the graph has none): ``wayline.memory``'s
+    view whose writes commit with the task's step, or the graph's store as it is."""
+    loop = scope.loop
+    return None if loop is None else loop.memory_view(scope)
 
 
 def _writer(loop: RunLoop, task: ExecTask) -> Callable[[Any], None]:

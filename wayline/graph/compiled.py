@@ -96,6 +96,9 @@ class Verification:
 class CompiledGraph(StateUpdates, JsonSchemas):
     """A validated graph bound to a store. Thread-safe: one instance serves many runs."""
 
+    memory_store: Any = None
+    """LangGraph's long-term memory store (``compile(store=...)``; ``wayline.memory``)."""
+
     def __init__(
         self,
         *,

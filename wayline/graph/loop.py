@@ -69,6 +69,8 @@ from wayline.graph.snapshot_policy import SnapshotPolicy
 from wayline.graph.travel import ForkOrigin, is_fork, load_origin
 from wayline.graph.types import START, Command, Interrupt, Send
 from wayline.ids import RunRef
+from wayline.memory.step import RunMemory
+from wayline.store.memory_records import MemoryWrite
 from wayline.store.records import (
     BlobRecord,
     CommitBatch,
@@ -125,6 +127,8 @@ class TaskOutcome:
     paused: bool = False
     """The task's subgraph stopped at a breakpoint of its own: the step waits, asking
     nothing, until the run is continued."""
+    memory: list[MemoryWrite] = dataclasses.field(default_factory=list)
+    """The task's long-term memory writes: they commit with its writes, never before."""
 
 
 def _subject(config: Mapping[str, Any]) -> str | None:
@@ -219,6 +223,7 @@ class RunLoop:
         and workers read none, so the loop does not build them (3% of a step's time)."""
         self.invocation = Invocation()
         """What this invocation hands its nodes: runtime context, ``previous``, streams."""
+        self._memory: RunMemory | None = None
 
     @property
     def sink(self) -> CommitSink:
@@ -488,6 +493,20 @@ class RunLoop:
         self.multi_task_step = len(self.next_tasks) > 1
         return tasks
 
+    def memory_view(self, scope: TaskScope) -> Any:
+        """The long-term memory store a task sees (``wayline.memory.step``), or None."""
+        if self.graph.memory_store is None:
+            return None
+        if self._memory is None:
+            self._memory = RunMemory(
+                self.graph.memory_store, self.store, self.tenant_id, durability=self.durability
+            )
+            self._memory.subject = self.subject
+        ctx = scope.config  # a @task's scope carries its node's context: its writes are the node's
+        if isinstance(ctx, NodeContext):
+            return self._memory.view(ctx.task_id, ctx.node, ctx.step)
+        return self._memory.view(scope.task_id, scope.node, self.step + 1)
+
     def node_call(self, task: ExecTask) -> tuple[Any, tuple[Any, ...]]:
         """The callable and arguments for a task; the driver calls them in the task scope."""
         call = node_call(self, task)
@@ -522,7 +541,8 @@ class RunLoop:
         routing, local = self._routing(name, writes, goto)
         folded = None if local is None else Folded(local, routing)
         result = TaskResult(name, task.spec.path, (*writes, *routing))
-        return TaskOutcome(task, result, update, folded=folded)
+        memory = self._memory.take(task.id) if self._memory is not None else []
+        return TaskOutcome(task, result, update, folded=folded, memory=memory)
 
     def failed(self, task: ExecTask, exc: BaseException) -> TaskOutcome:
         if isinstance(exc, GraphInterrupt):
@@ -543,6 +563,8 @@ class RunLoop:
         task.scope.counter = 0
         task.scope.calls = 0  # subgraph calls and @task calls get the same keys again
         task.scope.task_calls.clear()
+        if self._memory is not None:  # the failed attempt's memory writes are dropped
+            self._memory.discard(task.id)
         if task.ctx.ledger is not None:
             task.ctx.ledger.restart()
         return policy.delay(attempt)
@@ -593,7 +615,8 @@ class RunLoop:
         results = dict(self.unfinished.pending)
         results.update((o.task.id, o.result) for o in done if o.result is not None)
         alone = done[0].folded if len(results) == 1 and len(done) == 1 else None
-        self._commit_step(list(results.values()), alone)
+        memory = [w for o in done if o.task.id not in self.unfinished.saved for w in o.memory]
+        self._commit_step(list(results.values()), alone, memory)
         self.steps_run += 1
         if self.step_events:
             yield ("values", self.values())
@@ -699,7 +722,12 @@ class RunLoop:
         routing.extend(route_writes(targets, g.nodes, name))
         return routing, local
 
-    def _commit_step(self, results: list[TaskResult], folded: Folded | None = None) -> None:
+    def _commit_step(
+        self,
+        results: list[TaskResult],
+        folded: Folded | None = None,
+        memory: list[MemoryWrite] | None = None,
+    ) -> None:
         ordered = sorted_results(results)
         step = self.step + 1
         threshold = self.graph.blob_threshold
@@ -723,6 +751,7 @@ class RunLoop:
                 next_nodes=tuple(t.name for t in next_tasks),
                 state_digest=state_digest(self.codec, staged) if finished else None,
             ),
+            memory=memory or [],
         )
         logs = self.logs
         if self.snapshots.due(step, len(enc.payload), enc.channels, self.log_keys):
@@ -749,9 +778,11 @@ class RunLoop:
     def _save_pending(self, outcomes: list[TaskOutcome]) -> None:
         records = []
         blobs: list[BlobRecord] = []
+        memory: list[MemoryWrite] = []
         for o in outcomes:
             if o.result is None or o.task.id in self.unfinished.saved:
                 continue
+            memory.extend(o.memory)
             enc = encode_results(
                 self.codec,
                 [o.result],
@@ -764,7 +795,7 @@ class RunLoop:
             self.unfinished.saved.add(o.task.id)
             self.unfinished.pending[o.task.id] = o.result
         if records:
-            self.sink.submit(CommitBatch(pending=records, blobs=blobs))
+            self.sink.submit(CommitBatch(pending=records, blobs=blobs, memory=memory))
 
     def _suspend(self, outcomes: list[TaskOutcome]) -> Iterator[Event]:
         asked = [Asked(o.task.step, o.task.id, o.task.spec.name, o.interrupts) for o in outcomes]

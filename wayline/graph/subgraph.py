@@ -178,6 +178,8 @@ def as_child_of(child: CompiledGraph, parent: CompiledGraph, store: Any) -> Comp
     never claimed by a worker as a run of its own."""
     bound = copy.copy(child.with_store(store))
     bound.name = f"{parent.name}{SEP}{child.name}"
+    if bound.memory_store is None:  # as LangGraph: a subgraph uses its parent's memory
+        bound.memory_store = parent.memory_store
     return bound
 
 

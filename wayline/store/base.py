@@ -7,12 +7,13 @@ run's fencing token in the same transaction (``LeaseLost`` otherwise).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 from wayline.errors import CorruptionError
 from wayline.store.lg_records import LgCheckpoint, LgThreadRows, LgValue, LgWrite
+from wayline.store.memory_records import MemoryRow, MemoryWrite
 from wayline.store.records import (
     AuditRecord,
     CommitBatch,
@@ -416,5 +417,72 @@ class Store(Protocol):
     def lg_thread_rows(self, tenant_id: str, thread_id: str) -> LgThreadRows: ...
 
     def lg_replace_thread(self, tenant_id: str, thread_id: str, rows: LgThreadRows) -> None: ...
+
+    # -- long-term memory (wayline.memory; wayline.store.memory_sql) -------------------
+
+    def memory_put(
+        self, tenant_id: str, writes: Sequence[MemoryWrite], *, run_id: str | None = None
+    ) -> None:
+        """Puts and deletes of a caller outside a run, in one transaction of their own (a
+        node's go into its step's ``CommitBatch.memory``)."""
+        ...
+
+    def memory_get(
+        self, tenant_id: str, namespace: tuple[str, ...], key: str
+    ) -> MemoryRow | None: ...
+
+    def memory_scan(
+        self,
+        tenant_id: str,
+        prefix: tuple[str, ...],
+        *,
+        include_invalidated: bool = False,
+        where: Callable[[dict[str, Any]], bool] | None = None,
+        limit: int | None = None,
+    ) -> list[MemoryRow]: ...
+
+    def memory_nearest(
+        self,
+        tenant_id: str,
+        prefix: tuple[str, ...],
+        query: Sequence[float],
+        *,
+        limit: int,
+        offset: int,
+    ) -> list[tuple[MemoryRow, float]] | None:
+        """Items nearest ``query`` ranked by the database (pgvector), or None: scan."""
+        ...
+
+    def memory_vectors(
+        self, tenant_id: str, prefix: tuple[str, ...]
+    ) -> dict[tuple[str, str], list[list[float]]]: ...
+
+    def memory_namespaces(self, tenant_id: str) -> list[tuple[str, ...]]: ...
+
+    def memory_refresh(
+        self, tenant_id: str, keys: Sequence[tuple[tuple[str, ...], str]]
+    ) -> None: ...
+
+    def memory_history(
+        self, tenant_id: str, namespace: tuple[str, ...], key: str
+    ) -> list[MemoryRow]: ...
+
+    def memory_invalidate(
+        self, tenant_id: str, namespace: tuple[str, ...], key: str, reason: str
+    ) -> bool: ...
+
+    def memory_sweep(self, now: float | None = None) -> int:
+        """Delete every expired item; how many (workers call it)."""
+        ...
+
+    def memory_of_subject(self, tenant_id: str, subject: str) -> list[dict[str, Any]]: ...
+
+    def memory_erase_subject(
+        self, tenant_id: str, subject: str, classes: Collection[str] | None = None
+    ) -> int:
+        """Delete a subject's items, kept versions and embeddings (of ``classes`` or all)."""
+        ...
+
+    def memory_bytes(self, tenant_id: str) -> dict[str, int]: ...
 
     def close(self) -> None: ...

@@ -24,6 +24,8 @@ __all__ = ["grants"]
 _EXEC_UPDATE = ("runs", "deltas", "snapshots", "pending_writes", "interrupts", "effects")
 _EXEC_INSERT = ("segments", "blobs", "blob_refs", "meter", "audit", "subject_keys")
 _EXEC_DELETE = ("pending_writes", "interrupts")
+_EXEC_MEMORY = ("memory_items", "memory_history", "memory_vectors")
+"""Long-term memory: a node's puts and deletes commit with its step (``wayline.memory``)."""
 
 
 def grants(scope: str, role: str, schema: str) -> list[str]:
@@ -42,5 +44,6 @@ def grants(scope: str, role: str, schema: str) -> list[str]:
         out += [f'GRANT INSERT, UPDATE ON "{schema}".{t} TO "{role}"' for t in _EXEC_UPDATE]
         out += [f'GRANT INSERT ON "{schema}".{t} TO "{role}"' for t in _EXEC_INSERT]
         out += [f'GRANT DELETE ON "{schema}".{t} TO "{role}"' for t in _EXEC_DELETE]
+        out += [f'GRANT INSERT, UPDATE, DELETE ON "{schema}".{t} TO "{role}"' for t in _EXEC_MEMORY]
         out.append(f'GRANT USAGE ON ALL SEQUENCES IN SCHEMA "{schema}" TO "{role}"')
     return out

@@ -32,6 +32,7 @@ from wayline.errors import (
     StoreNotFoundError,
     StoreURLError,
 )
+from wayline.store.memory_sql import MEMORY_TABLES
 from wayline.store.payloads import checksum as crc
 from wayline.store.records import CommitBatch
 from wayline.store.sql_store import (
@@ -61,9 +62,18 @@ __all__ = ["PostgresStore"]
 log = logging.getLogger("wayline.store")
 
 _QUERIES = load_queries("%s")
-RLS_TABLES = (*_QUERIES.RUN_TABLES, "blobs", "subject_keys", "threads", "thread_runs", "api_keys")
-"""Every table with a tenant_id: the tables a run owns, the tenant's shared blobs, and the
-server's threads and API keys (a key is found before its tenant by ``wayline_find_key``)."""
+RLS_TABLES = (
+    *_QUERIES.RUN_TABLES,
+    "blobs",
+    "subject_keys",
+    "threads",
+    "thread_runs",
+    "api_keys",
+    *MEMORY_TABLES,
+)
+"""Every table with a tenant_id: the tables a run owns, the tenant's shared blobs and its
+long-term memory, and the server's threads and API keys (a key is found before its tenant
+by ``wayline_find_key``)."""
 Q_TABLES = """
 SELECT table_name FROM information_schema.tables
 WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name
@@ -234,6 +244,7 @@ def _one_trip(batch: CommitBatch) -> bool:
         and batch.clear_pending_through is None
         and not (batch.snapshots or batch.segments or batch.blobs or batch.pending)
         and not (batch.interrupts or batch.audit or batch.versions or batch.effects)
+        and not batch.memory  # long-term memory rows: the general path
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Literal, cast, get_args
 
 from wayline.errors import ConfigError
+from wayline.store.memory_records import MemoryWrite
 
 __all__ = [
     "DURABILITY_MODES",
@@ -396,6 +397,9 @@ class CommitBatch:
     the same path as steps, so a worker's runs share the fsync (``EffectLedger``)."""
     create: RunCreation | None = None
     """The run row this batch creates before its other rows (a new run's first batch)."""
+    memory: list[MemoryWrite] = dataclasses.field(default_factory=list)
+    """Long-term memory puts and deletes of the nodes whose writes this batch commits
+    (``wayline.memory``): durable with their step or not at all, fenced by the same token."""
 
     def merge(self, later: CommitBatch) -> None:
         self.create = self.create or later.create
@@ -415,6 +419,7 @@ class CommitBatch:
         self.audit.extend(later.audit)
         self.versions = later.versions or self.versions
         self.effects.extend(later.effects)
+        self.memory.extend(later.memory)
 
     def is_empty(self) -> bool:
         return not (
@@ -430,6 +435,7 @@ class CommitBatch:
             or self.audit
             or self.versions
             or self.effects
+            or self.memory
         )
 
     def meter(self) -> list[MeterRow]:

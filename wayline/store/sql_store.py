@@ -33,6 +33,7 @@ from wayline.errors import (
     TenantMismatchError,
 )
 from wayline.store.lg_sql import LangGraphSQL, lg_payload_columns
+from wayline.store.memory_sql import MemorySQL
 from wayline.store.payloads import Payloads, json_column
 from wayline.store.payloads import checksum as crc
 from wayline.store.records import (
@@ -129,7 +130,7 @@ def split_statements(script: str) -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
-class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
+class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL, MemorySQL):
     """The Store protocol over SQL. Subclasses implement ``_tx``, ``_read`` and
     ``table_names``, and set ``q`` (from ``load_queries``) and ``url``."""
 
@@ -767,6 +768,8 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                     )
                 if not self._put_effect(db, key[1], w.record, w.expect, now):
                     raise EffectRecordChanged(w.record.key, w.expect)
+            if batch.memory:  # a node's long-term memory writes commit with its step
+                self._memory_write(db, tenant_id, key[1], batch.memory, now)
         if snapshots:
             db.executemany(q.Q_PUT_SNAPSHOT, snapshots)
         if meter:

@@ -68,6 +68,9 @@ class WorkerConfig:
     """Retention by data class, applied when the worker starts and every ``policy_every``
     seconds (to ``tenant``, or every tenant). Idempotent: several workers may apply it."""
     policy_every: float = 3600.0
+    memory_sweep_every: float | None = 60.0
+    """Seconds between sweeps deleting expired long-term memory items (``wayline.memory``
+    TTL; reads never return an expired item meanwhile). None: this worker does not sweep."""
     cpus: AbstractSet[int] | Literal["auto"] | None = None
     """Run this worker's threads on these CPUs only (Linux; ``wayline.worker.affinity``):
     its slots hand the GIL to each other every step, which costs less CPU on one core than
@@ -175,6 +178,10 @@ class Worker:
         if self.config.data_policy is not None:
             keeper = self._thread(self._retention, "wayline-retention")
             keeper.start()
+        sweeper = None
+        if self.config.memory_sweep_every is not None:
+            sweeper = self._thread(self._sweep_memory, "wayline-memory-sweep", daemon=True)
+            sweeper.start()
         for slot in slots:
             _join(slot)
         self.stopping.set()
@@ -220,6 +227,20 @@ class Worker:
             except WaylineError as exc:
                 log.error("retention failed: %s", exc)
             if self.stopping.wait(self.config.policy_every):
+                return
+
+    def _sweep_memory(self) -> None:
+        """Delete expired memory items now and every ``memory_sweep_every`` seconds."""
+        every = self.config.memory_sweep_every
+        assert every is not None
+        while not self.stopping.is_set():
+            try:
+                swept = self.store.memory_sweep()
+                if swept:
+                    log.info("memory: %d expired item(s) deleted", swept)
+            except WaylineError as exc:
+                log.error("memory sweep failed: %s", exc)
+            if self.stopping.wait(every):
                 return
 
     def stop(self) -> None:

@@ -32,4 +32,5 @@ def routes(
         Route("/ui/effects/resolve", d.resolve, methods=["POST"]),
         Route("/ui/workers", d.workers, methods=["GET"]),
         Route("/ui/audit", d.audit, methods=["GET"]),
+        Route("/ui/memory", d.memory, methods=["GET"]),
     ]

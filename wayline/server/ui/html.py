@@ -46,6 +46,7 @@ def page(title: str, body: str, *, who: str | None = None) -> str:
             ("/ui/reconcile", "Reconciliation"),
             ("/ui/workers", "Workers"),
             ("/ui/audit", "Audit"),
+            ("/ui/memory", "Memory"),
         ]
         nav = (
             "<nav>"

@@ -418,6 +418,15 @@ class Dashboard:
 
     svc_worker: str | None = None
 
+    async def memory(self, request: Request) -> Response:
+        return await self._page(request, "Memory", self._memory)
+
+    def _memory(self, session: Session, request: Request) -> str:
+        from wayline.server.ui.memory_page import memory_html
+
+        namespace = request.query_params.get("ns") or None
+        return memory_html(self.svc.store, session.principal.tenant, namespace)
+
     async def audit(self, request: Request) -> Response:
         return await self._page(request, "Audit log", self._audit)
 

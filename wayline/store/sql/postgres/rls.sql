@@ -66,6 +66,18 @@ ALTER TABLE stream_events ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS wayline_tenant ON stream_events;
 CREATE POLICY wayline_tenant ON stream_events USING (tenant_id = current_setting('wayline.tenant', true))
     WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE memory_items ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON memory_items;
+CREATE POLICY wayline_tenant ON memory_items USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE memory_history ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON memory_history;
+CREATE POLICY wayline_tenant ON memory_history USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE memory_vectors ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON memory_vectors;
+CREATE POLICY wayline_tenant ON memory_vectors USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
 ALTER TABLE threads ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS wayline_tenant ON threads;
 CREATE POLICY wayline_tenant ON threads USING (tenant_id = current_setting('wayline.tenant', true))
