@@ -23,6 +23,8 @@ from wayline.graph import (
     add_messages,
     interrupt,
 )
+from wayline.graph.types import OnExpire
+from wayline.graph.wakeups import sleep, sleep_until
 from wayline.runtime import Runtime, get_runtime
 from wayline.store import Store, open_store
 from wayline.worker import Worker, WorkerConfig
@@ -44,6 +46,7 @@ __all__ = [
     "Interrupt",
     "MessagesState",
     "NodeContext",
+    "OnExpire",
     "Redacted",
     "Retain",
     "RetryPolicy",
@@ -65,5 +68,7 @@ __all__ = [
     "interrupt",
     "open_store",
     "register_type",
+    "sleep",
+    "sleep_until",
     "task",
 ]

@@ -21,6 +21,7 @@ PUBLIC = [
     "Interrupt",
     "MessagesState",
     "NodeContext",
+    "OnExpire",
     "Redacted",
     "Retain",
     "RetryPolicy",
@@ -42,6 +43,8 @@ PUBLIC = [
     "interrupt",
     "open_store",
     "register_type",
+    "sleep",
+    "sleep_until",
     "task",
 ]
 

@@ -18,6 +18,7 @@ __all__ = [
     "RUN_STATUSES",
     "SETTLED_STATUSES",
     "TERMINAL_STATUSES",
+    "TIMER",
     "AuditRecord",
     "BlobRecord",
     "CommitBatch",
@@ -34,6 +35,7 @@ __all__ = [
     "RunUpdate",
     "SegmentRecord",
     "SnapshotRecord",
+    "Wake",
     "check_durability",
 ]
 
@@ -224,6 +226,10 @@ class PendingWriteRecord:
         return _rows(self.step, "pending_writes", self.payload, self.channels)
 
 
+TIMER = "wake"
+"""``InterruptRecord.on_expire`` of a durable timer."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class InterruptRecord:
     """A question asked by ``interrupt()``; ``resume`` holds the answer once given."""
@@ -241,11 +247,20 @@ class InterruptRecord:
     expires_at: float | None = None
     cls: str = "default"
     """The data class of the question and its answer."""
+    on_expire: str | None = None
+    """What ``expires_at`` does when it passes: ``TIMER`` (a durable timer: the run wakes),
+    a JSON declared path (``wayline.graph.wakeups``), None: nothing (it only refuses
+    decisions after it)."""
+
+    @property
+    def timer(self) -> bool:
+        """A durable timer (``sleep``), not a question: nobody answers it, its time does."""
+        return self.on_expire == TIMER
 
     @property
     def governed(self) -> bool:
         """An approval: decided only through an authorized ``Wayline.resume``."""
-        return self.approvers is not None or self.expires_at is not None
+        return not self.timer and (self.approvers is not None or self.expires_at is not None)
 
     def meter(self) -> list[MeterRow]:
         size = len(self.value) + len(self.resume or b"")
@@ -319,6 +334,14 @@ class RunUpdate:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Wake:
+    """When a suspended run is due again (``at``; None: not by time). The claim query is its
+    wake-up path: a pending run queued at ``at``, an interrupted one found by ``wake_at``."""
+
+    at: float | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class RunCreation:
     """A run row created by the commit of its first batch (its input step): the row and
     the input become durable together, in one transaction, and a process that dies before
@@ -387,6 +410,8 @@ class CommitBatch:
     the same path as steps, so a worker's runs share the fsync (``EffectLedger``)."""
     create: RunCreation | None = None
     """The run row this batch creates before its other rows (a new run's first batch)."""
+    wake: Wake | None = None
+    """The run's wake time after this batch (None: left as it is)."""
 
     def merge(self, later: CommitBatch) -> None:
         self.create = self.create or later.create
@@ -403,6 +428,7 @@ class CommitBatch:
         if later.run is not None:
             self.run = later.run
         self.take_inbox = self.take_inbox or later.take_inbox
+        self.wake = later.wake or self.wake
         self.audit.extend(later.audit)
         self.versions = later.versions or self.versions
         self.effects.extend(later.effects)
@@ -421,6 +447,7 @@ class CommitBatch:
             or self.audit
             or self.versions
             or self.effects
+            or self.wake
         )
 
     def meter(self) -> list[MeterRow]:

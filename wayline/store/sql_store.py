@@ -476,16 +476,24 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
     def next_expiry(
         self, *, graphs: Sequence[tuple[str, str]], tenant_id: str | None = None
     ) -> float | None:
-        """When the first lease held on a run of these graphs runs out (None: none held):
-        an idle worker sleeps until then instead of a whole poll interval."""
+        """When the first lease held on a run of these graphs runs out, or the first timer or
+        expiry of one falls due (None: neither): an idle worker sleeps until then instead
+        of a whole poll interval, so a timer fires within milliseconds of its time."""
         if not graphs:
             return None
         ph = self.placeholder
         clause = " OR ".join([f"(graph_name = {ph} AND graph_version = {ph})"] * len(graphs))
         pairs = [part for pair in graphs for part in pair]
         query = self.q.Q_NEXT_EXPIRY.format(graphs=clause)
-        rows = self._read(query, (*pairs, time.time(), tenant_id, tenant_id), tenant=tenant_id)
-        return float(rows[0][0]) if rows and rows[0][0] is not None else None
+        now = time.time()
+        rows = self._read(query, (*pairs, now, tenant_id, tenant_id), tenant=tenant_id)
+        wakes = self._read(
+            self.q.Q_NEXT_WAKE.format(graphs=clause),
+            (*pairs, now, tenant_id, tenant_id, *pairs, tenant_id, tenant_id),
+            tenant=tenant_id,
+        )
+        due = [float(r[0]) for r in (*rows, *wakes) if r[0] is not None]
+        return min(due) if due else None
 
     claim_lock = ""
     """Row lock suffix of the claim query (PostgreSQL: FOR UPDATE SKIP LOCKED)."""
@@ -719,6 +727,8 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                 db.execute(q.Q_APPEND_AUDIT, _audit_row(entry, now))
             if batch.versions is not None:
                 db.execute(q.Q_SET_VERSIONS, (*batch.versions, *key, token))
+            if batch.wake is not None:
+                db.execute(q.Q_SET_WAKE, (batch.wake.at, batch.wake.at, *key, token))
             metered = batch.meter()
             new = self._new_segments(db, key, batch.segments) if batch.segments else []
             steps = {s.step for s in batch.snapshots}
@@ -944,8 +954,9 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                 approvers=_approvers(_question_ident(tenant_id, run_id, iid), approvers),
                 expires_at=expires,
                 cls=cls,
+                on_expire=on_expire,
             )
-            for s, t, i, iid, v, r, digest, approvers, expires, crc, rcrc, cls in rows
+            for s, t, i, iid, v, r, digest, approvers, expires, crc, rcrc, cls, on_expire in rows
         ]
 
     def answer_interrupt(
@@ -1240,6 +1251,7 @@ def _interrupt_row(key: tuple[str, str], i: InterruptRecord) -> tuple[Any, ...]:
         crc(_question_ident(t, r, i.interrupt_id), i.value),
         answer,
         i.cls,
+        i.on_expire,
     )
 
 

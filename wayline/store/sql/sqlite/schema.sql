@@ -1,4 +1,4 @@
--- The current wayline SQLite schema (version 12): what the numbered migrations
+-- The current wayline SQLite schema (version 15): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -41,6 +41,8 @@ CREATE INDEX IF NOT EXISTS runs_claimable ON runs (graph_name, status, lease_exp
 CREATE INDEX IF NOT EXISTS runs_queued ON runs (graph_name, graph_version, queued_at)
     WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS runs_by_subject ON runs (tenant_id, subject);
+CREATE INDEX IF NOT EXISTS runs_waking ON runs (graph_name, graph_version, wake_at)
+    WHERE status = 'interrupted' AND wake_at IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS deltas (
     tenant_id     TEXT    NOT NULL,
@@ -88,6 +90,7 @@ CREATE TABLE IF NOT EXISTS interrupts (
     crc              INTEGER,
     resume_crc       INTEGER,
     cls              TEXT NOT NULL DEFAULT 'default',
+    on_expire        TEXT,
     PRIMARY KEY (tenant_id, run_id, step, task_id, idx)
 );
 

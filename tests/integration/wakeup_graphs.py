@@ -1,0 +1,83 @@
+"""Graphs for the wake-up tests (loaded as a file by worker processes: file.py:sleeper).
+
+Side channel: ``$WAYLINE_TEST_SIDE`` is a directory where every node execution appends a
+line (fsynced, so it survives SIGKILL): ``<run> <node> <pid> <time>``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, TypedDict
+
+import wayline
+from wayline import END, START, OnExpire, StateGraph, interrupt
+
+
+class Nap(TypedDict, total=False):
+    seconds: float
+    woke_at: float
+    after: int
+    decision: Any
+    path: str
+
+
+def note(run_id: str, node: str) -> None:
+    side = os.environ.get("WAYLINE_TEST_SIDE")
+    if not side:
+        return
+    with open(Path(side) / "executions.log", "a") as f:
+        f.write(f"{run_id} {node} {os.getpid()} {time.time():.6f}\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def nap(state: Nap, ctx: wayline.NodeContext) -> dict[str, Any]:
+    note(ctx.run_id, "nap")
+    if state.get("seconds"):
+        ctx.sleep(state["seconds"])
+    return {"woke_at": time.time()}
+
+
+def after(state: Nap, ctx: wayline.NodeContext) -> dict[str, Any]:
+    note(ctx.run_id, "after")
+    return {"after": state.get("after", 0) + 1}
+
+
+def build_sleeper() -> StateGraph:
+    g = StateGraph(Nap, name="sleeper")
+    g.add_node("nap", nap)
+    g.add_node("after", after)
+    g.add_edge(START, "nap")
+    g.add_edge("nap", "after")
+    g.add_edge("after", END)
+    return g
+
+
+sleeper = build_sleeper()
+
+
+def approval_graph(on_expire: OnExpire | None, expires_in: float) -> StateGraph:
+    """ask -> done, with an approval that expires into ``on_expire``; ``fallback`` is
+    where ``OnExpire.goto("fallback")`` continues."""
+
+    def ask(state: Nap, ctx: wayline.NodeContext) -> dict[str, Any]:
+        note(ctx.run_id, "ask")
+        kwargs: dict[str, Any] = {"approvers": ["finance"], "expires_in": expires_in}
+        if on_expire is not None:
+            kwargs["on_expire"] = on_expire
+        decision = interrupt({"refund": 5}, **kwargs)
+        return {"decision": decision, "path": "decided"}
+
+    def fallback(state: Nap, ctx: wayline.NodeContext) -> dict[str, Any]:
+        note(ctx.run_id, "fallback")
+        return {"path": "fallback"}
+
+    g = StateGraph(Nap, name="approval")
+    g.add_node("ask", ask)
+    g.add_node("fallback", fallback)
+    g.add_edge(START, "ask")
+    g.add_edge("ask", END)
+    g.add_edge("fallback", END)
+    return g
