@@ -35,11 +35,13 @@ EXEMPT_TABLES = {
     "threads",
     "thread_runs",
     "subject_keys",
+    "schedules",
 }
 """Tables without run payload: the meter itself, blob references, schema version, the
 audit log (actors, digests and outcomes, never a payload), and the server's API keys,
 threads and API runs (metadata; a run's input is its metered inbox), and the wrapped
-subject data keys (keys, not payload)."""
+subject data keys (keys, not payload), and schedules (a schedule's input is metered as each
+tick's run's inbox)."""
 
 BIG = "B" * 5_000  # above the blob threshold set below
 BIG_DIGEST = hashlib.sha256(default_codec.dumps(BIG)).hexdigest()

@@ -356,28 +356,58 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         classes: Mapping[str, str] | None = None,
     ) -> RunRecord:
         """Hand a run input (a start or a resume decision) to whichever worker claims it."""
-        stored, crc_ = self.payloads.put(
-            _inbox_ident(tenant_id, run_id), tenant_id, f"{run_id}|n", inbox
-        )
         with self._tx(tenant_id) as db:
-            row = self._insert_run(
+            row = self.enqueue_in(
                 db,
                 tenant_id,
                 run_id,
-                graph_name,
-                graph_version,
-                durability,
-                schema_version,
-                inbox=(stored, crc_),
+                inbox,
+                graph_name=graph_name,
+                graph_version=graph_version,
+                durability=durability,
+                schema_version=schema_version,
                 subject=subject,
                 classes=classes,
             )
-            if row is None:  # the run exists: its new input waits in its inbox
-                now = time.time()
-                db.execute(self.q.Q_SET_INBOX, (stored, crc_, now, now, tenant_id, run_id))
-            db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "runs", "inbox", len(stored)))
-            self._notify(db)
         return self._existing(tenant_id, run_id) if row is None else self._run(row)
+
+    def enqueue_in(
+        self,
+        db: Executor,
+        tenant_id: str,
+        run_id: str,
+        inbox: bytes,
+        *,
+        graph_name: str,
+        graph_version: str,
+        durability: str,
+        schema_version: str = "",
+        subject: str | None = None,
+        classes: Mapping[str, str] | None = None,
+    ) -> Any:
+        """``enqueue`` inside a transaction of the caller's (a schedule's fire commits the
+        run's input with the tick it spends): the new row, or None when the run existed."""
+        stored, crc_ = self.payloads.put(
+            _inbox_ident(tenant_id, run_id), tenant_id, f"{run_id}|n", inbox
+        )
+        row = self._insert_run(
+            db,
+            tenant_id,
+            run_id,
+            graph_name,
+            graph_version,
+            durability,
+            schema_version,
+            inbox=(stored, crc_),
+            subject=subject,
+            classes=classes,
+        )
+        if row is None:  # the run exists: its new input waits in its inbox
+            now = time.time()
+            db.execute(self.q.Q_SET_INBOX, (stored, crc_, now, now, tenant_id, run_id))
+        db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "runs", "inbox", len(stored)))
+        self._notify(db)
+        return row
 
     def _insert_run(
         self,

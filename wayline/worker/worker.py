@@ -39,6 +39,7 @@ from wayline.store.records import RunRecord
 from wayline.worker.affinity import check_cpus, pin_this_thread
 from wayline.worker.emitted import EMITTED_MODES, EmitSink
 from wayline.worker.placement import Placement
+from wayline.worker.ticker import tick_schedules
 
 __all__ = ["Worker", "WorkerConfig"]
 
@@ -140,6 +141,8 @@ class Worker:
         ]
         for slot in slots:
             slot.start()
+        ticker = self._thread(self._tick, "wayline-schedules", daemon=True)
+        ticker.start()
         keeper = None
         if self.config.data_policy is not None:
             keeper = self._thread(self._retention, "wayline-retention")
@@ -148,6 +151,7 @@ class Worker:
             _join(slot)
         self.stopping.set()
         beat.join()
+        ticker.join()
         if keeper is not None:
             keeper.join()
         if watcher is not None:
@@ -190,6 +194,16 @@ class Worker:
                 log.error("retention failed: %s", exc)
             if self.stopping.wait(self.config.policy_every):
                 return
+
+    def _tick(self) -> None:
+        """Fire the schedules of the graphs served here (``wayline.worker.ticker``)."""
+        tick_schedules(
+            self.store,
+            sorted(self.graphs),
+            tenant_id=self.config.tenant,
+            stopping=self.stopping,
+            poll_interval=self.config.poll_interval,
+        )
 
     def stop(self) -> None:
         """Graceful stop: claim nothing more; each held run stops at its next step boundary

@@ -66,3 +66,7 @@ ALTER TABLE stream_events ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS wayline_tenant ON stream_events;
 CREATE POLICY wayline_tenant ON stream_events USING (tenant_id = current_setting('wayline.tenant', true))
     WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE schedules ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON schedules;
+CREATE POLICY wayline_tenant ON schedules USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
