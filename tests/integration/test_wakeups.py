@@ -259,3 +259,51 @@ def test_the_functional_api_sleeps_durably(url: str) -> None:
     assert calls == ["body", "body"]  # asleep once, woken once
     with pytest.raises(wayline.WaylineError, match="seconds"):
         wayline.sleep(-1)
+
+
+def _make_due(store: Any, schedule_id: str) -> None:
+    """Bring a schedule's next tick to now (a daily cron's is hours away)."""
+    ph = store.placeholder
+    with store._tx("default") as db:
+        db.execute(
+            f"UPDATE schedules SET next_at = {ph} WHERE tenant_id = {ph} AND schedule_id = {ph}",
+            (time.time(), "default", schedule_id),
+        )
+
+
+def test_a_schedule_fires_once_per_tick_across_a_worker_killed_mid_fire(
+    url: str, side: Path, procs: list[Any]
+) -> None:
+    store = wayline.connect(url)
+    client = Wayline(store)
+    app = wakeup_graphs.build_sleeper().compile(store)
+    workers = [spawn(procs, url, side, "a"), spawn(procs, url, side, "b")]
+    sched = client.schedule(app, {"seconds": 0}, cron="0 9 * * *", schedule_id="daily")
+    (side / "block-fire").write_text("")
+    _make_due(store, "daily")
+    firing = wait_until(lambda: list(side.glob("firing-*")), "a worker to start the fire")
+    pid = int(firing[0].name.split("-")[1])
+    (victim,) = [w for w in workers if w.pid == pid]
+    victim.send_signal(signal.SIGKILL)  # inside the fire's transaction
+    victim.wait()
+    fired = wait_until(
+        lambda: (s := client.schedules()[0]).fires == 1 and s, "the other worker to fire"
+    )
+    tick_run = fired.last_run_id
+    assert tick_run == sched.run_for(float(firing[0].read_text().split()[1]))
+    assert client.wait(tick_run, timeout=30).status == "done"
+    _make_due(store, "daily")  # a second tick, fired by the survivor
+    second = wait_until(lambda: (s := client.schedules()[0]).fires == 2 and s, "a second fire")
+    assert second.last_run_id != tick_run
+    assert client.wait(second.last_run_id, timeout=30).status == "done"
+    # One run per tick, each run once: its nodes ran once each.
+    ran = executions(side)
+    assert ran == {
+        (tick_run, "nap"): 1,
+        (tick_run, "after"): 1,
+        (second.last_run_id, "nap"): 1,
+        (second.last_run_id, "after"): 1,
+    }
+    runs = [r.run_id for r in client.list_runs()]
+    assert sorted(runs) == sorted([tick_run, second.last_run_id])
+    store.close()

@@ -81,3 +81,22 @@ def approval_graph(on_expire: OnExpire | None, expires_in: float) -> StateGraph:
     g.add_edge("ask", END)
     g.add_edge("fallback", END)
     return g
+
+
+def _block_first_fire(schedule_id: str, tick: float) -> None:
+    """Inside a schedule's fire transaction: the first process to find ``block-fire`` in
+    the side directory says so (``firing-<pid>``) and waits there to be SIGKILLed."""
+    side = Path(os.environ["WAYLINE_TEST_SIDE"])
+    try:
+        os.rename(side / "block-fire", side / f"took-fire-{os.getpid()}")
+    except FileNotFoundError:
+        return
+    (side / f"firing-{os.getpid()}").write_text(f"{schedule_id} {tick}")
+    while True:
+        time.sleep(0.05)
+
+
+if os.environ.get("WAYLINE_TEST_SIDE"):
+    from wayline.store import schedules as _schedules
+
+    _schedules.FIRE_HOOK = _block_first_fire

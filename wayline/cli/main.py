@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import wayline
+from wayline.cli.crons import register as register_crons
 from wayline.cli.serve import register as register_server
 from wayline.errors import WaylineError
 from wayline.store.records import RUN_STATUSES
@@ -862,6 +863,7 @@ def main() -> None:
 
 
 register_server(app)  # wayline serve, wayline keys (wayline/cli/serve.py)
+register_crons(app)  # wayline crons (wayline/cli/crons.py)
 
 
 if __name__ == "__main__":
