@@ -357,6 +357,8 @@ class Worker:
             except Exception as exc:  # the store is away: the lease may lapse; fencing holds
                 log.warning("heartbeat for run %s failed: %s", h.run.run_id, exc)
                 continue
+            if not alive and h.loop is not None and h.loop.closed:
+                continue  # it suspended or ended and gave its lease up: not a loss
             if not alive:
                 log.warning("lease on run %s lost; it stops at its next write", h.run.run_id)
                 h.stop.set()
