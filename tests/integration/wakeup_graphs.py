@@ -100,3 +100,35 @@ if os.environ.get("WAYLINE_TEST_SIDE"):
     from wayline.store import schedules as _schedules
 
     _schedules.FIRE_HOOK = _block_first_fire
+
+
+def _prepare(state: Nap, ctx: wayline.NodeContext) -> dict[str, Any]:
+    """Before the approval: the first process to find ``block-prepare`` waits here (to be
+    SIGKILLed); the others go on."""
+    note(ctx.run_id, "prepare")
+    side = Path(os.environ.get("WAYLINE_TEST_SIDE", "."))
+    try:
+        os.rename(side / "block-prepare", side / f"took-prepare-{os.getpid()}")
+    except FileNotFoundError:
+        return {}
+    (side / f"preparing-{os.getpid()}").write_text(ctx.run_id)
+    while True:
+        time.sleep(0.05)
+
+
+def _ask_finance(state: Nap, ctx: wayline.NodeContext) -> dict[str, Any]:
+    note(ctx.run_id, "ask")
+    return {"decision": interrupt({"refund": 5}, approvers=["finance"])}
+
+
+def build_notified() -> StateGraph:
+    g = StateGraph(Nap, name="notified")
+    g.add_node("prepare", _prepare)
+    g.add_node("ask", _ask_finance)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "ask")
+    g.add_edge("ask", END)
+    return g
+
+
+notified = build_notified()

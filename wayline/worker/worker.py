@@ -38,6 +38,7 @@ from wayline.store.group import GroupCommit
 from wayline.store.records import RunRecord
 from wayline.worker.affinity import check_cpus, pin_this_thread
 from wayline.worker.emitted import EMITTED_MODES, EmitSink
+from wayline.worker.notify import Committer, WebhookNotifier, notifying, send_loop
 from wayline.worker.placement import Placement
 from wayline.worker.ticker import tick_schedules
 
@@ -67,6 +68,9 @@ class WorkerConfig:
     """Retention by data class, applied when the worker starts and every ``policy_every``
     seconds (to ``tenant``, or every tenant). Idempotent: several workers may apply it."""
     policy_every: float = 3600.0
+    notifier: WebhookNotifier | None = None
+    """Where to say that a run waits for an approval, ended, or parked on an effect
+    (``wayline.worker.notify``: each notification an effect, sent once, retried)."""
     cpus: AbstractSet[int] | Literal["auto"] | None = None
     """Run this worker's threads on these CPUs only (Linux; ``wayline.worker.affinity``):
     its slots hand the GIL to each other every step, which costs less CPU on one core than
@@ -118,6 +122,8 @@ class Worker:
         self._held: dict[tuple[str, str], _Held] = {}
         self._lock = threading.Lock()
         self._rng = random.Random()
+        self._notify = threading.Event()
+        """Set when a commit wrote a notification: the sender sends it at once."""
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -143,6 +149,10 @@ class Worker:
             slot.start()
         ticker = self._thread(self._tick, "wayline-schedules", daemon=True)
         ticker.start()
+        sender = None
+        if self.config.notifier is not None:
+            sender = self._thread(self._send, "wayline-notify", daemon=True)
+            sender.start()
         keeper = None
         if self.config.data_policy is not None:
             keeper = self._thread(self._retention, "wayline-retention")
@@ -152,6 +162,9 @@ class Worker:
         self.stopping.set()
         beat.join()
         ticker.join()
+        if sender is not None:
+            self._notify.set()
+            sender.join()
         if keeper is not None:
             keeper.join()
         if watcher is not None:
@@ -202,6 +215,18 @@ class Worker:
             sorted(self.graphs),
             tenant_id=self.config.tenant,
             stopping=self.stopping,
+            poll_interval=self.config.poll_interval,
+        )
+
+    def _send(self) -> None:
+        """Deliver the notifications the store holds (``wayline.worker.notify``)."""
+        assert self.config.notifier is not None
+        send_loop(
+            self.store,
+            self.config.notifier,
+            tenant_id=self.config.tenant,
+            stopping=self.stopping,
+            wake=self._notify,
             poll_interval=self.config.poll_interval,
         )
 
@@ -262,7 +287,7 @@ class Worker:
                 token=token,
                 stop=held.stop,
                 claimed_run=run,
-                committer=self.group.commit if sink is None else sink.wrap(self.group.commit),
+                committer=self._committer(run, sink),
             )
             if sink is not None:
                 loop.invocation.emit = sink
@@ -299,6 +324,12 @@ class Worker:
             with self._lock:
                 self._held.pop(key, None)
                 self.completed += 1
+
+    def _committer(self, run: RunRecord, sink: EmitSink | None) -> Committer:
+        commit: Committer = self.group.commit if sink is None else sink.wrap(self.group.commit)
+        if self.config.notifier is not None:  # intents in the commit that moves the run
+            commit = notifying(commit, run, self._notify)
+        return commit
 
     def _give_up(self, run: RunRecord, token: int, exc: Exception) -> None:
         """Leave the run failed, with the reason, at the step it had committed; an operator

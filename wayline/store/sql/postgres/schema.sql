@@ -328,3 +328,8 @@ CREATE TABLE IF NOT EXISTS schedules (
 
 CREATE INDEX IF NOT EXISTS schedules_due ON schedules (graph_name, graph_version, next_at)
     WHERE enabled = 1;
+
+-- Notifications (approval requested, run ended, effect parked) are effects of kind
+-- 'notify', written with the commit that moves their run; senders find the undelivered.
+CREATE INDEX IF NOT EXISTS effects_outbox ON effects (updated_at)
+    WHERE kind = 'notify' AND status IN ('PENDING', 'EXECUTING');
