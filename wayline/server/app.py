@@ -30,6 +30,7 @@ from wayline.server.service import Service
 from wayline.store.base import Store
 from wayline.store.server_tables import ServerTables, server_tables
 from wayline.worker import Worker, WorkerConfig
+from wayline.worker.notify import WebhookNotifier
 
 __all__ = ["DEV_PRINCIPAL", "ServerConfig", "create_app"]
 
@@ -60,6 +61,9 @@ class ServerConfig:
     otel: bool = False
     """Trace runs, steps, nodes, effects and commits and record metrics through the global
     OpenTelemetry providers (``pip install 'wayline[otel]'``; a no-op without it)."""
+    webhook_secret: str | None = None
+    """Signs the POSTs to a run's ``webhook=`` (``wayline.worker.notify``); None: a run
+    created with ``webhook=`` is refused (422), as nobody could verify what it is told."""
 
 
 class KeyAuth:
@@ -136,6 +140,7 @@ def create_app(
         bound = instrument(store, bound)
     tables = server_tables(store)
     service = Service(store, tables, Registry(bound))
+    service.webhooks = config.webhook_secret is not None
     worker: Worker | None = None
     if config.workers > 0:
         unique = {(g.name, g.version): g for g in bound.values()}
@@ -148,6 +153,9 @@ def create_app(
                 heartbeat_every=config.heartbeat_every,
                 poll_interval=0.25,
                 retry=RetryPolicy(max_attempts=1),  # an API run fails as it fails (no rerun)
+                notifier=None
+                if config.webhook_secret is None
+                else WebhookNotifier(url=None, secret=config.webhook_secret),
             ),
         )
 

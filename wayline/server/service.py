@@ -43,7 +43,7 @@ QUIET_MODES = ("messages", "messages-tuple", "events", "debug", "tasks", "checkp
 """Accepted so that chat UIs asking for them work, but they carry nothing yet: the graph
 API emits custom and token events in process, and the server's streams are read from the
 store, where those are not written (docs/server.md says what it takes)."""
-_UNSUPPORTED = ("checkpoint", "checkpoint_id", "webhook")
+_UNSUPPORTED = ("checkpoint", "checkpoint_id")
 SEARCH_BATCH = 1000
 """Threads a search reads at a time while it filters: as many batches as it takes to fill
 the page asked for (a tenant's thread past the first thousand is found too)."""
@@ -64,6 +64,8 @@ class Service:
         self.store = store
         self.tables = tables
         self.registry = registry
+        self.webhooks = False
+        """Whether the server signs webhook POSTs (``ServerConfig.webhook_secret``)."""
         self._locks = [threading.Lock() for _ in range(64)]
         """Striped: starting a run on a thread is checked and queued under its stripe."""
 
@@ -231,6 +233,7 @@ class Service:
         except UnknownAssistant as exc:
             raise ApiError(422, str(exc.args[0])) from None
         _check_options(body)
+        self._check_webhook(body)
         _object(body, "metadata")  # both read later, once the thread is held: checked now
         _subject(body)
         command = body.get("command")
@@ -299,6 +302,19 @@ class Service:
                 raise
         return RunStart(record, assistant, opens_with_state)
 
+    def _check_webhook(self, body: dict[str, Any]) -> None:
+        hook = body.get("webhook")
+        if hook is None:
+            return
+        if not isinstance(hook, str) or not hook.startswith(("http://", "https://")):
+            raise ApiError(422, f"webhook must be an http(s) URL, not {hook!r}")
+        if not self.webhooks:
+            raise ApiError(
+                422,
+                "webhook needs a signing key: start wayline serve with --webhook-secret "
+                "(or WAYLINE_WEBHOOK_SECRET) and its POSTs carry X-Wayline-Signature",
+            )
+
     def _tag_thread(self, who: Principal, thread_id: str, assistant: Assistant) -> None:
         """As LangGraph: a thread's metadata names the graph and assistant that ran on it."""
         thread = self.tables.get_thread(who.tenant, thread_id)
@@ -355,7 +371,9 @@ class Service:
         self.store.enqueue(
             who.tenant,
             thread_id,
-            encode_inbox(graph.codec, inbox, breakpoints, _emitted_modes(body)),
+            encode_inbox(
+                graph.codec, inbox, breakpoints, _emitted_modes(body), webhook=body.get("webhook")
+            ),
             graph_name=graph.name,
             graph_version=graph.version,
             durability=run.durability if run is not None else durability,

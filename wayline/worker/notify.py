@@ -62,7 +62,8 @@ class WebhookNotifier:
     ``X-Wayline-Timestamp`` and ``X-Wayline-Signature`` (``sign(secret, timestamp, body)``).
     """
 
-    url: str
+    url: str | None
+    """Where every notification goes (None: only to the webhooks runs were started with)."""
     secret: str
     timeout: float = 5.0
     max_attempts: int = 5
@@ -73,11 +74,11 @@ class WebhookNotifier:
         """Seconds before try ``attempt + 1`` after ``attempt`` failed ones."""
         return float(min(self.max_delay, self.initial_delay * 2 ** max(0, attempt - 1)))
 
-    def post(self, key: str, event: str, body: bytes) -> None:
+    def post(self, url: str, key: str, event: str, body: bytes) -> None:
         """Deliver once; raise on anything but a 2xx answer."""
         stamp = str(int(time.time()))
         request = urllib.request.Request(
-            self.url,
+            url,
             data=body,
             method="POST",
             headers={
@@ -90,7 +91,7 @@ class WebhookNotifier:
         )
         with urllib.request.urlopen(request, timeout=self.timeout) as answer:
             if not 200 <= answer.status < 300:
-                raise urllib.error.HTTPError(self.url, answer.status, "refused", {}, None)  # type: ignore[arg-type]
+                raise urllib.error.HTTPError(url, answer.status, "refused", {}, None)  # type: ignore[arg-type]
 
 
 # -- intents, in the run's commit ---------------------------------------------------------
@@ -124,13 +125,25 @@ def _events(run: RunRecord, batch: CommitBatch) -> list[tuple[str, dict[str, Any
     return []
 
 
-def intents(run: RunRecord, token: int, batch: CommitBatch) -> list[EffectWrite]:
+HOOK = "notify-target"
+"""The kind of the record that keeps a run's ``webhook=`` (its URL, with the inbox's first
+commit): a worker that takes the run over finds it there, so a kill loses no webhook."""
+
+
+def intents(
+    run: RunRecord, token: int, batch: CommitBatch, targets: Sequence[tuple[str, str | None]]
+) -> list[EffectWrite]:
+    """The batch's notifications, one per target: (key prefix, URL; None: the notifier's)."""
     now = time.time()
     writes = []
-    for event, payload in _events(run, batch):
-        body = json.dumps({"event": event, **payload}, sort_keys=True).encode()
+    for (event, payload), (prefix, url) in ((e, t) for e in _events(run, batch) for t in targets):
         step = int(payload["step"])
-        key = derive_id(run.tenant_id, run.run_id, KIND, event, step, token)
+        key = derive_id(prefix, run.tenant_id, run.run_id, KIND, event, step, token)
+        if url is not None and event == "run.ended":
+            key = derive_id(prefix, KIND, event)  # a webhook is told its run ended once
+        body = json.dumps({"event": event, **payload}, sort_keys=True).encode()
+        if url is not None:
+            body = json.dumps({"event": event, "url": url, **payload}, sort_keys=True).encode()
         record = EffectRecord(
             tenant_id=run.tenant_id,
             key=key,
@@ -155,16 +168,58 @@ def intents(run: RunRecord, token: int, batch: CommitBatch) -> list[EffectWrite]
 Committer = Callable[[str, str, int, CommitBatch], None]
 
 
-def notifying(commit: Committer, run: RunRecord, wake: threading.Event) -> Committer:
-    """``commit`` that adds each batch's notification intents to it (one transaction)."""
+def notifying(
+    commit: Committer,
+    store: Store,
+    run: RunRecord,
+    wake: threading.Event,
+    *,
+    everything: bool,
+    webhook: str | None,
+) -> Committer:
+    """``commit`` that adds each batch's notification intents to it (one transaction):
+    for the worker's notifier (``everything``), and for each webhook the run was started
+    with and has not been told of its end yet (``webhook``: this claim's inbox brings one,
+    kept with the commit that takes the inbox)."""
+    targets: list[tuple[str, str | None]] = [("", None)] if everything else []
+    done = set()
+    for e in store.list_effects(run.tenant_id, run.run_id) if run.step >= 0 else []:
+        if e.kind == HOOK and e.result is not None:
+            targets.append((e.key, json.loads(e.result)["url"]))
+        elif e.kind == KIND and e.name == "run.ended":
+            done.add(e.key)
+    targets = [t for t in targets if t[1] is None or derive_id(t[0], KIND, "run.ended") not in done]
+    pending_hook = webhook
 
     def commit_with_intents(tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
-        added = intents(run, token, batch)
+        nonlocal pending_hook, targets
+        if pending_hook is not None and batch.take_inbox:
+            record = EffectRecord(
+                tenant_id=tenant_id,
+                key=derive_id(tenant_id, run_id, HOOK, token),
+                run_id=run_id,
+                kind=HOOK,
+                node="__notify__",
+                step=batch.run.step if batch.run is not None else run.step,
+                name="webhook",
+                seq=0,
+                attempt=0,
+                request_digest=hashlib.sha256(pending_hook.encode()).hexdigest(),
+                status="SUCCEEDED",
+                fencing_token=token,
+                result=json.dumps({"url": pending_hook}).encode(),
+            )
+            batch.effects.append(EffectWrite(record, None))
+            targets = [*targets, (record.key, pending_hook)]
+            pending_hook = None
+        added = intents(run, token, batch, targets)
         if added:
             batch.effects.extend(added)
         commit(tenant_id, run_id, token, batch)
         if added:
             wake.set()
+            if any(w.record.name == "run.ended" for w in added):
+                targets = [t for t in targets if t[1] is None]
 
     return commit_with_intents
 
@@ -195,8 +250,12 @@ def deliver_pending(
         taking = dataclasses.replace(rec, status="EXECUTING", attempt=rec.attempt + 1)
         if not store.put_effect(rec.run_id, None, taking, expect=rec.status):
             continue  # another sender took it first
+        body = rec.result or b"{}"
+        url = json.loads(body).get("url") or notifier.url
         try:
-            notifier.post(rec.key, rec.name, rec.result or b"{}")
+            if url is None:
+                raise ValueError("no webhook URL for it (the notifier has none)")
+            notifier.post(url, rec.key, rec.name, body)
         except (OSError, ValueError) as exc:  # refused, unreachable, timed out
             final = taking.attempt >= notifier.max_attempts
             error = f"{type(exc).__name__}: {exc} (attempt {taking.attempt})"

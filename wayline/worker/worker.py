@@ -28,7 +28,7 @@ from wayline.errors import (
     VersionMismatchError,
     WaylineError,
 )
-from wayline.graph.checkpoint import inbox_breakpoints, inbox_stream_modes
+from wayline.graph.checkpoint import inbox_breakpoints, inbox_stream_modes, inbox_webhook
 from wayline.graph.compiled import CompiledGraph
 from wayline.graph.loop import RunLoop, default_owner
 from wayline.ids import RunRef
@@ -287,7 +287,7 @@ class Worker:
                 token=token,
                 stop=held.stop,
                 claimed_run=run,
-                committer=self._committer(run, sink),
+                committer=self._committer(graph, run, sink),
             )
             if sink is not None:
                 loop.invocation.emit = sink
@@ -325,10 +325,14 @@ class Worker:
                 self._held.pop(key, None)
                 self.completed += 1
 
-    def _committer(self, run: RunRecord, sink: EmitSink | None) -> Committer:
+    def _committer(self, graph: CompiledGraph, run: RunRecord, sink: EmitSink | None) -> Committer:
         commit: Committer = self.group.commit if sink is None else sink.wrap(self.group.commit)
         if self.config.notifier is not None:  # intents in the commit that moves the run
-            commit = notifying(commit, run, self._notify)
+            hook = None if run.inbox is None else inbox_webhook(graph.codec, run.inbox)
+            everything = self.config.notifier.url is not None
+            commit = notifying(
+                commit, self.store, run, self._notify, everything=everything, webhook=hook
+            )
         return commit
 
     def _give_up(self, run: RunRecord, token: int, exc: Exception) -> None:
