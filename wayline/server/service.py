@@ -251,8 +251,11 @@ class Service:
             self.tables.insert_thread(who.tenant, thread_id, {})
         resumed = command is not None and "resume" in command
         breakpoints = (_names(body, "interrupt_before"), _names(body, "interrupt_after"))
+        strategy = _strategy(body)
         with self._thread_lock(who.tenant, thread_id):
             run = self.store.get_run(who.tenant, thread_id)
+            if strategy == "interrupt" and run is not None and not settled(run):
+                run = self._interrupt(who, thread_id, run)
             self._check_free(who, thread_id, run, assistant)
             # no input and no command continues the thread (past a breakpoint, say); its
             # stream, as a resume's, opens with the state it continues from
@@ -281,6 +284,7 @@ class Service:
                     "interrupt_after": breakpoints[1],
                     "resumed": opens_with_state,  # its stream opens with the current state
                     "on_disconnect": body.get("on_disconnect") or "continue",
+                    "multitask_strategy": strategy,
                 },
                 created_at=now,
                 updated_at=now,
@@ -301,6 +305,26 @@ class Service:
                 self.tables.settle_run(who.tenant, record.run_id, "error")
                 raise
         return RunStart(record, assistant, opens_with_state)
+
+    def _interrupt(self, who: Principal, thread_id: str, run: RunRecord) -> RunRecord:
+        """``multitask_strategy="interrupt"``: stop the thread's run at its next step
+        boundary (its finished steps stay, as the platform keeps them), mark its API run
+        interrupted, and wait for it to stop; then the new run takes the thread."""
+        self.store.request_cancel(who.tenant, thread_id)
+        latest = self.tables.latest_run(who.tenant, thread_id)
+        if latest is not None and latest.status not in FINAL:
+            self.tables.settle_run(who.tenant, latest.run_id, "interrupted")
+        deadline = time.monotonic() + INTERRUPT_WAIT
+        while time.monotonic() < deadline:
+            current = self.store.get_run(who.tenant, thread_id)
+            if current is None or settled(current):
+                return current or run
+            time.sleep(0.02)
+        raise ApiError(
+            409,
+            f"thread {thread_id}'s run did not stop within {INTERRUPT_WAIT:.0f}s of being "
+            "interrupted (its worker is in a long step); try again, or join it",
+        )
 
     def _check_webhook(self, body: dict[str, Any]) -> None:
         hook = body.get("webhook")
@@ -492,6 +516,25 @@ def page(given: Mapping[str, Any], *, default: int = 10, most: int = 1000) -> tu
         return limit, max(0, int(given.get("offset") or 0))
     except (TypeError, ValueError):
         raise ApiError(422, "limit and offset must be integers") from None
+
+
+INTERRUPT_WAIT = 30.0
+"""How long ``multitask_strategy="interrupt"`` waits for the thread's run to stop."""
+STRATEGIES = ("reject", "interrupt")
+NOT_YET_STRATEGIES = ("enqueue", "rollback")
+
+
+def _strategy(body: dict[str, Any]) -> str:
+    given = body.get("multitask_strategy") or "reject"
+    if given in NOT_YET_STRATEGIES:
+        raise ApiError(
+            422,
+            f"multitask_strategy {given!r} is not supported by wayline serve yet; use "
+            "'reject' (the default) or 'interrupt' (docs/wakeups.md)",
+        )
+    if given not in STRATEGIES:
+        raise ApiError(422, f"multitask_strategy must be reject or interrupt, not {given!r}")
+    return str(given)
 
 
 def _modes(body: dict[str, Any]) -> list[str]:
