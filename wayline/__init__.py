@@ -23,6 +23,8 @@ from wayline.graph import (
     add_messages,
     interrupt,
 )
+from wayline.graph.types import OnExpire
+from wayline.graph.wakeups import sleep, sleep_until
 from wayline.memory import DurableStore, InMemoryStore
 from wayline.runtime import Runtime, get_runtime
 from wayline.store import Store, open_store
@@ -47,6 +49,7 @@ __all__ = [
     "Interrupt",
     "MessagesState",
     "NodeContext",
+    "OnExpire",
     "Redacted",
     "Retain",
     "RetryPolicy",
@@ -69,5 +72,7 @@ __all__ = [
     "interrupt",
     "open_store",
     "register_type",
+    "sleep",
+    "sleep_until",
     "task",
 ]

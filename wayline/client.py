@@ -38,6 +38,7 @@ from wayline.store.records import (
     RunStatus,
     check_durability,
 )
+from wayline.store.schedules import ScheduleRecord, schedules
 
 __all__ = ["SETTLED", "Wayline"]
 
@@ -121,6 +122,70 @@ class Wayline:
             shape=graph.shape_json,
         )
         return run_id
+
+    def schedule(
+        self,
+        graph: CompiledGraph,
+        input: Any,
+        *,
+        cron: str,
+        timezone: str = "UTC",
+        thread: str | None = None,
+        schedule_id: str | None = None,
+        tenant: str | None = None,
+        durability: str = "sync",
+        end_at: float | None = None,
+    ) -> ScheduleRecord:
+        """Start a run of ``graph`` with ``input`` at every tick of ``cron`` (five fields,
+        read in ``timezone``): ``cron="0 9 * * 1-5"`` is 09:00 on weekdays. With ``thread``,
+        each tick hands that run new input (one thread, many turns); without, each tick
+        starts a run of its own (id ``<schedule_id>-<tick, UTC>``). Any worker serving the
+        graph fires a tick, once however many serve it; a tick missed while no worker ran
+        fires once when one next does (docs/wakeups.md). Returns the stored schedule."""
+        require(self.scope, "execute", "schedule runs")
+        check_durability(durability)
+        book = schedules(self.store)
+        if book is None:
+            raise ConfigError(f"the store {self.store.url!r} keeps no schedules")
+        return book.create(
+            self._tenant(tenant),
+            schedule_id or uuid.uuid4().hex,
+            graph_name=graph.name,
+            graph_version=graph.version,
+            schema_version=graph.schema_version,
+            inbox=encode_inbox(self.codec, input, (None, None)),
+            cron=cron,
+            timezone=timezone,
+            thread_id=thread,
+            durability=durability,
+            end_at=end_at,
+        )
+
+    def schedules(self, *, tenant: str | None = None) -> list[ScheduleRecord]:
+        """The tenant's schedules, oldest first."""
+        book = schedules(self.store)
+        return [] if book is None else book.search(self._tenant(tenant), limit=10_000)
+
+    def pause_schedule(
+        self, schedule_id: str, *, paused: bool = True, tenant: str | None = None
+    ) -> ScheduleRecord:
+        """Stop (``paused=False``: restart) firing a schedule; a restarted one fires at its
+        first tick after now, not for the ticks it missed."""
+        require(self.scope, "execute", "pause a schedule")
+        book = schedules(self.store)
+        found = (
+            None
+            if book is None
+            else book.update(self._tenant(tenant), schedule_id, enabled=not paused)
+        )
+        if found is None:
+            raise RunNotFoundError(f"no schedule {schedule_id!r}: see wayline crons list")
+        return found
+
+    def delete_schedule(self, schedule_id: str, *, tenant: str | None = None) -> bool:
+        require(self.scope, "execute", "delete a schedule")
+        book = schedules(self.store)
+        return book is not None and book.delete(self._tenant(tenant), schedule_id)
 
     def continue_run(
         self,

@@ -38,13 +38,15 @@ EXEMPT_TABLES = {
     "memory_items",
     "memory_history",
     "memory_vectors",
+    "schedules",
 }
 """Tables without run payload: the meter itself, blob references, schema version, the
 audit log (actors, digests and outcomes, never a payload), and the server's API keys,
 threads and API runs (metadata; a run's input is its metered inbox), and the wrapped
-subject data keys (keys, not payload). Long-term memory is not a run's: its writes are
-metered under the run that wrote them (table ``memory_items``) and its held bytes per tenant
-(``memory_bytes``, checked in tests/memory)."""
+subject data keys (keys, not payload), and schedules (a schedule's input is metered as each
+tick's run's inbox). Long-term memory is not a run's: its writes are metered under the run
+that wrote them (table ``memory_items``) and its held bytes per tenant (``memory_bytes``,
+checked in tests/memory)."""
 
 BIG = "B" * 5_000  # above the blob threshold set below
 BIG_DIGEST = hashlib.sha256(default_codec.dumps(BIG)).hexdigest()

@@ -23,6 +23,7 @@ PUBLIC = [
     "Interrupt",
     "MessagesState",
     "NodeContext",
+    "OnExpire",
     "Redacted",
     "Retain",
     "RetryPolicy",
@@ -45,6 +46,8 @@ PUBLIC = [
     "interrupt",
     "open_store",
     "register_type",
+    "sleep",
+    "sleep_until",
     "task",
 ]
 

@@ -19,6 +19,7 @@ from rich.table import Table
 
 import wayline
 from wayline.cli.actor import operator_name
+from wayline.cli.crons import register as register_crons
 from wayline.cli.serve import register as register_server
 from wayline.control.audit import audit_operator
 from wayline.errors import WaylineError
@@ -231,6 +232,14 @@ def worker(
             "which costs less on one core.",
         ),
     ] = "auto",
+    webhook: Annotated[
+        str | None,
+        typer.Option(help="POST approval requests, run ends and parked effects here."),
+    ] = None,
+    webhook_secret: Annotated[
+        str | None,
+        typer.Option(envvar="WAYLINE_WEBHOOK_SECRET", help="HMAC key signing each POST."),
+    ] = None,
 ) -> None:
     """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
     from wayline.cli.loading import check_importable, load_graph
@@ -238,6 +247,7 @@ def worker(
     from wayline.cli.signals import stop_on_signals
     from wayline.worker import Worker, WorkerConfig
     from wayline.worker.affinity import pin_this_thread
+    from wayline.worker.notify import WebhookNotifier
 
     _require("execute", "run a worker")
     with _reported(2):
@@ -245,6 +255,9 @@ def worker(
     if processes > 1:
         options = ["--db", db, "--concurrency", str(concurrency), "--lease", str(lease)]
         options += ["--poll", str(poll)] + (["--tenant", tenant] if tenant else [])
+        options += (
+            ["--webhook", webhook, "--webhook-secret", webhook_secret or ""] if webhook else []
+        )
         each = [[*graphs, *options, "--cpus", _cpu_list(place)] for place in placed]
         raise typer.Exit(_worker_processes(each))
     pinned = placed[0]
@@ -256,11 +269,14 @@ def worker(
     store = _open(db, create=True)
     with _reported(2):
         compiled = [load_graph(spec, store) for spec in graphs]
+    if webhook and not webhook_secret:
+        _fail("--webhook needs --webhook-secret (or WAYLINE_WEBHOOK_SECRET): it signs each POST", 2)
     config = WorkerConfig(
         concurrency=concurrency,
         lease_seconds=lease,
         poll_interval=poll,
         tenant=tenant,
+        notifier=WebhookNotifier(url=webhook, secret=webhook_secret or "") if webhook else None,
         cpus=pinned if isinstance(pinned, frozenset) or pinned is None else "auto",
     )
     w = Worker(store, compiled, config)
@@ -973,6 +989,7 @@ def main() -> None:
 
 
 register_server(app)  # wayline serve, wayline keys (wayline/cli/serve.py)
+register_crons(app)  # wayline crons (wayline/cli/crons.py)
 
 
 if __name__ == "__main__":

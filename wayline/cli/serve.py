@@ -73,6 +73,13 @@ def serve(
             "GIL to each other every step, which costs less on one core.",
         ),
     ] = "auto",
+    webhook_secret: Annotated[
+        str | None,
+        typer.Option(
+            envvar="WAYLINE_WEBHOOK_SECRET",
+            help="HMAC key signing the POSTs to a run's webhook= (without it, webhook= is 422).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the LangGraph Platform HTTP API, wayline's routes and the dashboard (/ui)."""
     from wayline.cli.loading import load_graph
@@ -118,6 +125,7 @@ def serve(
             max_body_bytes=max_body,
             otel=otel,
             cors_origins=tuple(cors_origin or ()),
+            webhook_secret=webhook_secret,
         )
         console.print(
             f"serving {', '.join(compiled)} on http://{host}:{port} (dashboard: /ui{where})"

@@ -411,6 +411,7 @@ def encode_inbox(
     value: Any,
     breakpoints: Breakpoints | None = None,
     stream_modes: Sequence[str] = (),
+    webhook: str | None = None,
 ) -> bytes:
     """A run's next input as stored for a worker: new input, or a Command (resume etc.),
     and the options the invocation that takes it runs with: the breakpoints the worker
@@ -429,6 +430,8 @@ def encode_inbox(
         options.update(interrupt_before=_names(before), interrupt_after=_names(after))
     if stream_modes:
         options["stream_modes"] = [str(m) for m in stream_modes]
+    if webhook:  # told when the invocation's run waits or ends (wayline.worker.notify)
+        options["webhook"] = webhook
     if options:
         items.append(options)
     return codec.dumps(items)
@@ -462,6 +465,12 @@ def inbox_stream_modes(codec: Codec, data: bytes) -> frozenset[str]:
     """The stream modes of node-emitted events queued with an inbox (empty: none)."""
     modes = _inbox_options(codec, data).get("stream_modes") or ()
     return frozenset(str(m) for m in modes)
+
+
+def inbox_webhook(codec: Codec, data: bytes) -> str | None:
+    """The webhook queued with an inbox (the API's ``webhook=``; None: none)."""
+    hook = _inbox_options(codec, data).get("webhook")
+    return hook if isinstance(hook, str) and hook else None
 
 
 def _names(given: BreakpointNames) -> list[str] | str | None:

@@ -245,12 +245,18 @@ class CompiledGraph(StateUpdates, JsonSchemas):
         """
         if _inside_task(config):
             return typing.cast("dict[str, Any]", run_child(self, input, context=context))
-        loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
-        loop.step_events = False  # only the result is read
         breaks = self.breakpoints(interrupt_before, interrupt_after)
-        for _ in self.run_loop(loop, input, breakpoints=breaks):
-            pass
-        return self._result(loop)
+        while True:
+            loop = self.make_loop(
+                config, durability, context=context, control=kwargs.get("control")
+            )
+            loop.step_events = False  # only the result is read
+            for _ in self.run_loop(loop, input, breakpoints=breaks):
+                pass
+            if loop.sleeping_until is None:
+                return self._result(loop)
+            time.sleep(max(0.0, loop.sleeping_until - time.time()))  # a durable timer:
+            input, config = None, _same_run(config, loop)  # committed: continue when due
 
     def stream(
         self,
@@ -275,6 +281,19 @@ class CompiledGraph(StateUpdates, JsonSchemas):
             yield from fmt(mode, chunk)
             if mode == "values" and "__interrupt__" not in chunk and fmt.wants_checkpoints:
                 yield from fmt("checkpoints_src", checkpoint_event(loop, chunk))
+        if loop.sleeping_until is not None:  # a durable timer: continue when it is due
+            time.sleep(max(0.0, loop.sleeping_until - time.time()))
+            yield from self.stream(
+                None,
+                _same_run(config, loop),
+                context=context,
+                stream_mode=stream_mode,
+                subgraphs=subgraphs,
+                durability=durability,
+                interrupt_before=interrupt_before,
+                interrupt_after=interrupt_after,
+            )
+            return
         if (loop.raised or loop.halted) and loop.pending:  # as LangGraph: finished tasks' writes
             fmt.wrote = True
             yield from fmt("values", with_pending(loop.channels, loop.pending.values()))
@@ -293,12 +312,18 @@ class CompiledGraph(StateUpdates, JsonSchemas):
         if _inside_task(config):  # a subgraph of the running node, driven on a thread
             child = await asyncio.to_thread(run_child, self, input, context=context)
             return typing.cast("dict[str, Any]", child)
-        loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
-        loop.step_events = False  # only the result is read
         breaks = self.breakpoints(interrupt_before, interrupt_after)
-        async for _ in self._adrive(loop, input, breaks):
-            pass
-        return self._result(loop)
+        while True:
+            loop = self.make_loop(
+                config, durability, context=context, control=kwargs.get("control")
+            )
+            loop.step_events = False  # only the result is read
+            async for _ in self._adrive(loop, input, breaks):
+                pass
+            if loop.sleeping_until is None:
+                return self._result(loop)
+            await asyncio.sleep(max(0.0, loop.sleeping_until - time.time()))
+            input, config = None, _same_run(config, loop)
 
     async def astream(
         self,
@@ -743,6 +768,16 @@ class CompiledGraph(StateUpdates, JsonSchemas):
             raise WaylineError(f"no run {run_id!r} for tenant {tenant!r}")
         rec = reconstruct(self.store, self.codec, self.new_channels(), tenant, run_id, run.step)
         return state_digest(self.codec, rec.channels)
+
+
+def _same_run(config: Mapping[str, Any] | None, loop: RunLoop) -> dict[str, Any]:
+    """``config`` naming the run ``loop`` ran (a started run's id may have been made)."""
+    out = dict(config or {})
+    out["configurable"] = {
+        **dict(out.get("configurable") or {}),
+        **loop.ref.config()["configurable"],
+    }
+    return out
 
 
 def _run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 from wayline.effects.ledger import EffectLedger
 from wayline.errors import GraphInterrupt, WaylineError
 from wayline.graph import probe
-from wayline.graph.types import Interrupt
+from wayline.graph.types import Interrupt, OnExpire
 from wayline.ids import derive_id
 
 if TYPE_CHECKING:
@@ -97,6 +97,7 @@ def interrupt(
     approvers: Sequence[str] | None = None,
     expires_in: float | None = None,
     classified: str | None = None,
+    on_expire: Any = None,
 ) -> Any:
     """Suspend the run with ``value`` as the question; return the answer when resumed.
 
@@ -111,6 +112,11 @@ def interrupt(
 
     ``classified``: the data class of the question and its answer (``"pii"``): redacting
     or erasing that class replaces both by ``Redacted`` tombstones.
+
+    ``on_expire`` (with ``expires_in``): what the expiry does, a
+    ``wayline.OnExpire``: ``fail(reason)`` (the default), ``resume(value)`` or
+    ``goto(node)``. When it passes, a worker claims the run and takes that path, audited as
+    an expiry (docs/wakeups.md).
     """
     scope = current_scope()
     idx = scope.counter
@@ -118,6 +124,13 @@ def interrupt(
     if idx < len(scope.resume):
         return scope.resume[idx]
     governed = approvers is not None or expires_in is not None
+    if on_expire is not None and expires_in is None:
+        raise WaylineError(
+            "interrupt(..., on_expire=...) needs expires_in=seconds: without an expiry "
+            "the declared path is never taken"
+        )
+    if expires_in is not None and on_expire is None:
+        on_expire = OnExpire.fail()
     raise GraphInterrupt(
         [
             Interrupt(
@@ -126,6 +139,7 @@ def interrupt(
                 approvers=tuple(approvers) if approvers is not None else None,
                 expires_at=time.time() + expires_in if expires_in is not None else None,
                 cls=classified or "default",
+                on_expire=on_expire,
             )
             if governed
             else Interrupt(value=value, id=scope.interrupt_id(idx), cls=classified or "default")
@@ -196,6 +210,20 @@ class NodeContext(Mapping[str, Any]):
         a re-executed node gets the recorded value instead of a new one. ``classified``: the
         data class of the value (a model's answer about a person: ``"pii"``)."""
         return self._ledger().record(name, fn, classified)
+
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` durably, holding no worker: the wake time is committed with the
+        step and any worker continues the run when it is due (``wayline.sleep``). The node
+        runs again from its start when it wakes, as after an ``interrupt``."""
+        from wayline.graph.wakeups import sleep
+
+        sleep(seconds)
+
+    def sleep_until(self, when: Any) -> None:
+        """Wait durably until ``when`` (an aware datetime, or a Unix time)."""
+        from wayline.graph.wakeups import sleep_until
+
+        sleep_until(when)
 
     def _ledger(self) -> EffectLedger:
         if self.ledger is None:

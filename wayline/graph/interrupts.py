@@ -14,10 +14,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from wayline.codec import Codec
-from wayline.errors import ResumeError
+from wayline.errors import ResumeError, WaylineError
 from wayline.graph.algo import TaskResult
-from wayline.graph.types import Interrupt
-from wayline.store.records import AuditRecord, InterruptRecord
+from wayline.graph.types import Interrupt, OnExpire
+from wayline.graph.wakeups import encode_on_expire
+from wayline.store.records import TIMER, AuditRecord, InterruptRecord
 
 __all__ = ["Asked", "UnfinishedStep", "answer", "ask"]
 
@@ -63,6 +64,15 @@ def answer(
 ) -> list[InterruptRecord]:
     """The open questions a resume value answers, with the answers set; ``ResumeError``
     when it answers none, fits none, or an approval must be decided by an authorized actor."""
+    timers = [i for i in open_ if i.timer]
+    open_ = [i for i in open_ if not i.timer]
+    if not open_ and timers:
+        until = min(i.expires_at or 0.0 for i in timers)
+        raise ResumeError(
+            f"run {run_id!r} is sleeping (a durable timer) until {until:.3f} (Unix time): "
+            "nothing answers a timer, its time does; a worker continues the run then, or "
+            "give it new input to replace the waiting step"
+        )
     if not open_:
         raise ResumeError(
             f"run {run_id!r} has no pending interrupt to resume; "
@@ -133,9 +143,12 @@ def ask(
                     approvers=intr.approvers,
                     expires_at=expires,
                     cls=intr.cls,
+                    on_expire=_on_expire(intr.on_expire, codec),
                 )
             )
             raised.append(dataclasses.replace(intr, expires_at=expires, digest=digest))
+            if intr.on_expire == TIMER:
+                continue  # a timer: nobody is asked, its time answers it
             audit.append(
                 AuditRecord(
                     tenant_id,
@@ -148,6 +161,17 @@ def ask(
                 )
             )
     return records, audit, tuple(raised)
+
+
+def _on_expire(on_expire: Any, codec: Codec) -> str | None:
+    if on_expire is None or on_expire == TIMER:
+        return on_expire  # type: ignore[no-any-return]
+    if not isinstance(on_expire, OnExpire):
+        raise WaylineError(
+            f"on_expire={on_expire!r} is not a path: pass OnExpire.fail(reason), "
+            "OnExpire.resume(value) or OnExpire.goto(node)"
+        )
+    return encode_on_expire(on_expire, codec)
 
 
 def _approvers(approvers: tuple[str, ...] | None) -> str:

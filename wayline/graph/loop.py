@@ -68,6 +68,7 @@ from wayline.graph.segments import LogIndex
 from wayline.graph.snapshot_policy import SnapshotPolicy
 from wayline.graph.travel import ForkOrigin, is_fork, load_origin
 from wayline.graph.types import START, Command, Interrupt, Send
+from wayline.graph.wakeups import due, wake_time
 from wayline.ids import RunRef
 from wayline.memory.step import RunMemory
 from wayline.store.memory_records import MemoryWrite
@@ -80,6 +81,7 @@ from wayline.store.records import (
     RunRecord,
     RunStatus,
     RunUpdate,
+    Wake,
     check_durability,
 )
 from wayline.store.subject_keys import SubjectSeal
@@ -224,6 +226,11 @@ class RunLoop:
         self.invocation = Invocation()
         """What this invocation hands its nodes: runtime context, ``previous``, streams."""
         self._memory: RunMemory | None = None
+        self.sleeping_until: float | None = None
+        """The run suspended on durable timers only, due at this time (``invoke`` waits
+        for it and continues; a worker leaves it to the claim query)."""
+        self.ended = False
+        """An expiry ended the run (``OnExpire.fail``): no step runs."""
 
     @property
     def sink(self) -> CommitSink:
@@ -325,6 +332,8 @@ class RunLoop:
         if input is None and run.inbox is not None:  # a start or resume handed to workers
             input = decode_inbox(self.codec, run.inbox)
             self.take_inbox = True
+        if input is None and self.unfinished.interrupts:
+            yield from self._wake()
         if isinstance(input, Command):
             if input.resume is not None:
                 self._resolve(input.resume)
@@ -436,7 +445,7 @@ class RunLoop:
 
     def next_step(self) -> list[ExecTask] | None:
         """Tasks of the next superstep, or None when the run has finished or stopped."""
-        if self.raised or self.halted or not self.next_tasks:
+        if self.raised or self.halted or not self.next_tasks or self.ended:
             return None
         control = self.invocation.control
         if control is not None and control.drain_requested:
@@ -652,6 +661,41 @@ class RunLoop:
         self.unfinished.interrupts = [i for i in questions if i.interrupt_id not in done]
         self.unfinished.interrupts.extend(resolved)
 
+    def _wake(self) -> Iterator[Event]:
+        """Take what the expired timers and approvals of the waiting step declared
+        (``wakeups.due``), durably before any node runs: answered, failed, or gone to a
+        node. A second claim finds them answered, so nothing wakes twice."""
+        woken = due(self.tenant_id, self.run_id, self.unfinished.interrupts, self.codec)
+        if not woken:
+            return
+        if woken.goto is not None and woken.goto not in self.graph.nodes:
+            woken.fail = f"on_expire goto names node {woken.goto!r}, which the graph lacks"
+        if woken.fail is not None:
+            nodes = tuple(t.name for t in self.next_tasks)
+            self.sink.submit(
+                CommitBatch(
+                    audit=woken.audit,
+                    run=RunUpdate("failed", self.step, nodes, error=woken.fail),
+                    wake=Wake(None),
+                )
+            )
+            self.sink.flush()
+            self.ended = True
+            return
+        if woken.goto is not None:  # the waiting step is left for the node, and only it
+            self.sink.submit(CommitBatch(audit=woken.audit))
+            self.unfinished.discard()
+            writes = route_writes([woken.goto], self.graph.nodes, START)
+            self._commit_step([TaskResult(START, (PULL, START), tuple(writes))])
+            self.sink.flush()
+            yield ("values", self.values())
+            return
+        batch = CommitBatch(interrupts=woken.answers, audit=woken.audit)
+        self.store.commit(self.tenant_id, self.run_id, self.token, batch)
+        done = {r.interrupt_id for r in woken.answers}
+        kept = [i for i in self.unfinished.interrupts if i.interrupt_id not in done]
+        self.unfinished.interrupts = [*kept, *woken.answers]
+
     def _input_step(self, update: Any, goto: list[Any]) -> Iterator[Event]:
         """New input (or a Command's update/goto) is a superstep of its own, run by START."""
         as_dict = self.graph.schema.input_to_dict(update)
@@ -802,23 +846,40 @@ class RunLoop:
         records, audit, raised = ask(
             self.tenant_id, self.run_id, asked, self.unfinished.interrupts, self.codec
         )
+        wake = wake_time(records)
+        sleeping = all(r.timer for r in records)  # nobody is asked: it waits for a time
         self.sink.submit(
             CommitBatch(
                 interrupts=records,
                 audit=audit,
-                run=RunUpdate("interrupted", self.step, tuple(t.name for t in self.next_tasks)),
+                run=RunUpdate(
+                    "pending" if sleeping else "interrupted",
+                    self.step,
+                    tuple(t.name for t in self.next_tasks),
+                ),
                 take_inbox=self._taking_inbox(),
+                wake=Wake(wake),
             )
         )
         self.sink.flush()
+        self.sleeping_until = wake if sleeping else None
         self.raised = raised
+        if sleeping:
+            return  # nobody is asked: no interrupt to report, only a time to wait for
         yield ("updates", {"__interrupt__": self.raised})
         yield ("values", {**self.values(), "__interrupt__": self.raised})  # as LangGraph
 
     def pause(self) -> None:
         """Stop at a breakpoint (``interrupt_before``/``interrupt_after``): the run waits,
         interrupted, with its next tasks unchanged; ``invoke(None, config)`` continues it."""
-        self._submit_status("interrupted")
+        nodes = tuple(t.name for t in self.next_tasks)
+        self.sink.submit(
+            CommitBatch(
+                run=RunUpdate("interrupted", self.step, nodes),
+                take_inbox=self._taking_inbox(),
+                wake=Wake(None),  # only a person continues it
+            )
+        )
         self.sink.flush()
 
     def _submit_status(self, status: RunStatus, *, error: str | None = None) -> None:

@@ -12,6 +12,7 @@ __all__ = [
     "Command",
     "Durability",
     "Interrupt",
+    "OnExpire",
     "Send",
     "StateSnapshot",
     "StreamMode",
@@ -74,6 +75,9 @@ class Interrupt:
     digest: str | None = None
     cls: str = "default"
     """The data class of the question and its answer (``interrupt(..., classified=...)``)."""
+    on_expire: Any = None
+    """What ``expires_at`` does when it passes: ``wayline.graph.wakeups.OnExpire`` (an
+    approval's declared path), ``"wake"`` (a durable timer, ``sleep``), None: nothing."""
 
     def __eq__(self, other: object) -> bool:
         """Equal as LangGraph's ``Interrupt`` is, by ``value`` and ``id``: the approval
@@ -84,6 +88,37 @@ class Interrupt:
 
     def __hash__(self) -> int:
         return hash(self.id)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OnExpire:
+    """What an approval's expiry does (``interrupt(..., expires_in=60, on_expire=...)``).
+
+    ``OnExpire.fail(reason)`` ends the run failed with the reason (the default for an
+    approval with ``expires_in``); ``OnExpire.resume(value)`` answers it with ``value``, as
+    if decided; ``OnExpire.goto(node)`` leaves the waiting step and continues at ``node``
+    (the unfinished step's other writes are dropped, as with new input). Each is audited as
+    an expiry, by ``system:expiry``.
+    """
+
+    do: Literal["fail", "resume", "goto"]
+    reason: str = ""
+    value: Any = None
+    node: str = ""
+
+    @classmethod
+    def fail(cls, reason: str = "the approval expired unanswered") -> OnExpire:
+        return cls("fail", reason=reason)
+
+    @classmethod
+    def resume(cls, value: Any) -> OnExpire:
+        return cls("resume", value=value)
+
+    @classmethod
+    def goto(cls, node: str) -> OnExpire:
+        if not isinstance(node, str) or not node:
+            raise ValueError("OnExpire.goto needs the name of a node of the graph")
+        return cls("goto", node=node)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -23,13 +23,14 @@ from wayline.control.keys import Principal, authenticate
 from wayline.effects.retry import RetryPolicy
 from wayline.errors import AuthError, WaylineError
 from wayline.graph.compiled import CompiledGraph
-from wayline.server import api, data_routes, operator, store_routes
+from wayline.server import api, crons, data_routes, operator, store_routes
 from wayline.server.http import ApiError, call, error_response
 from wayline.server.registry import Registry, UnknownAssistant
 from wayline.server.service import Service
 from wayline.store.base import Store
 from wayline.store.server_tables import ServerTables, server_tables
 from wayline.worker import Worker, WorkerConfig
+from wayline.worker.notify import WebhookNotifier
 
 __all__ = ["DEV_PRINCIPAL", "ServerConfig", "create_app"]
 
@@ -60,6 +61,9 @@ class ServerConfig:
     otel: bool = False
     """Trace runs, steps, nodes, effects and commits and record metrics through the global
     OpenTelemetry providers (``pip install 'wayline[otel]'``; a no-op without it)."""
+    webhook_secret: str | None = None
+    """Signs the POSTs to a run's ``webhook=`` (``wayline.worker.notify``); None: a run
+    created with ``webhook=`` is refused (422), as nobody could verify what it is told."""
 
 
 class KeyAuth:
@@ -136,6 +140,7 @@ def create_app(
         bound = instrument(store, bound)
     tables = server_tables(store)
     service = Service(store, tables, Registry(bound))
+    service.webhooks = config.webhook_secret is not None
     worker: Worker | None = None
     if config.workers > 0:
         unique = {(g.name, g.version): g for g in bound.values()}
@@ -148,6 +153,9 @@ def create_app(
                 heartbeat_every=config.heartbeat_every,
                 poll_interval=0.25,
                 retry=RetryPolicy(max_attempts=1),  # an API run fails as it fails (no rerun)
+                notifier=None
+                if config.webhook_secret is None
+                else WebhookNotifier(url=None, secret=config.webhook_secret),
             ),
         )
 
@@ -172,7 +180,7 @@ def create_app(
                     g.transactions,
                 )
 
-    routes = api.routes() + operator.routes() + data_routes.routes()
+    routes = crons.routes() + api.routes() + operator.routes() + data_routes.routes()
     routes += store_routes.routes()  # /store/*: long-term memory (wayline.memory)
     if config.ui:
         from wayline.server.ui import routes as ui_routes

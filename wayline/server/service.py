@@ -43,7 +43,7 @@ QUIET_MODES = ("messages", "messages-tuple", "events", "debug", "tasks", "checkp
 """Accepted so that chat UIs asking for them work, but they carry nothing yet: the graph
 API emits custom and token events in process, and the server's streams are read from the
 store, where those are not written (docs/server.md says what it takes)."""
-_UNSUPPORTED = ("checkpoint", "checkpoint_id", "webhook")
+_UNSUPPORTED = ("checkpoint", "checkpoint_id")
 SEARCH_BATCH = 1000
 """Threads a search reads at a time while it filters: as many batches as it takes to fill
 the page asked for (a tenant's thread past the first thousand is found too)."""
@@ -64,6 +64,8 @@ class Service:
         self.store = store
         self.tables = tables
         self.registry = registry
+        self.webhooks = False
+        """Whether the server signs webhook POSTs (``ServerConfig.webhook_secret``)."""
         self._locks = [threading.Lock() for _ in range(64)]
         """Striped: starting a run on a thread is checked and queued under its stripe."""
 
@@ -231,6 +233,7 @@ class Service:
         except UnknownAssistant as exc:
             raise ApiError(422, str(exc.args[0])) from None
         _check_options(body)
+        self._check_webhook(body)
         _object(body, "metadata")  # both read later, once the thread is held: checked now
         _subject(body)
         command = body.get("command")
@@ -248,8 +251,11 @@ class Service:
             self.tables.insert_thread(who.tenant, thread_id, {})
         resumed = command is not None and "resume" in command
         breakpoints = (_names(body, "interrupt_before"), _names(body, "interrupt_after"))
+        strategy = _strategy(body)
         with self._thread_lock(who.tenant, thread_id):
             run = self.store.get_run(who.tenant, thread_id)
+            if strategy == "interrupt" and run is not None and not settled(run):
+                run = self._interrupt(who, thread_id, run)
             self._check_free(who, thread_id, run, assistant)
             # no input and no command continues the thread (past a breakpoint, say); its
             # stream, as a resume's, opens with the state it continues from
@@ -278,6 +284,7 @@ class Service:
                     "interrupt_after": breakpoints[1],
                     "resumed": opens_with_state,  # its stream opens with the current state
                     "on_disconnect": body.get("on_disconnect") or "continue",
+                    "multitask_strategy": strategy,
                 },
                 created_at=now,
                 updated_at=now,
@@ -298,6 +305,39 @@ class Service:
                 self.tables.settle_run(who.tenant, record.run_id, "error")
                 raise
         return RunStart(record, assistant, opens_with_state)
+
+    def _interrupt(self, who: Principal, thread_id: str, run: RunRecord) -> RunRecord:
+        """``multitask_strategy="interrupt"``: stop the thread's run at its next step
+        boundary (its finished steps stay, as the platform keeps them), mark its API run
+        interrupted, and wait for it to stop; then the new run takes the thread."""
+        self.store.request_cancel(who.tenant, thread_id)
+        latest = self.tables.latest_run(who.tenant, thread_id)
+        if latest is not None and latest.status not in FINAL:
+            self.tables.settle_run(who.tenant, latest.run_id, "interrupted")
+        deadline = time.monotonic() + INTERRUPT_WAIT
+        while time.monotonic() < deadline:
+            current = self.store.get_run(who.tenant, thread_id)
+            if current is None or settled(current):
+                return current or run
+            time.sleep(0.02)
+        raise ApiError(
+            409,
+            f"thread {thread_id}'s run did not stop within {INTERRUPT_WAIT:.0f}s of being "
+            "interrupted (its worker is in a long step); try again, or join it",
+        )
+
+    def _check_webhook(self, body: dict[str, Any]) -> None:
+        hook = body.get("webhook")
+        if hook is None:
+            return
+        if not isinstance(hook, str) or not hook.startswith(("http://", "https://")):
+            raise ApiError(422, f"webhook must be an http(s) URL, not {hook!r}")
+        if not self.webhooks:
+            raise ApiError(
+                422,
+                "webhook needs a signing key: start wayline serve with --webhook-secret "
+                "(or WAYLINE_WEBHOOK_SECRET) and its POSTs carry X-Wayline-Signature",
+            )
 
     def _tag_thread(self, who: Principal, thread_id: str, assistant: Assistant) -> None:
         """As LangGraph: a thread's metadata names the graph and assistant that ran on it."""
@@ -355,7 +395,9 @@ class Service:
         self.store.enqueue(
             who.tenant,
             thread_id,
-            encode_inbox(graph.codec, inbox, breakpoints, _emitted_modes(body)),
+            encode_inbox(
+                graph.codec, inbox, breakpoints, _emitted_modes(body), webhook=body.get("webhook")
+            ),
             graph_name=graph.name,
             graph_version=graph.version,
             durability=run.durability if run is not None else durability,
@@ -476,6 +518,25 @@ def page(given: Mapping[str, Any], *, default: int = 10, most: int = 1000) -> tu
         return limit, max(0, int(given.get("offset") or 0))
     except (TypeError, ValueError):
         raise ApiError(422, "limit and offset must be integers") from None
+
+
+INTERRUPT_WAIT = 30.0
+"""How long ``multitask_strategy="interrupt"`` waits for the thread's run to stop."""
+STRATEGIES = ("reject", "interrupt")
+NOT_YET_STRATEGIES = ("enqueue", "rollback")
+
+
+def _strategy(body: dict[str, Any]) -> str:
+    given = body.get("multitask_strategy") or "reject"
+    if given in NOT_YET_STRATEGIES:
+        raise ApiError(
+            422,
+            f"multitask_strategy {given!r} is not supported by wayline serve yet; use "
+            "'reject' (the default) or 'interrupt' (docs/wakeups.md)",
+        )
+    if given not in STRATEGIES:
+        raise ApiError(422, f"multitask_strategy must be reject or interrupt, not {given!r}")
+    return str(given)
 
 
 def _modes(body: dict[str, Any]) -> list[str]:

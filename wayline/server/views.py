@@ -87,7 +87,7 @@ def run_json(rec: ThreadRunRecord, status: str) -> dict[str, Any]:
         "metadata": rec.metadata,
         "status": status,
         "kwargs": rec.kwargs,
-        "multitask_strategy": "reject",
+        "multitask_strategy": rec.kwargs.get("multitask_strategy") or "reject",
         "created_at": iso(rec.created_at),
         "updated_at": iso(rec.updated_at),
     }

@@ -134,7 +134,8 @@ class Store(Protocol):
     def next_expiry(
         self, *, graphs: Sequence[tuple[str, str, str]], tenant_id: str | None = None
     ) -> float | None:
-        """When the first lease held on a run of these graphs expires (None: none held)."""
+        """When the first lease held on a run of these graphs expires, or the first timer or
+        approval expiry of one falls due (None: neither)."""
         ...
 
     def heartbeat(

@@ -19,6 +19,7 @@ __all__ = [
     "RUN_STATUSES",
     "SETTLED_STATUSES",
     "TERMINAL_STATUSES",
+    "TIMER",
     "AuditRecord",
     "BlobRecord",
     "CommitBatch",
@@ -35,6 +36,7 @@ __all__ = [
     "RunUpdate",
     "SegmentRecord",
     "SnapshotRecord",
+    "Wake",
     "check_durability",
 ]
 
@@ -230,6 +232,10 @@ class PendingWriteRecord:
         return _rows(self.step, "pending_writes", self.payload, self.channels)
 
 
+TIMER = "wake"
+"""``InterruptRecord.on_expire`` of a durable timer."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class InterruptRecord:
     """A question asked by ``interrupt()``; ``resume`` holds the answer once given."""
@@ -247,11 +253,20 @@ class InterruptRecord:
     expires_at: float | None = None
     cls: str = "default"
     """The data class of the question and its answer."""
+    on_expire: str | None = None
+    """What ``expires_at`` does when it passes: ``TIMER`` (a durable timer: the run wakes),
+    a JSON declared path (``wayline.graph.wakeups``), None: nothing (it only refuses
+    decisions after it)."""
+
+    @property
+    def timer(self) -> bool:
+        """A durable timer (``sleep``), not a question: nobody answers it, its time does."""
+        return self.on_expire == TIMER
 
     @property
     def governed(self) -> bool:
         """An approval: decided only through an authorized ``Wayline.resume``."""
-        return self.approvers is not None or self.expires_at is not None
+        return not self.timer and (self.approvers is not None or self.expires_at is not None)
 
     def meter(self) -> list[MeterRow]:
         size = len(self.value) + len(self.resume or b"")
@@ -322,6 +337,14 @@ class RunUpdate:
     next_nodes: tuple[str, ...]
     error: str | None = None
     state_digest: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Wake:
+    """When a suspended run is due again (``at``; None: not by time). The claim query is its
+    wake-up path: a pending run queued at ``at``, an interrupted one found by ``wake_at``."""
+
+    at: float | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -400,6 +423,8 @@ class CommitBatch:
     memory: list[MemoryWrite] = dataclasses.field(default_factory=list)
     """Long-term memory puts and deletes of the nodes whose writes this batch commits
     (``wayline.memory``): durable with their step or not at all, fenced by the same token."""
+    wake: Wake | None = None
+    """The run's wake time after this batch (None: left as it is)."""
 
     def merge(self, later: CommitBatch) -> None:
         self.create = self.create or later.create
@@ -416,6 +441,7 @@ class CommitBatch:
         if later.run is not None:
             self.run = later.run
         self.take_inbox = self.take_inbox or later.take_inbox
+        self.wake = later.wake or self.wake
         self.audit.extend(later.audit)
         self.versions = later.versions or self.versions
         self.effects.extend(later.effects)
@@ -436,6 +462,7 @@ class CommitBatch:
             or self.versions
             or self.effects
             or self.memory
+            or self.wake
         )
 
     def meter(self) -> list[MeterRow]:

@@ -362,29 +362,61 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL, Me
         shape: str | None = None,
     ) -> RunRecord:
         """Hand a run input (a start or a resume decision) to whichever worker claims it."""
-        stored, crc_ = self.payloads.put(
-            _inbox_ident(tenant_id, run_id), tenant_id, f"{run_id}|n", inbox
-        )
         with self._tx(tenant_id) as db:
-            row = self._insert_run(
+            row = self.enqueue_in(
                 db,
                 tenant_id,
                 run_id,
-                graph_name,
-                graph_version,
-                durability,
-                schema_version,
-                inbox=(stored, crc_),
+                inbox,
+                graph_name=graph_name,
+                graph_version=graph_version,
+                durability=durability,
+                schema_version=schema_version,
                 subject=subject,
                 classes=classes,
                 identity=(fingerprint, shape),
             )
-            if row is None:  # the run exists: its new input waits in its inbox
-                now = time.time()
-                db.execute(self.q.Q_SET_INBOX, (stored, crc_, now, now, tenant_id, run_id))
-            db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "runs", "inbox", len(stored)))
-            self._notify(db)
         return self._existing(tenant_id, run_id) if row is None else self._run(row)
+
+    def enqueue_in(
+        self,
+        db: Executor,
+        tenant_id: str,
+        run_id: str,
+        inbox: bytes,
+        *,
+        graph_name: str,
+        graph_version: str,
+        durability: str,
+        schema_version: str = "",
+        subject: str | None = None,
+        classes: Mapping[str, str] | None = None,
+        identity: tuple[str, str | None] = ("", None),
+    ) -> Any:
+        """``enqueue`` inside a transaction of the caller's (a schedule's fire commits the
+        run's input with the tick it spends): the new row, or None when the run existed."""
+        stored, crc_ = self.payloads.put(
+            _inbox_ident(tenant_id, run_id), tenant_id, f"{run_id}|n", inbox
+        )
+        row = self._insert_run(
+            db,
+            tenant_id,
+            run_id,
+            graph_name,
+            graph_version,
+            durability,
+            schema_version,
+            inbox=(stored, crc_),
+            subject=subject,
+            classes=classes,
+            identity=identity,
+        )
+        if row is None:  # the run exists: its new input waits in its inbox
+            now = time.time()
+            db.execute(self.q.Q_SET_INBOX, (stored, crc_, now, now, tenant_id, run_id))
+        db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "runs", "inbox", len(stored)))
+        self._notify(db)
+        return row
 
     def _insert_run(
         self,
@@ -491,16 +523,24 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL, Me
     def next_expiry(
         self, *, graphs: Sequence[tuple[str, str, str]], tenant_id: str | None = None
     ) -> float | None:
-        """When the first lease held on a run of these graphs runs out (None: none held):
-        an idle worker sleeps until then instead of a whole poll interval."""
+        """When the first lease held on a run of these graphs runs out, or the first timer or
+        expiry of one falls due (None: neither): an idle worker sleeps until then instead
+        of a whole poll interval, so a timer fires within milliseconds of its time."""
         if not graphs:
             return None
         ph = self.placeholder
         clause = " OR ".join([f"(graph_name = {ph} AND graph_version = {ph})"] * len(graphs))
         pairs = [part for name, version, _ in graphs for part in (name, version)]
         query = self.q.Q_NEXT_EXPIRY.format(graphs=clause)
-        rows = self._read(query, (*pairs, time.time(), tenant_id, tenant_id), tenant=tenant_id)
-        return float(rows[0][0]) if rows and rows[0][0] is not None else None
+        now = time.time()
+        rows = self._read(query, (*pairs, now, tenant_id, tenant_id), tenant=tenant_id)
+        wakes = self._read(
+            self.q.Q_NEXT_WAKE.format(graphs=clause),
+            (*pairs, now, tenant_id, tenant_id, *pairs, tenant_id, tenant_id),
+            tenant=tenant_id,
+        )
+        due = [float(r[0]) for r in (*rows, *wakes) if r[0] is not None]
+        return min(due) if due else None
 
     claim_lock = ""
     """Row lock suffix of the claim query (PostgreSQL: FOR UPDATE SKIP LOCKED)."""
@@ -739,6 +779,8 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL, Me
                 db.execute(q.Q_APPEND_AUDIT, _audit_row(entry, now))
             if batch.versions is not None:
                 db.execute(q.Q_SET_VERSIONS, (*batch.versions, *key, token))
+            if batch.wake is not None:
+                db.execute(q.Q_SET_WAKE, (batch.wake.at, batch.wake.at, *key, token))
             metered = batch.meter()
             new = self._new_segments(db, key, batch.segments) if batch.segments else []
             steps = {s.step for s in batch.snapshots}
@@ -966,8 +1008,9 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL, Me
                 approvers=_approvers(_question_ident(tenant_id, run_id, iid), approvers),
                 expires_at=expires,
                 cls=cls,
+                on_expire=on_expire,
             )
-            for s, t, i, iid, v, r, digest, approvers, expires, crc, rcrc, cls in rows
+            for s, t, i, iid, v, r, digest, approvers, expires, crc, rcrc, cls, on_expire in rows
         ]
 
     def answer_interrupt(
@@ -1264,6 +1307,7 @@ def _interrupt_row(key: tuple[str, str], i: InterruptRecord) -> tuple[Any, ...]:
         crc(_question_ident(t, r, i.interrupt_id), i.value),
         answer,
         i.cls,
+        i.on_expire,
     )
 
 

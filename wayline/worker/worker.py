@@ -30,7 +30,7 @@ from wayline.errors import (
     VersionMismatchError,
     WaylineError,
 )
-from wayline.graph.checkpoint import inbox_breakpoints, inbox_stream_modes
+from wayline.graph.checkpoint import inbox_breakpoints, inbox_stream_modes, inbox_webhook
 from wayline.graph.compiled import CompiledGraph
 from wayline.graph.loop import RunLoop, default_owner
 from wayline.ids import RunRef
@@ -40,7 +40,9 @@ from wayline.store.group import GroupCommit
 from wayline.store.records import RunRecord
 from wayline.worker.affinity import check_cpus, pin_this_thread
 from wayline.worker.emitted import EMITTED_MODES, EmitSink
+from wayline.worker.notify import Committer, WebhookNotifier, notifying, send_loop
 from wayline.worker.placement import Placement
+from wayline.worker.ticker import tick_schedules
 
 __all__ = ["Worker", "WorkerConfig", "claim_keys", "served_graphs"]
 
@@ -71,6 +73,9 @@ class WorkerConfig:
     memory_sweep_every: float | None = 60.0
     """Seconds between sweeps deleting expired long-term memory items (``wayline.memory``
     TTL; reads never return an expired item meanwhile). None: this worker does not sweep."""
+    notifier: WebhookNotifier | None = None
+    """Where to say that a run waits for an approval, ended, or parked on an effect
+    (``wayline.worker.notify``: each notification an effect, sent once, retried)."""
     cpus: AbstractSet[int] | Literal["auto"] | None = None
     """Run this worker's threads on these CPUs only (Linux; ``wayline.worker.affinity``):
     its slots hand the GIL to each other every step, which costs less CPU on one core than
@@ -151,6 +156,8 @@ class Worker:
         self._held: dict[tuple[str, str], _Held] = {}
         self._lock = threading.Lock()
         self._rng = random.Random()
+        self._notify = threading.Event()
+        """Set when a commit wrote a notification: the sender sends it at once."""
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -174,6 +181,12 @@ class Worker:
         ]
         for slot in slots:
             slot.start()
+        ticker = self._thread(self._tick, "wayline-schedules", daemon=True)
+        ticker.start()
+        sender = None
+        if self.config.notifier is not None:
+            sender = self._thread(self._send, "wayline-notify", daemon=True)
+            sender.start()
         keeper = None
         if self.config.data_policy is not None:
             keeper = self._thread(self._retention, "wayline-retention")
@@ -186,6 +199,10 @@ class Worker:
             _join(slot)
         self.stopping.set()
         beat.join()
+        ticker.join()
+        if sender is not None:
+            self._notify.set()
+            sender.join()
         if keeper is not None:
             keeper.join()
         if watcher is not None:
@@ -242,6 +259,28 @@ class Worker:
                 log.error("memory sweep failed: %s", exc)
             if self.stopping.wait(every):
                 return
+
+    def _tick(self) -> None:
+        """Fire the schedules of the graphs served here (``wayline.worker.ticker``)."""
+        tick_schedules(
+            self.store,
+            sorted(self.graphs),
+            tenant_id=self.config.tenant,
+            stopping=self.stopping,
+            poll_interval=self.config.poll_interval,
+        )
+
+    def _send(self) -> None:
+        """Deliver the notifications the store holds (``wayline.worker.notify``)."""
+        assert self.config.notifier is not None
+        send_loop(
+            self.store,
+            self.config.notifier,
+            tenant_id=self.config.tenant,
+            stopping=self.stopping,
+            wake=self._notify,
+            poll_interval=self.config.poll_interval,
+        )
 
     def stop(self) -> None:
         """Graceful stop: claim nothing more; each held run stops at its next step boundary
@@ -300,7 +339,7 @@ class Worker:
                 token=token,
                 stop=held.stop,
                 claimed_run=run,
-                committer=self.group.commit if sink is None else sink.wrap(self.group.commit),
+                committer=self._committer(graph, run, sink),
             )
             if sink is not None:
                 loop.invocation.emit = sink
@@ -339,6 +378,16 @@ class Worker:
             with self._lock:
                 self._held.pop(key, None)
                 self.completed += 1
+
+    def _committer(self, graph: CompiledGraph, run: RunRecord, sink: EmitSink | None) -> Committer:
+        commit: Committer = self.group.commit if sink is None else sink.wrap(self.group.commit)
+        if self.config.notifier is not None:  # intents in the commit that moves the run
+            hook = None if run.inbox is None else inbox_webhook(graph.codec, run.inbox)
+            everything = self.config.notifier.url is not None
+            commit = notifying(
+                commit, self.store, run, self._notify, everything=everything, webhook=hook
+            )
+        return commit
 
     def _give_up(self, run: RunRecord, token: int, exc: Exception) -> None:
         """Leave the run failed, with the reason, at the step it had committed; an operator
@@ -397,6 +446,8 @@ class Worker:
             except Exception as exc:  # the store is away: the lease may lapse; fencing holds
                 log.warning("heartbeat for run %s failed: %s", h.run.run_id, exc)
                 continue
+            if not alive and h.loop is not None and h.loop.closed:
+                continue  # it suspended or ended and gave its lease up: not a loss
             if not alive:
                 log.warning("lease on run %s lost; it stops at its next write", h.run.run_id)
                 h.stop.set()

@@ -96,3 +96,7 @@ CREATE POLICY wayline_tenant ON api_keys USING (tenant_id = current_setting('way
 CREATE OR REPLACE FUNCTION wayline_find_key(wanted TEXT) RETURNS SETOF api_keys
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path FROM CURRENT
     AS 'SELECT * FROM api_keys WHERE key_id = wanted';
+ALTER TABLE schedules ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON schedules;
+CREATE POLICY wayline_tenant ON schedules USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));

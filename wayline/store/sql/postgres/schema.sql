@@ -1,4 +1,4 @@
--- The current wayline PostgreSQL schema (version 14): what the numbered migrations
+-- The current wayline PostgreSQL schema (version 15): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -43,6 +43,8 @@ CREATE INDEX IF NOT EXISTS runs_claimable ON runs (graph_name, status, lease_exp
 CREATE INDEX IF NOT EXISTS runs_queued ON runs (graph_name, graph_version, fingerprint, queued_at)
     WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS runs_by_subject ON runs (tenant_id, subject);
+CREATE INDEX IF NOT EXISTS runs_waking ON runs (graph_name, graph_version, wake_at)
+    WHERE status = 'interrupted' AND wake_at IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS deltas (
     tenant_id TEXT    NOT NULL,
@@ -90,6 +92,7 @@ CREATE TABLE IF NOT EXISTS interrupts (
     crc              BIGINT,
     resume_crc       BIGINT,
     cls              TEXT NOT NULL DEFAULT 'default',
+    on_expire        TEXT,
     PRIMARY KEY (tenant_id, run_id, step, task_id, idx)
 );
 
@@ -350,3 +353,40 @@ CREATE TABLE IF NOT EXISTS memory_vectors (
     embedding REAL[] NOT NULL,
     PRIMARY KEY (tenant_id, namespace, key, path)
 );
+
+-- Schedules (crons): a graph's input handed to a run at every tick of a cron expression.
+-- A worker serving the graph fires a due schedule in one transaction that locks its row,
+-- queues the tick's run and moves next_at on, so a tick fires once however many workers
+-- race for it, and a worker killed mid-fire leaves nothing of it behind.
+CREATE TABLE IF NOT EXISTS schedules (
+    tenant_id      TEXT    NOT NULL,
+    schedule_id    TEXT    NOT NULL,
+    graph_name     TEXT    NOT NULL,
+    graph_version  TEXT    NOT NULL,
+    schema_version TEXT    NOT NULL DEFAULT '',
+    durability     TEXT    NOT NULL,
+    cron           TEXT    NOT NULL,
+    timezone       TEXT    NOT NULL DEFAULT 'UTC',
+    thread_id      TEXT,
+    inbox          BYTEA   NOT NULL,
+    inbox_crc      BIGINT,
+    next_at        DOUBLE PRECISION,
+    enabled        INTEGER NOT NULL DEFAULT 1,
+    end_at         DOUBLE PRECISION,
+    fires          INTEGER NOT NULL DEFAULT 0,
+    last_fired_at  DOUBLE PRECISION,
+    last_run_id    TEXT,
+    api            TEXT,
+    metadata       TEXT    NOT NULL DEFAULT '{}',
+    created_at     DOUBLE PRECISION    NOT NULL,
+    updated_at     DOUBLE PRECISION    NOT NULL,
+    PRIMARY KEY (tenant_id, schedule_id)
+);
+
+CREATE INDEX IF NOT EXISTS schedules_due ON schedules (graph_name, graph_version, next_at)
+    WHERE enabled = 1;
+
+-- Notifications (approval requested, run ended, effect parked) are effects of kind
+-- 'notify', written with the commit that moves their run; senders find the undelivered.
+CREATE INDEX IF NOT EXISTS effects_outbox ON effects (updated_at)
+    WHERE kind = 'notify' AND status IN ('PENDING', 'EXECUTING');

@@ -1,0 +1,115 @@
+"""Crons through the official ``langgraph-sdk`` (``client.crons.*``) against wayline serve,
+on SQLite and PostgreSQL: create (stateless and for a thread), search, count, update,
+delete; a due tick is fired by the server's workers as a run the API shows."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import Any
+
+import httpx
+import pytest
+from harness import Running, as_dict, until
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+
+
+def client(server: Running, key: str = "alice") -> SyncLangGraphClient:
+    return get_sync_client(url=server.url, api_key=server.keys[key], timeout=30.0)
+
+
+def _make_due(server: Running, cron_id: str) -> None:
+    """Bring a cron's next tick to now (an every-minute cron's is up to a minute away)."""
+    store = server.store
+    ph = store.placeholder
+    with store._tx("acme") as db:
+        db.execute(
+            f"UPDATE schedules SET next_at = {ph} WHERE tenant_id = {ph} AND schedule_id = {ph}",
+            (time.time(), "acme", cron_id),
+        )
+
+
+def _fired(c: SyncLangGraphClient, cron_id: str) -> list[dict[str, Any]]:
+    """The API runs a cron's ticks made, across the tenant's threads."""
+    runs = []
+    for t in c.threads.search(limit=100):
+        for r in c.runs.list(t["thread_id"]):
+            if as_dict(r["metadata"]).get("cron_id") == cron_id:
+                runs.append(dict(r))
+    return runs
+
+
+def test_a_stateless_cron_fires_a_run_on_a_new_thread(server: Running) -> None:
+    c = client(server)
+    cron = as_dict(
+        c.crons.create("simple", schedule="*/5 * * * *", input={"n": 0}, metadata={"team": "ops"})
+    )
+    assert cron["schedule"] == "*/5 * * * *" and cron["enabled"] is True
+    assert cron["timezone"] == "UTC" and cron["thread_id"] is None
+    assert cron["next_run_date"] is not None
+    listed = c.crons.search(assistant_id="simple", metadata={"team": "ops"})
+    assert [x["cron_id"] for x in listed] == [cron["cron_id"]]
+    assert c.crons.count(assistant_id="simple", metadata={"team": "ops"}) == 1
+    _make_due(server, cron["cron_id"])
+    (run,) = until(lambda: _fired(c, cron["cron_id"]), what="the tick's run")
+    joined = c.runs.join(run["thread_id"], run["run_id"])
+    assert as_dict(joined) == {"items": ["a", "b"], "n": 1}
+    assert c.runs.get(run["thread_id"], run["run_id"])["status"] == "success"
+    after = c.crons.search(assistant_id="simple", metadata={"team": "ops"})[0]
+    assert after["next_run_date"] is not None  # the tick spent, the next one after now
+    assert dt.datetime.fromisoformat(str(after["next_run_date"])).timestamp() > time.time()
+    c.crons.delete(cron["cron_id"])
+
+
+def test_a_thread_cron_hands_the_thread_each_tick(server: Running) -> None:
+    c = client(server)
+    thread = c.threads.create()
+    tid = thread["thread_id"]
+    cron = as_dict(
+        c.crons.create_for_thread(
+            tid, "simple", schedule="0 9 * * 1-5", input={"n": 5}, timezone="Europe/Paris"
+        )
+    )
+    assert cron["thread_id"] == tid and cron["timezone"] == "Europe/Paris"
+    for turn in (1, 2):
+        _make_due(server, cron["cron_id"])
+        until(lambda t=turn: len(_fired(c, cron["cron_id"])) == t, what=f"tick {turn}")
+        until(lambda: c.threads.get(tid)["status"] == "idle", what="the thread to settle")
+    assert as_dict(c.threads.get_state(tid)["values"])["items"] == ["a", "b", "a", "b"]
+    c.crons.delete(cron["cron_id"])
+
+
+def test_update_pause_and_delete(server: Running) -> None:
+    c = client(server)
+    cron = as_dict(c.crons.create("simple", schedule="0 9 * * *", metadata={"k": "upd"}))
+    changed = as_dict(c.crons.update(cron["cron_id"], schedule="30 6 * * *", enabled=False))
+    assert changed["schedule"] == "30 6 * * *" and changed["enabled"] is False
+    assert c.crons.count(metadata={"k": "upd"}) == 1
+    assert c.crons.search(enabled=False, metadata={"k": "upd"})[0]["cron_id"] == cron["cron_id"]
+    _make_due(server, cron["cron_id"])  # paused: due, but not fired
+    with pytest.raises(AssertionError):
+        until(lambda: _fired(c, cron["cron_id"]), timeout=1.0, what="no fire")
+    c.crons.delete(cron["cron_id"])
+    assert c.crons.count(metadata={"k": "upd"}) == 0
+    with pytest.raises(httpx.HTTPStatusError) as missing:
+        c.crons.delete(cron["cron_id"])
+    assert missing.value.response.status_code == 404
+
+
+def test_bad_crons_are_422_and_other_tenants_see_none(server: Running) -> None:
+    c = client(server)
+    with pytest.raises(httpx.HTTPStatusError) as bad:
+        c.crons.create("simple", schedule="every day")
+    assert bad.value.response.status_code == 422
+    assert "not a cron expression" in bad.value.response.text
+    with pytest.raises(httpx.HTTPStatusError) as zone:
+        c.crons.create("simple", schedule="0 9 * * *", timezone="Mars/Olympus")
+    assert zone.value.response.status_code == 422
+    cron = as_dict(c.crons.create("simple", schedule="0 9 * * *", metadata={"k": "mine"}))
+    eve = client(server, "eve")
+    assert eve.crons.count(metadata={"k": "mine"}) == 0
+    with pytest.raises(httpx.HTTPStatusError) as other:
+        eve.crons.delete(cron["cron_id"])
+    assert other.value.response.status_code == 404
+    c.crons.delete(cron["cron_id"])
