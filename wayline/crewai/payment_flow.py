@@ -85,6 +85,7 @@ def main() -> int:
     p.add_argument("--marker")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--out")
+    p.add_argument("--url", help="the wayline store (default: runs.db in --dir)")
     args = p.parse_args()
     hook = KillSwitch(args.point, args.marker, args.service) if args.point else None
 
@@ -97,7 +98,8 @@ def main() -> int:
         flow = build("plain", args.service, at, SQLiteFlowPersistence(str(d / "crewai.db")))
         result = flow.kickoff(inputs={"id": RUN_ID})
     else:
-        wp = WaylineFlowPersistence(f"sqlite:///{d / 'runs.db'}", steal=True, lease_seconds=2.0)
+        url = args.url or f"sqlite:///{d / 'runs.db'}"
+        wp = WaylineFlowPersistence(url, steal=True, lease_seconds=2.0)
         flow = build("wayline", args.service, at, wp)
         result = kickoff_on_wayline(flow, RUN_ID)
     if args.out:

@@ -92,7 +92,7 @@ class WaylineFlowPersistence(FlowPersistence):
     ) -> None:
         held = self.hold(flow_uuid)
         if held.lost:
-            raise LeaseLost(f"flow {flow_uuid!r}: another process holds its lease now")
+            raise LeaseLost(flow_uuid, held.token, "another process holds this flow now")
         state = _plain_state(state_data)
         step = len(held.methods)
         payload = default_codec.dumps({"method": method_name, "state": state})

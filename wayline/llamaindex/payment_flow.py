@@ -111,8 +111,8 @@ async def run_plain(service: str, at: Any, d: Path, resume: bool) -> Any:
     return await handler
 
 
-async def run_wayline(service: str, at: Any, d: Path) -> Any:
-    rt = WaylineRuntime(f"sqlite:///{d / 'runs.db'}", lease_seconds=2.0)
+async def run_wayline(service: str, at: Any, d: Path, url: str | None) -> Any:
+    rt = WaylineRuntime(url or f"sqlite:///{d / 'runs.db'}", lease_seconds=2.0)
     wf = build("wayline", service, at, d / "unused", runtime=rt)
     outcome = await rt.run(wf, RUN_ID, steal=True, customer="cus_7")
     effects = [
@@ -130,6 +130,7 @@ def main() -> int:
     p.add_argument("--marker")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--out")
+    p.add_argument("--url", help="the wayline store (default: runs.db in --dir)")
     args = p.parse_args()
     hook = KillSwitch(args.point, args.marker, args.service) if args.point else None
 
@@ -141,7 +142,7 @@ def main() -> int:
     if args.arm == "plain":
         result = asyncio.run(run_plain(args.service, at, d, args.resume))
     else:
-        result = asyncio.run(run_wayline(args.service, at, d))
+        result = asyncio.run(run_wayline(args.service, at, d, args.url))
     if args.out:
         Path(args.out).write_text(json.dumps({"result": result}, default=str))
     return 0

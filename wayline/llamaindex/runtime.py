@@ -336,15 +336,13 @@ class WaylineRuntime(BasicRuntime):
             result = await handler
         except BaseException as exc:
             if binding.lost or isinstance(exc, LeaseLost):
-                raise LeaseLost(
-                    f"run {run_id!r}: another worker holds its lease now; this one stopped"
-                ) from None
+                raise LeaseLost(run_id, token, "this LlamaIndex run stopped") from None
             self._fail(binding, exc)
             raise
         finally:
             beat.cancel()
         if binding.lost:
-            raise LeaseLost(f"run {run_id!r}: another worker holds its lease now")
+            raise LeaseLost(run_id, token, "this LlamaIndex run stopped")
         if isinstance(result, IdleReleasedEvent):
             return self._suspend(binding)
         return self._finish(binding, handler, result)
@@ -368,7 +366,6 @@ class WaylineRuntime(BasicRuntime):
 
     def _finish(self, binding: _Binding, handler: Any, result: Any) -> LlamaRun:
         step = binding.journal.seq
-        stop = handler.ctx.get_result() if hasattr(handler.ctx, "get_result") else None
         value = result
         payload = default_codec.dumps({"tick": None, "result": _plain(value)})
         batch = CommitBatch(
@@ -381,7 +378,6 @@ class WaylineRuntime(BasicRuntime):
             ),
             take_inbox=binding.take_inbox,
         )
-        del stop
         self.store.commit(self.tenant, binding.run_id, binding.token, batch)
         return LlamaRun(binding.run_id, "done", result=value)
 
