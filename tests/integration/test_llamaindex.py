@@ -214,6 +214,6 @@ def test_a_pickle_serializer_is_refused_before_anything_runs(tmp_path: Path) -> 
             return StopEvent(result=1)
 
     wf = Echo(runtime=rt, serializer=PickleSerializer())
-    with pytest.raises(ConfigError, match="run 'pickled-1'.*PickleSerializer"):
+    with pytest.raises(ConfigError, match=r"run 'pickled-1'.*PickleSerializer"):
         asyncio.run(rt.run(wf, "pickled-1"))
     assert rt.store.get_run("default", "pickled-1") is None
