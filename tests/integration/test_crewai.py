@@ -24,6 +24,7 @@ from crewai.tools import BaseTool
 from pydantic import BaseModel
 
 from wayline.crewai import WaylineFlowPersistence, kickoff_on_wayline, ledgered
+from wayline.crewai import payment_flow as crew_payment
 from wayline.demo.payments import PaymentsService
 from wayline.errors import LeaseLost
 
@@ -49,24 +50,30 @@ def _child(tmp: Path, url: str, service: str, *extra: str) -> int:
 def test_a_fresh_process_resumes_a_killed_flow_without_rerunning_methods(
     url: str, tmp_path: Path
 ) -> None:
+    """The child runs the flow and is SIGKILLed after the provider committed the charge; this
+    process, which never ran it, resumes it with only the store URL."""
     with PaymentsService(tmp_path / "ledger.db") as svc:
         marker = str(tmp_path / "marker.jsonl")
         rc = _child(tmp_path, url, svc.url, "--point", "provider_committed", "--marker", marker)
         assert rc == -signal.SIGKILL, (tmp_path / "child.stderr").read_text()[-2000:]
         assert svc.ledger.stats()["charges"] == 1  # charged, then killed before the record
-        assert _child(tmp_path, url, svc.url, "--resume", "--out", str(tmp_path / "o.json")) == 0
-        stats = svc.ledger.stats()
-        assert (stats["charges"], stats["deduplicated"]) == (1, 1)  # resent under its key
-    p = WaylineFlowPersistence(url)
-    try:
-        # prepare completed before the kill and was not run again; charge ran again
-        assert p.completed_methods("order-7") == ["prepare", "charge", "finalize"]
-        run = p.store.get_run("default", "order-7")
-        assert run is not None and run.status == "done" and run.lease_owner is None
-        [rec] = p.store.list_effects("default", "order-7")
-        assert (rec.status, rec.attempt) == ("SUCCEEDED", 2)
-    finally:
-        p.close()
+        p = WaylineFlowPersistence(url, steal=True)  # the child is dead: take its lease
+        try:
+            assert p.completed_methods("order-7") == ["prepare"]
+            ran: list[str] = []
+            flow = crew_payment.build("wayline", svc.url, ran.append, p)
+            assert kickoff_on_wayline(flow, "order-7") == "order-7 paid by " + flow.state.charge_id
+            # prepare completed before the kill and did not run again; charge did
+            assert "before_charge" in ran
+            assert p.completed_methods("order-7") == ["prepare", "charge", "finalize"]
+            stats = svc.ledger.stats()
+            assert (stats["charges"], stats["deduplicated"]) == (1, 1)  # resent under its key
+            run = p.store.get_run("default", "order-7")
+            assert run is not None and run.status == "done" and run.lease_owner is None
+            [rec] = p.store.list_effects("default", "order-7")
+            assert (rec.status, rec.attempt) == ("SUCCEEDED", 2)
+        finally:
+            p.close()
 
 
 class Charges:
