@@ -70,8 +70,9 @@ def build(arm: str, service: str, at: Any, persistence: FlowPersistence) -> Flow
         @listen(charge)
         def finalize(self) -> str:
             at("after_commit")
-            self.state.receipt = f"{RUN_ID} paid by {self.state.charge_id}"
-            return self.state.receipt
+            receipt = f"{RUN_ID} paid by {self.state.charge_id}"
+            self.state.receipt = receipt
+            return receipt
 
     return Payment()
 

@@ -70,7 +70,8 @@ class WaylineFlowPersistence(FlowPersistence):
 
     def __init__(self, url: str | Store = "", /, **data: Any) -> None:
         store = url if not isinstance(url, str) else None
-        super().__init__(url=url if isinstance(url, str) else url.url, **data)
+        data["url"] = url if isinstance(url, str) else url.url
+        super().__init__(**data)
         self._store = store
         self._owner = f"{socket.gethostname()}:{os.getpid()}:crewai:{id(self):x}"
         self.init_db()

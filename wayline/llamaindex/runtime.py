@@ -330,7 +330,7 @@ class WaylineRuntime(BasicRuntime):
         for interrupt, decision in answers:
             event = self._answer_event(workflow, rec, interrupt, decision)
             binding.inject.append((event, interrupt.interrupt_id))
-            handler.ctx.send_event(event)  # type: ignore[union-attr]
+            handler.ctx.send_event(event)
         beat = asyncio.create_task(self._heartbeat(binding, handler))
         try:
             result = await handler
@@ -389,7 +389,9 @@ class WaylineRuntime(BasicRuntime):
     def _suspend(self, binding: _Binding) -> LlamaRun:
         """Record each open waiter as an interrupt; no worker holds the run after this."""
         step = binding.journal.seq - 1
-        records, audit, waiting = [], [], []
+        records: list[InterruptRecord] = []
+        audit: list[AuditRecord] = []
+        waiting: list[dict[str, Any]] = []
         expires = time.time() + self.approval_ttl if self.approval_ttl else None
         for waiter_id, (step_name, waiter) in sorted(binding.journal.waiters.items()):
             question = _question(step_name, waiter)
@@ -476,7 +478,8 @@ class WaylineRuntime(BasicRuntime):
         stored name never imports a module)."""
         question = default_codec.loads(interrupt.value)
         wanted = question.get("event_type")
-        for cls in (*workflow.events, HumanResponseEvent, *self.answer_events):
+        known: list[type[Event]] = [*workflow.events, HumanResponseEvent, *self.answer_events]
+        for cls in known:
             if _type_name(cls) == wanted:
                 if isinstance(decision, dict):
                     return cls.model_validate(decision)
