@@ -89,7 +89,7 @@ def li_child(arm: str, workdir: Path, runs: int, steps: int) -> dict[str, Any]:
 
         else:
             from dbos import DBOS
-            from llama_agents.dbos import DBOSRuntime
+            from llama_agents.dbos import DBOSRuntime  # type: ignore[import-untyped]
 
             DBOS(
                 config={"name": "bench", "system_database_url": f"sqlite:///{workdir / 'dbos.db'}"}
@@ -188,9 +188,9 @@ def run_arm(kind: str, arm: str, runs: int, size: int) -> dict[str, Any]:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "child":
-        kind, arm, d, runs, size = sys.argv[2:7]
+        kind, arm, d, n_runs, n_size = sys.argv[2:7]
         fn = li_child if kind == "llamaindex" else crew_child
-        print(json.dumps(fn(arm, Path(d), int(runs), int(size))))
+        print(json.dumps(fn(arm, Path(d), int(n_runs), int(n_size))))
         return 0
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=3)
