@@ -15,7 +15,6 @@ import pytest
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
-os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 pytest.importorskip("crewai", reason="needs the wayline[crewai] extra")
 
 from crewai.flow.flow import Flow, listen, start

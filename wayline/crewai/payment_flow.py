@@ -20,7 +20,6 @@ from typing import Any
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
-os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
 from crewai.flow.flow import Flow, listen, start
 from crewai.flow.persistence import SQLiteFlowPersistence, persist
