@@ -112,8 +112,20 @@ def crashtest(
         Path | None, typer.Option("--json", help="Write every trial's result here.")
     ] = None,
     keep: Annotated[bool, typer.Option(help="Keep the trials' files (stores, ledgers).")] = False,
+    framework: Annotated[
+        str | None,
+        typer.Option(
+            help="Run the frameworks crash test instead: langgraph, llamaindex, crewai, "
+            "wayline (comma-separated), each plain and on wayline, killed before_charge, "
+            "after_charge, after_record (--points takes these names then)."
+        ),
+    ] = None,
 ) -> None:
     """The payments crash test: SIGKILL a worker around a charge, resume it, count charges."""
+    if framework is not None:
+        from wayline.demo.frameworks_report import frameworks_crashtest
+
+        raise typer.Exit(frameworks_crashtest(console, framework, points, trials, json_path, keep))
     from wayline.demo import crashtest as ct
     from wayline.demo.payment_flow import KILL_POINTS, STRATEGIES
 

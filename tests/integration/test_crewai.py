@@ -1,0 +1,177 @@
+"""CrewAI Flows on wayline (``wayline.crewai``), on SQLite and PostgreSQL: a fresh process
+resumes a flow killed after its charge without re-running completed methods or the charge;
+a ledgered tool retried after a failure returns its recorded result; a zombie is fenced."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+pytest.importorskip("crewai", reason="needs the wayline[crewai] extra")
+
+from crewai.flow.flow import Flow, listen, start
+from crewai.flow.persistence import persist
+from crewai.tools import BaseTool
+from pydantic import BaseModel
+
+from wayline.crewai import WaylineFlowPersistence, kickoff_on_wayline, ledgered
+from wayline.crewai import payment_flow as crew_payment
+from wayline.demo.payments import PaymentsService
+from wayline.errors import LeaseLost
+
+TIMEOUT_S = 120.0
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'crew.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+def _child(tmp: Path, url: str, service: str, *extra: str) -> int:
+    argv = [sys.executable, "-m", "wayline.crewai.payment_flow", "--arm", "wayline",
+            "--dir", str(tmp), "--service", service, "--url", url, *extra]  # fmt: skip
+    with open(tmp / "child.stderr", "ab") as err:
+        return subprocess.run(
+            argv, stdout=subprocess.DEVNULL, stderr=err, timeout=TIMEOUT_S, check=False
+        ).returncode
+
+
+def test_a_fresh_process_resumes_a_killed_flow_without_rerunning_methods(
+    url: str, tmp_path: Path
+) -> None:
+    """The child runs the flow and is SIGKILLed after the provider committed the charge; this
+    process, which never ran it, resumes it with only the store URL."""
+    with PaymentsService(tmp_path / "ledger.db") as svc:
+        marker = str(tmp_path / "marker.jsonl")
+        rc = _child(tmp_path, url, svc.url, "--point", "provider_committed", "--marker", marker)
+        assert rc == -signal.SIGKILL, (tmp_path / "child.stderr").read_text()[-2000:]
+        assert svc.ledger.stats()["charges"] == 1  # charged, then killed before the record
+        p = WaylineFlowPersistence(url, steal=True)  # the child is dead: take its lease
+        try:
+            assert p.completed_methods("order-7") == ["prepare"]
+            ran: list[str] = []
+            flow = crew_payment.build("wayline", svc.url, ran.append, p)
+            assert kickoff_on_wayline(flow, "order-7") == "order-7 paid by " + flow.state.charge_id
+            # prepare completed before the kill and did not run again; charge did
+            assert "before_charge" in ran
+            assert p.completed_methods("order-7") == ["prepare", "charge", "finalize"]
+            stats = svc.ledger.stats()
+            assert (stats["charges"], stats["deduplicated"]) == (1, 1)  # resent under its key
+            run = p.store.get_run("default", "order-7")
+            assert run is not None and run.status == "done" and run.lease_owner is None
+            [rec] = p.store.list_effects("default", "order-7")
+            assert (rec.status, rec.attempt) == ("SUCCEEDED", 2)
+        finally:
+            p.close()
+
+
+class Charges:
+    def __init__(self) -> None:
+        self.keys: list[str | None] = []
+        self.fail_next = 0
+
+    def __call__(self, amount: int, key: str | None) -> dict[str, Any]:
+        self.keys.append(key)
+        if self.fail_next:
+            self.fail_next -= 1
+            raise ConnectionError("the card network timed out")
+        return {"charge": f"ch_{len(self.keys)}", "amount": amount}
+
+
+class PayState(BaseModel):
+    id: str = ""
+    charge: str = ""
+    done: bool = False
+
+
+def payment_flow(p: WaylineFlowPersistence, charges: Charges, fail_after: list[bool]) -> Any:
+    class ChargeTool(BaseTool):
+        name: str = "charge_card"
+        description: str = "Charge a card."
+
+        def _run(self, amount: int, key: str | None = None) -> dict[str, Any]:
+            return charges(amount, key)
+
+    @persist(p)
+    class Pay(Flow[PayState]):
+        @start()
+        def charge(self) -> None:
+            tool = ledgered(ChargeTool(), self, pass_key="key")
+            try:
+                result = tool.run(amount=7)
+            except ConnectionError:  # CrewAI's tool retry path: the agent calls it again
+                result = tool.run(amount=7)
+            self.state.charge = result["charge"]
+            if fail_after and fail_after.pop():
+                raise RuntimeError("the method failed after the charge")
+
+        @listen(charge)
+        def finish(self) -> None:
+            self.state.done = True
+
+    return Pay()
+
+
+def test_a_tool_retried_after_a_failure_returns_its_recorded_result(url: str) -> None:
+    charges = Charges()
+    charges.fail_next = 1  # the first call fails outright; CrewAI calls the tool again
+    p = WaylineFlowPersistence(url)
+    try:
+        with pytest.raises(RuntimeError, match="after the charge"):
+            kickoff_on_wayline(payment_flow(p, charges, [True]), "pay-1")
+        assert len(charges.keys) == 2 and charges.keys[0] == charges.keys[1]  # same key
+        assert p.store.get_run("default", "pay-1").status == "failed"  # type: ignore[union-attr]
+        flow = payment_flow(p, charges, [])
+        kickoff_on_wayline(flow, "pay-1")  # the method runs again; its tool call does not
+        assert len(charges.keys) == 2
+        assert flow.state.charge == "ch_2" and flow.state.done is True
+        [rec] = p.store.list_effects("default", "pay-1")
+        assert (rec.status, rec.attempt, rec.key) == ("SUCCEEDED", 2, charges.keys[0])
+        assert p.completed_methods("pay-1") == ["charge", "finish"]
+    finally:
+        p.close()
+
+
+def test_a_zombie_flow_is_fenced(url: str) -> None:
+    charges = Charges()
+    zombie = WaylineFlowPersistence(url, lease_seconds=60.0)
+    other = WaylineFlowPersistence(url, lease_seconds=60.0, steal=True)
+    try:
+        flow = payment_flow(zombie, charges, [])
+        flow.state.id = "pay-2"
+        zombie.save_state("pay-2", "charge", {"id": "pay-2", "charge": "", "done": False})
+        other.hold("pay-2")  # another process takes the flow over
+        with pytest.raises(LeaseLost):
+            zombie.save_state("pay-2", "finish", {"id": "pay-2", "charge": "", "done": True})
+        from crewai.flow.flow_context import current_flow_method_name
+
+        class Noop(BaseTool):
+            name: str = "noop"
+            description: str = "n"
+
+            def _run(self) -> str:
+                charges(0, None)
+                return "ran"
+
+        token = current_flow_method_name.set("finish")
+        try:
+            with pytest.raises(LeaseLost):
+                ledgered(Noop(), flow, persistence=zombie).run()
+        finally:
+            current_flow_method_name.reset(token)
+        assert charges.keys == []  # the zombie's tool never ran
+        assert zombie.completed_methods("pay-2") == ["charge"]
+        assert zombie.store.list_effects("default", "pay-2") == []
+    finally:
+        zombie.close()
+        other.close()
