@@ -35,7 +35,8 @@ class LlamaIndexWorker:
         claimed = rt.store.claim_next(
             owner=rt.owner,
             lease_seconds=rt.lease_seconds,
-            graphs=list(self.workflows),
+            # the version is the workflow's own fingerprint (``workflow_identity``)
+            graphs=[(name, version, "") for name, version in self.workflows],
             tenant_id=rt.tenant,
         )
         if claimed is None:
