@@ -223,7 +223,7 @@ def worker(
     ] = "auto",
 ) -> None:
     """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
-    from wayline.cli.loading import load_graph
+    from wayline.cli.loading import load_engine
     from wayline.cli.logs import log_to_stderr
     from wayline.cli.signals import stop_on_signals
     from wayline.worker import Worker, WorkerConfig
@@ -242,7 +242,7 @@ def worker(
         pin_this_thread(pinned)  # inherit it
     store = _open(db, create=True)
     with _reported(2):
-        compiled = [load_graph(spec, store) for spec in graphs]
+        compiled = [load_engine(spec, store) for spec in graphs]
     config = WorkerConfig(
         concurrency=concurrency,
         lease_seconds=lease,

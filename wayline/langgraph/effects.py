@@ -31,6 +31,7 @@ from wayline.effects.ledger import EffectLedger
 from wayline.effects.retry import RetryPolicy
 from wayline.errors import EffectOutcomeUnknown, RunParkedError, WaylineError
 from wayline.ids import derive_id
+from wayline.langgraph.fence import fence_of
 from wayline.langgraph.saver import WaylineSaver
 
 __all__ = ["effect", "record"]
@@ -110,12 +111,13 @@ def _ledger(config: RunnableConfig, *, need_stable_key: bool) -> EffectLedger:
             tenant, thread, graph_name="langgraph", graph_version="", durability="sync"
         )
     meta = config.get("metadata") or {}
+    fence = fence_of(config)  # under a worker: its lease's token, not whoever's is current
     ledger = EffectLedger(
         store,
         default_codec,
         tenant_id=tenant,
         run_id=thread,
-        token=run.fencing_token,
+        token=run.fencing_token if fence is None else fence.token,
         node=str(meta.get("langgraph_node", ns.split(":")[0])),
         step=int(meta.get("langgraph_step", 0)),
         task_id=derive_id(thread, ns, task_id),

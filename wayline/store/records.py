@@ -124,6 +124,9 @@ class RunRecord:
     """The class of each labelled channel, as the run's schema declared it at creation."""
     redacted: Mapping[str, float] = dataclasses.field(default_factory=dict)
     """Classes erased from the run, and when: those channels read as ``Redacted``."""
+    engine: str = "wayline"
+    """What executes it: ``wayline`` (wayline's loop) or ``langgraph`` (LangGraph's own
+    engine on ``WaylineSaver``, under a worker's lease: ``wayline.langgraph.engine``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -354,6 +354,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         schema_version: str = "",
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
+        engine: str = "wayline",
     ) -> RunRecord:
         """Hand a run input (a start or a resume decision) to whichever worker claims it."""
         stored, crc_ = self.payloads.put(
@@ -375,6 +376,9 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
             if row is None:  # the run exists: its new input waits in its inbox
                 now = time.time()
                 db.execute(self.q.Q_SET_INBOX, (stored, crc_, now, now, tenant_id, run_id))
+            if engine != "wayline":
+                db.execute(self.q.Q_SET_ENGINE, (engine, tenant_id, run_id, engine))
+                row = None  # read back with its engine
             db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "runs", "inbox", len(stored)))
             self._notify(db)
         return self._existing(tenant_id, run_id) if row is None else self._run(row)

@@ -14,9 +14,9 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
-from typing import Literal
+from typing import Any, Literal
 
 from wayline.control.policy import DataPolicy, apply_policy
 from wayline.effects.retry import RetryPolicy, retry_any
@@ -28,16 +28,13 @@ from wayline.errors import (
     VersionMismatchError,
     WaylineError,
 )
-from wayline.graph.checkpoint import inbox_breakpoints, inbox_stream_modes
-from wayline.graph.compiled import CompiledGraph
-from wayline.graph.loop import RunLoop, default_owner
-from wayline.ids import RunRef
+from wayline.graph.loop import default_owner
 from wayline.store import open_store
 from wayline.store.base import Store
 from wayline.store.group import GroupCommit
 from wayline.store.records import RunRecord
 from wayline.worker.affinity import check_cpus, pin_this_thread
-from wayline.worker.emitted import EMITTED_MODES, EmitSink
+from wayline.worker.engine import Engine, Execution, Lease, engines_for
 from wayline.worker.placement import Placement
 
 __all__ = ["Worker", "WorkerConfig"]
@@ -83,23 +80,29 @@ class _Held:
     run: RunRecord
     token: int
     stop: threading.Event
-    loop: RunLoop | None = None
+    execution: Execution | None = None
 
 
 class Worker:
-    """Runs the graphs it serves, for every run any client starts, until stopped."""
+    """Runs the graphs it serves, for every run any client starts, until stopped.
+
+    ``graphs``: wayline graphs, LangGraph graphs (``CompiledStateGraph``, ``@entrypoint``:
+    run by LangGraph's own engine on ``WaylineSaver``), or ``Engine``s; the worker sees only
+    the engine seam (``wayline.worker.engine``)."""
 
     def __init__(
         self,
         store: Store | str,
-        graphs: CompiledGraph | Sequence[CompiledGraph],
+        graphs: Any,
         config: WorkerConfig | None = None,
         *,
         owner: str | None = None,
     ) -> None:
         self.store = open_store(store) if isinstance(store, str) else store
-        graphs = [graphs] if isinstance(graphs, CompiledGraph) else list(graphs)
-        self.graphs = {(g.name, g.version): g.with_store(self.store) for g in graphs}
+        engines = engines_for(graphs)
+        self.graphs: dict[tuple[str, str], Engine] = {
+            (e.name, e.version): e.bind(self.store) for e in engines
+        }
         """Versions side by side: each run continues on the version that wrote it."""
         self.config = config or WorkerConfig()
         self.placement: Placement | None = None
@@ -236,40 +239,28 @@ class Worker:
         no run is claimed again and again without progress."""
         held = _Held(run, token, threading.Event())
         key = (run.tenant_id, run.run_id)
-        sink: EmitSink | None = None
+        lease = Lease(
+            owner=self.owner,
+            lease_seconds=self.config.lease_seconds,
+            token=token,
+            stop=held.stop,
+            committer=self.group.commit,
+        )
         try:
-            graph = self.graphs[(run.graph_name, run.graph_version)]
-            sink = _emit_sink(self.store, graph, run, token)
-            loop = graph.open_loop(
-                RunRef(run.tenant_id, run.run_id),
-                durability=run.durability,
-                owner=self.owner,
-                lease_seconds=self.config.lease_seconds,
-                token=token,
-                stop=held.stop,
-                claimed_run=run,
-                committer=self.group.commit if sink is None else sink.wrap(self.group.commit),
-            )
-            if sink is not None:
-                loop.invocation.emit = sink
-                sink.step_of = lambda: loop.step + 1
+            execution = self.graphs[(run.graph_name, run.graph_version)].open(run, lease)
         except Exception as exc:  # e.g. a durability mode this wayline does not know
             self._give_up(run, token, exc)
             self.store.release(run.tenant_id, run.run_id, token)
             with self._lock:
                 self.completed += 1
             return
-        held.loop = loop
-        loop.step_events = False  # nothing reads them here (a traced graph turns them on)
+        held.execution = execution
         with self._lock:
             self._held[key] = held
             if self.stopping.is_set():
                 held.stop.set()
         try:
-            for _ in graph.run_loop(loop, None, breakpoints=_queued_breakpoints(graph, run)):
-                pass
-            if sink is not None:
-                sink.flush()  # emitted in a step that committed nothing after (an interrupt)
+            execution.run()
         except RunParkedError as exc:
             log.warning("run %s: %s", run.run_id, exc)
         except ResumeError as exc:  # the input it was handed was refused and consumed
@@ -279,7 +270,7 @@ class Worker:
         except LeaseLost as exc:
             log.warning("%s", exc)
         except Exception as exc:
-            unreadable = not loop.loaded or isinstance(exc, CorruptionError)
+            unreadable = not execution.loaded or isinstance(exc, CorruptionError)
             self._retry_or_dead_letter(run, token, exc, unreadable=unreadable)
         finally:
             with self._lock:
@@ -346,26 +337,9 @@ class Worker:
             if not alive:
                 log.warning("lease on run %s lost; it stops at its next write", h.run.run_id)
                 h.stop.set()
-            elif cancel and h.loop is not None:
-                h.loop.cancelled = True
+            elif cancel and h.execution is not None:
+                h.execution.cancel()
                 h.stop.set()
-
-
-def _emit_sink(store: Store, graph: CompiledGraph, run: RunRecord, token: int) -> EmitSink | None:
-    """The sink recording what nodes emit, when the queued input asked for it (None: not)."""
-    modes = frozenset() if run.inbox is None else inbox_stream_modes(graph.codec, run.inbox)
-    if not modes & EMITTED_MODES:
-        return None
-    return EmitSink(store, graph.codec, run.tenant_id, run.run_id, token, modes)
-
-
-def _queued_breakpoints(
-    graph: CompiledGraph, run: RunRecord
-) -> tuple[frozenset[str], frozenset[str]] | None:
-    """The ``interrupt_before``/``interrupt_after`` queued with the run's input (None: the
-    graph's compiled-in ones). They hold for the invocation that takes this inbox."""
-    given = None if run.inbox is None else inbox_breakpoints(graph.codec, run.inbox)
-    return None if given is None else graph.breakpoints(*given)
 
 
 SIGNAL_SLICE = 0.5
