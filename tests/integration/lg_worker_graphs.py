@@ -22,6 +22,7 @@ from langgraph.config import get_config
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
+from wayline.effects import NOT_FOUND
 from wayline.langgraph import effect
 
 STEPS = 6
@@ -54,6 +55,13 @@ def _charge(key: str) -> str:
     return f"ch-{key[-6:]}"
 
 
+def _reconcile(key: str) -> Any:
+    """The provider's own record of a charge (a kill after it committed leaves it there)."""
+    path = _side() / "charges.log"
+    charged = path.exists() and key in path.read_text().split()
+    return f"ch-{key[-6:]}" if charged else NOT_FOUND
+
+
 def _take(name: str) -> bool:
     """Take a control file: only the first process to get here sees it."""
     side = _side()
@@ -78,7 +86,7 @@ def step(state: Counter) -> dict[str, Any]:
     append("executions.log", f"{thread} {n} {os.getpid()}")
     update: dict[str, Any] = {"log": [n], "n": n + 1}
     if n == BLOCK_AT:
-        update["receipt"] = effect("charge", _charge, request={"n": n})
+        update["receipt"] = effect("charge", _charge, request={"n": n}, reconcile=_reconcile)
         _maybe_block(thread)
     return update
 
