@@ -86,7 +86,7 @@ class LangGraphEngine:
     def bind(self, store: Store) -> LangGraphEngine:
         if store is self.store:
             return self
-        return LangGraphEngine(
+        return type(self)(
             self.graph,
             name=self.name,
             version=self.version,

@@ -362,6 +362,7 @@ class Service:
             schema_version=graph.schema_version,
             subject=_subject(body),
             classes=graph.schema.classes,
+            engine=getattr(graph, "kind", "wayline"),
         )
 
     def _decide(self, who: Principal, thread_id: str, run: RunRecord | None, value: Any) -> None:
