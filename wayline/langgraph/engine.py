@@ -23,6 +23,7 @@ Every checkpoint's metadata names the worker and token that wrote it (``wayline_
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -176,8 +177,6 @@ class LangGraphExecution:
 
     def _run(self) -> str:
         engine, run = self.engine, self.record
-        app = engine._bound
-        assert app is not None
         given, options = (None, {}) if run.inbox is None else engine.decode_input(run.inbox)
         before = self.store.load_interrupts(run.tenant_id, run.run_id, run.step + 1)
         answers = {
@@ -186,29 +185,36 @@ class LangGraphExecution:
         if given is None and answers:  # a decision recorded through Wayline.resume
             given = Command(resume=answers)
         self.loaded = True
-        stopped = False
-        stream = app.stream(
-            given,
-            self.config,
-            stream_mode="updates",
-            durability=run.durability,
-            interrupt_before=options.get("interrupt_before"),
-            interrupt_after=options.get("interrupt_after"),
-        )
-        try:
-            for _ in stream:
-                self.steps += 1
-                if self.lease.stop.is_set():
-                    stopped = True
-                    break
-        finally:
-            with contextlib.suppress(Exception):
-                stream.close()
+        stopped = asyncio.run(self._stream(given, options))
         if stopped and self.cancelled:
             return self._report("cancelled", error="cancelled by request")
         if stopped:  # a graceful stop or a lost lease: the next holder continues
             return "running"
         return self._settle(before)
+
+    async def _stream(self, given: Any, options: dict[str, Any]) -> bool:
+        """LangGraph's loop until it ends or pauses (True: stopped at ``lease.stop``).
+        Always ``astream``: it runs async nodes and tools (a template's ``async def``
+        nodes) and sync ones alike, the sync ones in threads, as LangGraph's server does."""
+        app = self.engine._bound
+        stream = app.astream(
+            given,
+            self.config,
+            stream_mode="updates",
+            durability=self.record.durability,
+            interrupt_before=options.get("interrupt_before"),
+            interrupt_after=options.get("interrupt_after"),
+            context=_context(app, options.get("context")),
+        )
+        try:
+            async for _ in stream:
+                self.steps += 1
+                if self.lease.stop.is_set():
+                    return True
+        finally:
+            with contextlib.suppress(Exception):
+                await stream.aclose()
+        return False
 
     def _settle(self, before: Sequence[Any]) -> str:
         """Report how the run ended: done, or waiting with its questions recorded."""
@@ -274,6 +280,21 @@ def graph_version(graph: Any) -> str:
         shape = {"nodes": sorted(graph.nodes)}
     digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
     return f"lg-{digest[:12]}"
+
+
+def _context(graph: Any, given: Any) -> Any:
+    """The run's ``Runtime.context``: what the run was given, as the graph's context schema
+    (its defaults when nothing was given, as LangGraph's server builds it), else None."""
+    schema = getattr(graph, "context_schema", None)
+    if schema is None:
+        return given
+    given = dict(given or {})
+    if isinstance(schema, type) and not issubclass(schema, dict) and hasattr(schema, "__init__"):
+        try:
+            return schema(**given)
+        except TypeError:
+            return given
+    return given
 
 
 def _options(breakpoints: Any) -> dict[str, Any]:
