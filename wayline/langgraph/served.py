@@ -178,7 +178,8 @@ class LangGraphWatch(RunWatch):
                         events.append(("updates", {task.name: task.result}))
                 snap = served._snapshot(self.tenant, self.thread_id, by_step[step])
                 self.channels = dict(snap.values)
-                events.append(("values", dict(self.channels)))
+                if snap.metadata.get("source") != "input":  # input not applied yet: as
+                    events.append(("values", dict(self.channels)))  # LangGraph, no event
                 self.step = step
         if self.end_step is not None and self.step >= self.end_step:
             self.done = True
