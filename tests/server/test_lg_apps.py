@@ -26,7 +26,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 import wayline
 
 APPS = Path(__file__).resolve().parents[2] / "examples" / "langgraph_apps"
-QUESTION = {"messages": [{"role": "user", "content": "what is wayline?"}]}
+QUESTION: dict[str, Any] = {"messages": [{"role": "user", "content": "what is wayline?"}]}
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -98,7 +98,7 @@ def test_the_react_agent_template_answers_with_its_tool_and_streams_each_step(
     assert len(found["results"]) == 1  # MAX_SEARCH_RESULTS=1 from the app's .env
     assert out["messages"][3]["content"].startswith("wayline is")
 
-    again = {"messages": [{"role": "user", "content": "and again?"}]}
+    again: dict[str, Any] = {"messages": [{"role": "user", "content": "and again?"}]}
     chunks = list(c.runs.stream(tid, "agent", input=again, stream_mode=["updates", "values"]))
     events = [(ch.event, list(ch.data) if isinstance(ch.data, dict) else None) for ch in chunks]
     assert events[0][0] == "metadata"
@@ -121,7 +121,7 @@ def test_the_review_tool_calls_example_waits_for_a_decision_and_goes_on(
 ) -> None:
     c, _ = hitl
     tid = c.threads.create()["thread_id"]
-    ask = {"messages": [{"role": "user", "content": "what's the weather in sf?"}]}
+    ask: dict[str, Any] = {"messages": [{"role": "user", "content": "what's the weather in sf?"}]}
     paused = as_dict(c.runs.wait(tid, "weather", input=ask))
     (question,) = paused["__interrupt__"]
     assert question["value"]["question"] == "Is this correct?"
