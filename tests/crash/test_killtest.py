@@ -96,3 +96,26 @@ def test_fleet_kill_on_postgresql_replays_at_most_the_step_in_flight_per_run(
     (sync,) = report["totals"]
     assert sync["runs"] == 12 and sync["states_equal"] == 12, text
     assert sync["max_replayed_steps"] <= 1 and sync["beyond"] == 0, text
+
+
+LG_GRAPH = f"{Path(__file__).resolve().parent / 'lg_killtest_graph.py'}:graph"
+
+
+def test_a_langgraph_graph_on_wayline_costs_only_the_node_in_flight(tmp_path: Path) -> None:
+    """``wayline killtest`` takes a LangGraph graph: LangGraph's engine, run as a worker
+    runs it (leased, every write fenced), killed at its task boundaries and at random."""
+    db = f"sqlite:///{tmp_path / 'lg.db'}"
+    console = Console(record=True, width=200, force_terminal=False)
+    out = tmp_path / "lg.json"
+    code = run_killtest(
+        console, graph=LG_GRAPH, db=db, input=INPUT, json_path=out, trials=2, modes=["sync"], seed=3
+    )
+    text = console.export_text()
+    assert code == 0, text
+    trials = json.loads(out.read_text())["trials"]
+    assert any(t["kill"].startswith(("start", "finish")) for t in trials)
+    for t in trials:
+        assert t["unknown"] <= 1 and t["beyond"] == 0 and t["duplicate_effects"] == 0, t
+        assert t["status"] == "done" and t["state_equal"] is True, t
+    assert sum(t["executions"] for t in trials) > 0
+    assert wayline.connect(db).list_runs("default") == []

@@ -43,12 +43,15 @@ import wayline
 from wayline.cli.killtest_child import parse_event
 from wayline.cli.killtest_pg import LocalPostgres, is_embedded
 from wayline.cli.killtest_report import render, summary
-from wayline.cli.loading import load_graph
+from wayline.cli.loading import load_engine
 from wayline.client import Wayline
 from wayline.errors import WaylineError
-from wayline.graph.compiled import CompiledGraph
 
-__all__ = ["KillPlan", "Setup", "TrialResult", "analyse", "run_killtest"]
+__all__ = ["KillPlan", "Setup", "TrialResult", "analyse", "load_target", "run_killtest"]
+
+Target = Any
+"""What a trial runs: a wayline ``CompiledGraph``, or a LangGraph graph as
+``wayline.langgraph.probed.LangGraphKillTarget`` (the same methods)."""
 
 MODES = ("sync", "async", "exit")
 CHILD_TIMEOUT_S = 120.0
@@ -140,7 +143,7 @@ class Baseline:
     seconds: float
 
 
-def _baseline(setup: Setup, app: CompiledGraph, mode: str) -> Baseline:
+def _baseline(setup: Setup, app: Target, mode: str) -> Baseline:
     run_id = f"kt-base-{mode}-{setup.seed}-{os.getpid()}"
     setup.created.append(run_id)
     events = setup.workdir / f"{run_id}.events"
@@ -186,7 +189,7 @@ def _plans(base: Baseline, trials: int, rng: random.Random) -> list[KillPlan]:
 
 def run_trial(
     setup: Setup,
-    app: CompiledGraph,
+    app: Target,
     base: Baseline,
     mode: str,
     index: int,
@@ -202,7 +205,7 @@ def run_trial(
     with _store(setup) as store:
         run = store.get_run(setup.tenant, run_id)
         result.committed_step = run.step if run else None
-        committed = _committed(store, setup.tenant, [run_id])
+        committed = _committed(store, setup.tenant, [run_id], app.with_store(store))
     if finished or (run is not None and run.status == base.status and run.inbox is None):
         result.note = "ended first"  # the kill came after the run had finished
     if result.committed_step is not None or not finished:
@@ -221,10 +224,16 @@ def run_trial(
     return result
 
 
-def _committed(store: wayline.Store, tenant: str, run_ids: Sequence[str]) -> dict[str, Any]:
+def _committed(
+    store: wayline.Store, tenant: str, run_ids: Sequence[str], app: Target = None
+) -> dict[str, Any]:
     """Per run: (committed step, ids of the next step's saved peers)."""
     out: dict[str, Any] = {}
+    own = getattr(app, "committed", None)
     for run_id in run_ids:
+        if own is not None:  # a LangGraph thread: its newest checkpoint and its writes
+            out[run_id] = own(tenant, run_id)
+            continue
         run = store.get_run(tenant, run_id)
         step = run.step if run is not None else -1
         saved = {p.task_id for p in store.load_pending(tenant, run_id, step + 1)}
@@ -234,7 +243,7 @@ def _committed(store: wayline.Store, tenant: str, run_ids: Sequence[str]) -> dic
 
 def analyse(
     result: TrialResult,
-    app: CompiledGraph,
+    app: Target,
     killed: list[dict[str, Any]],
     resumed: list[dict[str, Any]],
     committed: dict[str, tuple[int, set[str]]],
@@ -274,7 +283,7 @@ def analyse(
 
 def run_fleet(
     setup: Setup,
-    app: CompiledGraph,
+    app: Target,
     base: Baseline,
     mode: str,
     index: int,
@@ -299,7 +308,7 @@ def run_fleet(
     if _kill(setup, child, ev1, plan, pg, result):
         result.note = "ended first"
     with _store(setup) as store:
-        committed = _committed(store, setup.tenant, ids)
+        committed = _committed(store, setup.tenant, ids, app.with_store(store))
     resumer = _spawn(setup, ev2, worker=True, until=ids)
     _wait(resumer, ev2)
     statuses: Counter[str] = Counter()
@@ -450,6 +459,19 @@ def _purge(setup: Setup) -> None:
             client.purge(run_id)
 
 
+def load_target(spec: str, store: wayline.Store) -> Target:
+    """The graph a kill test runs: a wayline graph, or a LangGraph graph run by LangGraph's
+    engine the way a worker runs it (``wayline.langgraph.probed``)."""
+    from wayline.worker.engine import WaylineEngine
+
+    engine = load_engine(spec, store)
+    if isinstance(engine, WaylineEngine):
+        return engine.graph
+    from wayline.langgraph.probed import LangGraphKillTarget
+
+    return LangGraphKillTarget(engine.graph, name=engine.name, version=engine.version, store=store)  # type: ignore[attr-defined]
+
+
 def _cfg(setup: Setup, run_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": run_id, "tenant": setup.tenant}}
 
@@ -494,7 +516,7 @@ def run_killtest(
         setup = Setup(graph, url, input, tenant, Path(tmp), seed, kill_db, concurrency)
         try:
             with _store(setup) as store:
-                app = load_graph(graph, store)
+                app = load_target(graph, store)
             results = _run_all(console, setup, app, modes, trials, runs, rng, pg)
         except WaylineError as exc:
             console.print(f"[red]{exc}[/]")
@@ -514,7 +536,7 @@ def run_killtest(
 def _run_all(
     console: Console,
     setup: Setup,
-    app: CompiledGraph,
+    app: Target,
     modes: Sequence[str],
     trials: int,
     runs: int,

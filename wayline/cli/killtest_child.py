@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import wayline
-from wayline.cli.loading import load_graph
 from wayline.graph import probe
 from wayline.graph.probe import ProbeEvent
 
@@ -90,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
 
     probe.install(EventLog(args.events, args.stop_kind, args.stop_at, args.hold))
     store = wayline.connect(args.db)
-    app = load_graph(args.graph, store)
+    from wayline.cli.killtest import load_target
+
+    app = load_target(args.graph, store)
     report: dict[str, Any] = {"pid": os.getpid(), "error": None}
     try:
         if args.worker:
