@@ -13,31 +13,35 @@ from wayline.langgraph import effect
 INPUT = {"n": 0, "log": []}
 
 
-class S(TypedDict, total=False):
+class Subject(TypedDict, total=False):
     n: int
     log: Annotated[list[str], operator.add]
     sent: bool
 
 
-def first(s: S) -> dict[str, Any]:
-    return {"n": s["n"] + 1, "log": ["first"]}
+def first(state: Subject) -> dict[str, Any]:
+    return {"n": state["n"] + 1, "log": ["first"]}
 
 
-def notify(s: S) -> dict[str, Any]:
-    effect("notify", lambda key: {"ok": True}, request={"n": s["n"]}, idempotent=True)
+def notify(state: Subject) -> dict[str, Any]:
+    effect("notify", lambda key: {"ok": True}, request={"n": state["n"]}, idempotent=True)
     return {"sent": True, "log": ["notify"]}
 
 
-def last(s: S) -> dict[str, Any]:
-    return {"n": s["n"] * 10, "log": ["last"]}
+def last(state: Subject) -> dict[str, Any]:
+    return {"n": state["n"] * 10, "log": ["last"]}
 
 
-builder = StateGraph(S)
-builder.add_node("first", first)
-builder.add_node("notify", notify)
-builder.add_node("last", last)
-builder.add_edge(START, "first")
-builder.add_edge("first", "notify")
-builder.add_edge("notify", "last")
-builder.add_edge("last", END)
-graph = builder.compile(name="lg_killtest_subject")
+def build() -> StateGraph[Subject]:
+    builder = StateGraph(Subject)
+    builder.add_node("first", first)
+    builder.add_node("notify", notify)
+    builder.add_node("last", last)
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "notify")
+    builder.add_edge("notify", "last")
+    builder.add_edge("last", END)
+    return builder
+
+
+graph = build().compile(name="lg_killtest_subject")
