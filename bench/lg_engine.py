@@ -34,7 +34,7 @@ import _common as c
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-REPEATS = 3
+REPEATS = 5
 
 
 def app(n: int) -> Any:

@@ -335,7 +335,10 @@ class Worker:
                 log.warning("heartbeat for run %s failed: %s", h.run.run_id, exc)
                 continue
             if not alive:
-                log.warning("lease on run %s lost; it stops at its next write", h.run.run_id)
+                with self._lock:  # not a loss if the run ended (and let go) meanwhile
+                    ended = self._held.get((h.run.tenant_id, h.run.run_id)) is not h
+                if not ended:
+                    log.warning("lease on run %s lost; it stops at its next write", h.run.run_id)
                 h.stop.set()
             elif cancel and h.execution is not None:
                 h.execution.cancel()
