@@ -6,7 +6,7 @@ The side channel is ``worker_graphs``'s: ``$WAYLINE_TEST_SIDE`` collects every n
 execution (fsynced) and every charge the provider really makes; ``block-RUN`` stops the
 first process that reaches n == 3 in RUN (it writes ``reached-RUN`` and waits for
 ``go-RUN``); ``kill-RUN`` makes the provider's process SIGKILL itself right after it
-committed the charge.
+committed the charge; ``blind-RUN`` leaves the charge without ``reconcile``.
 """
 
 from __future__ import annotations
@@ -86,7 +86,9 @@ def step(state: Counter) -> dict[str, Any]:
     append("executions.log", f"{thread} {n} {os.getpid()}")
     update: dict[str, Any] = {"log": [n], "n": n + 1}
     if n == BLOCK_AT:
-        update["receipt"] = effect("charge", _charge, request={"n": n}, reconcile=_reconcile)
+        blind = (_side() / f"blind-{thread}").exists()  # no way to ask the provider
+        reconcile = None if blind else _reconcile
+        update["receipt"] = effect("charge", _charge, request={"n": n}, reconcile=reconcile)
         _maybe_block(thread)
     return update
 

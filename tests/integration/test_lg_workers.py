@@ -191,6 +191,26 @@ def test_an_effect_happens_once_across_a_kill_after_the_provider_committed(
     assert executions(side)[("e", 3)] == 2
 
 
+def test_an_unknown_outcome_parks_the_run_and_is_not_resent(
+    url: str, side: Path, procs: list[Any]
+) -> None:
+    (side / "kill-b").touch()
+    (side / "blind-b").touch()
+    first = spawn(procs, url, side, lease=1.0, name="first")
+    client = Wayline(url)
+    client.start(lg_worker_graphs.counter, INPUT, run_id="b")
+    assert first.wait(timeout=60) == -signal.SIGKILL
+    spawn(procs, url, side, lease=1.0, name="second")
+    run = wait_until(
+        lambda: (r := client.get("b")).status == "parked" and r.lease_owner is None and r,
+        "the run to park",
+    )
+    assert "outcome unknown" in str(run.error)
+    assert len(charges(side)) == 1  # neither resent under its key nor under a new one
+    (effect,) = wayline.connect(url).list_effects("default", "b")
+    assert effect.status in ("EXECUTING", "UNKNOWN")
+
+
 def in_process_worker(url: str, engine: LangGraphEngine) -> tuple[Worker, threading.Thread]:
     worker = Worker(url, engine, WorkerConfig(poll_interval=0.02, lease_seconds=5))
     thread = threading.Thread(target=worker.run)

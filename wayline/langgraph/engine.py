@@ -36,7 +36,7 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from wayline.codec import default_codec
-from wayline.errors import CodecError, ConfigError
+from wayline.errors import CodecError, ConfigError, RunParkedError
 from wayline.graph import probe
 from wayline.graph.interrupts import Asked, ask
 from wayline.graph.types import Interrupt
@@ -173,6 +173,9 @@ class LangGraphExecution:
         run, token = self.record, self.lease.token
         try:
             return self._run()
+        except RunParkedError as exc:  # an effect's outcome is unknown: for an operator
+            self._report("parked", error=f"effect {exc.key} outcome unknown")
+            raise
         except BaseException as exc:
             if isinstance(exc, Exception) and self.loaded:
                 self._report("failed", error=f"{type(exc).__name__}: {exc}")
