@@ -108,6 +108,13 @@ def crashtest(
         Path | None, typer.Option("--json", help="Write every trial's result here.")
     ] = None,
     keep: Annotated[bool, typer.Option(help="Keep the trials' files (stores, ledgers).")] = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="wayline: the flow on wayline's engine; langgraph: the same flow written "
+            "for LangGraph, run by LangGraph's engine on wayline (leased, fenced)."
+        ),
+    ] = "wayline",
 ) -> None:
     """The payments crash test: SIGKILL a worker around a charge, resume it, count charges."""
     from wayline.demo import crashtest as ct
@@ -121,6 +128,8 @@ def crashtest(
         }
     except ValueError as exc:
         _fail(str(exc), 2)
+    if engine not in ("wayline", "langgraph"):
+        _fail(f"unknown engine {engine!r}: wayline or langgraph", 2)
     raise typer.Exit(
         ct.run_crashtest(
             console,
@@ -129,6 +138,7 @@ def crashtest(
             jobs=jobs or os.cpu_count() or 1,
             json_path=json_path,
             keep=keep,
+            engine=engine,
         )
     )
 
