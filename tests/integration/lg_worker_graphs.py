@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from langgraph.config import get_config
+from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
@@ -128,3 +129,16 @@ def build_approval() -> StateGraph[Counter]:
 
 
 approval = build_approval().compile(name="lg_approval")
+
+
+@task
+def double(x: int) -> int:
+    return x * 2
+
+
+@entrypoint()
+def doubling(n: int) -> dict[str, Any]:
+    """A functional-API workflow: a task, then a question."""
+    doubled = double(n).result()
+    answer = interrupt({"doubled": doubled})
+    return {"doubled": doubled, "answer": answer}

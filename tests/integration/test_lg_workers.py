@@ -250,3 +250,25 @@ def test_an_interrupt_parks_the_run_and_only_an_authorized_actor_resumes_it(
     finally:
         worker.stop()
         thread.join()
+
+
+def test_an_entrypoint_runs_on_a_worker_and_waits_for_its_answer(url: str, side: Path) -> None:
+    engine = LangGraphEngine(lg_worker_graphs.doubling)
+    worker, thread = in_process_worker(url, engine)
+    try:
+        client = Wayline(url)
+        client.start(lg_worker_graphs.doubling, 21, run_id="fn")
+        assert client.wait("fn", timeout=30).status == "interrupted"
+        (question,) = client.pending("fn")
+        assert question.value == {"doubled": 42}
+        client.resume("fn", "ok")
+        run = client.wait("fn", timeout=30)
+        assert (run.status, run.engine) == ("done", "langgraph")
+        app = lg_worker_graphs.doubling.copy(update={"checkpointer": WaylineSaver(client.store)})
+        assert app.get_state({"configurable": {"thread_id": "fn"}}).values == {
+            "doubled": 42,
+            "answer": "ok",
+        }
+    finally:
+        worker.stop()
+        thread.join()

@@ -50,6 +50,9 @@ class LangGraphServed(LangGraphEngine):
     def _checkpoint_at(self, tenant: str, thread: str, step: int | None) -> str | None:
         """The id of the thread's newest root checkpoint of ``step`` (None: the newest)."""
         assert self.store is not None
+        newest = self.store.lg_get_checkpoint(tenant, thread, "", None)  # one indexed row
+        if newest is None or step is None or newest.step == step:
+            return None if newest is None else newest.checkpoint_id
         rows = self.store.lg_list_checkpoints(
             tenant, thread_id=thread, checkpoint_ns="", before_id=None, limit=None
         )
@@ -195,10 +198,16 @@ class LangGraphWatch(RunWatch):
         return dict(self.graph._snapshot(self.tenant, self.thread_id, found).values)
 
     def _checkpoints(self, after: int, top: int) -> dict[int, str]:
-        """The newest root checkpoint of each step in (``after``, ``top``]."""
+        """The newest root checkpoint of each step in (``after``, ``top``]: the newest rows
+        only (about one a step), all of them only when a thread forked or was updated."""
+        limit = 2 * (top - after) + 4
         rows = self.store.lg_list_checkpoints(
-            self.tenant, thread_id=self.thread_id, checkpoint_ns="", before_id=None, limit=None
+            self.tenant, thread_id=self.thread_id, checkpoint_ns="", before_id=None, limit=limit
         )
+        if len(rows) == limit and rows[-1][1].step > after:
+            rows = self.store.lg_list_checkpoints(
+                self.tenant, thread_id=self.thread_id, checkpoint_ns="", before_id=None, limit=None
+            )
         out: dict[int, str] = {}
         for _, row in rows:  # newest first
             if row.step <= after:
