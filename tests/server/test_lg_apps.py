@@ -3,7 +3,8 @@ langgraph.json`` (a real server process), driven by the official ``langgraph-sdk
 SQLite and PostgreSQL: the react-agent template (async nodes, a ToolNode, a context
 schema, an ``.env``) and the review-tool-calls human-in-the-loop how-to (an ``interrupt``
 resumed with ``Command(resume=...)``, a ``Command(goto=...)`` from a node). Both run
-LangGraph's own engine on wayline's workers (``wayline.langgraph.engine``).
+LangGraph's own engine on wayline's workers (``wayline.langgraph.engine``): the server's
+own for the first, a ``wayline worker --config langgraph.json`` process for the second.
 """
 
 from __future__ import annotations
@@ -36,7 +37,11 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("pg_url"))
 
 
-def serve(app: str, db: str, tmp_path: Path) -> Iterator[tuple[SyncLangGraphClient, Path]]:
+def serve(
+    app: str, db: str, tmp_path: Path, *, own_worker: bool = False
+) -> Iterator[tuple[SyncLangGraphClient, Path]]:
+    """The app under ``wayline serve --config``; with ``own_worker``, a server that runs
+    nothing itself (``--workers 0``) and a ``wayline worker --config`` process that does."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -44,9 +49,16 @@ def serve(app: str, db: str, tmp_path: Path) -> Iterator[tuple[SyncLangGraphClie
     log = tmp_path / f"{app}.log"
     config = APPS / app / "langgraph.json"
     cmd = [sys.executable, "-m", "wayline.cli.main", "serve", "--config", str(config)]
-    cmd += ["--db", db, "--dev", "--port", str(port), "--workers", "2", "--cpus", "all"]
+    workers = "0" if own_worker else "2"
+    cmd += ["--db", db, "--dev", "--port", str(port), "--workers", workers, "--cpus", "all"]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path)
+    procs = [proc]
+    if own_worker:
+        work = [sys.executable, "-m", "wayline.cli.main", "worker", "--config", str(config)]
+        work += ["--db", db, "--poll", "0.05", "--cpus", "all"]
+        with open(tmp_path / f"{app}-worker.log", "wb") as out:
+            procs.append(subprocess.Popen(work, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path))
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
@@ -61,12 +73,14 @@ def serve(app: str, db: str, tmp_path: Path) -> Iterator[tuple[SyncLangGraphClie
             time.sleep(0.05)
         yield get_sync_client(url=url, timeout=30.0), log
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
 
 @pytest.fixture
@@ -76,7 +90,7 @@ def react(db: str, tmp_path: Path) -> Iterator[tuple[SyncLangGraphClient, Path]]
 
 @pytest.fixture
 def hitl(db: str, tmp_path: Path) -> Iterator[tuple[SyncLangGraphClient, Path]]:
-    yield from serve("hitl_agent", db, tmp_path)
+    yield from serve("hitl_agent", db, tmp_path, own_worker=True)
 
 
 def kinds(messages: list[dict[str, Any]]) -> list[str]:

@@ -204,8 +204,9 @@ def killtest(
 @app.command()
 def worker(
     graphs: Annotated[
-        list[str], typer.Argument(help="Graphs to serve, as module:attribute (or file.py:attr).")
-    ],
+        list[str] | None,
+        typer.Argument(help="Graphs to serve, as module:attribute (or file.py:attr)."),
+    ] = None,
     db: DbOption = DEFAULT_DB,
     concurrency: Annotated[int, typer.Option(help="Runs executed at once.")] = 1,
     lease: Annotated[float, typer.Option(help="Lease seconds (heartbeat every third).")] = 30.0,
@@ -231,8 +232,19 @@ def worker(
             "which costs less on one core.",
         ),
     ] = "auto",
+    config_file: Annotated[
+        str | None,
+        typer.Option(
+            "--config",
+            help="An app's langgraph.json: serve the graphs it names, with its env and "
+            "dependencies (as wayline serve --config).",
+        ),
+    ] = None,
 ) -> None:
     """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
+    graphs = list(graphs or []) + _app_graphs(config_file)
+    if not graphs:
+        _fail("name the graphs to serve (module:attribute), or an app's --config langgraph.json", 2)
     from wayline.cli.loading import load_engine
     from wayline.cli.logs import log_to_stderr
     from wayline.cli.signals import stop_on_signals
@@ -277,6 +289,22 @@ def worker(
         f"worker {w.owner} stopped after {w.completed} run executions "
         f"({g.commits} step commits in {g.transactions} transactions)"
     )
+
+
+def _app_graphs(config_file: str | None) -> list[str]:
+    """The graphs of an app's ``langgraph.json`` (its env and dependencies applied here and
+    passed on to worker processes through the environment)."""
+    if config_file is None:
+        return []
+    from wayline.cli.app_config import read_app_config
+
+    with _reported(2):
+        app_config = read_app_config(config_file)
+    app_config.apply()
+    if app_config.paths:
+        given = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join([*app_config.paths, *([given] if given else [])])
+    return list(app_config.graphs.values())
 
 
 Placed = frozenset[int] | int | Literal["auto"] | None
