@@ -39,6 +39,7 @@ from wayline.store.records import (
     check_durability,
 )
 from wayline.store.schedules import ScheduleRecord, schedules
+from wayline.worker.engine import engine_for
 
 __all__ = ["SETTLED", "Wayline"]
 
@@ -80,7 +81,7 @@ class Wayline:
 
     def start(
         self,
-        graph: CompiledGraph,
+        graph: Any,
         input: Any,
         *,
         run_id: str | None = None,
@@ -95,8 +96,10 @@ class Wayline:
         subject the run's classified values are about (erasure and export by subject).
         ``interrupt_before`` / ``interrupt_after`` (node names or ``"*"``) travel with the
         input: the worker pauses there, the run waits ``interrupted``, and ``continue_run``
-        takes it on."""
+        takes it on. ``graph``: a wayline graph, or a LangGraph ``CompiledStateGraph`` or
+        ``@entrypoint`` (run by LangGraph's engine on a worker: ``wayline.langgraph.engine``)."""
         require(self.scope, "execute", "start a run")
+        engine = engine_for(graph)
         check_durability(durability)  # refused here, not by a worker after queueing
         if input is None:
             raise ConfigError(
@@ -108,18 +111,24 @@ class Wayline:
                 f"run_id must be a non-empty string (or None for a new random id), not {run_id!r}"
             )
         run_id = run_id or uuid.uuid4().hex
+        breakpoints = (interrupt_before, interrupt_after)
         self.store.enqueue(
             self._tenant(tenant),
             run_id,
-            encode_inbox(self.codec, input, (interrupt_before, interrupt_after)),
-            graph_name=graph.name,
-            graph_version=graph.version,
+            (
+                encode_inbox(self.codec, input, breakpoints)
+                if isinstance(graph, CompiledGraph)
+                else engine.encode_input(input, breakpoints)
+            ),
+            graph_name=engine.name,
+            graph_version=engine.version,
             durability=durability,
-            schema_version=graph.schema_version,
+            schema_version=engine.schema_version,
             subject=subject or None,
-            classes=graph.schema.classes,
-            fingerprint=graph.fingerprint,
-            shape=graph.shape_json,
+            classes=engine.labels(),
+            engine=engine.kind,
+            fingerprint=engine.fingerprint,
+            shape=engine.shape_json,
         )
         return run_id
 

@@ -142,3 +142,19 @@ def test_an_unknown_outcome_is_never_resent_across_a_kill(tmp_path: Path, point:
     assert (r.charges, r.requests, r.status) == (1, 1, "parked")
     [effect] = r.effects
     assert effect["status"] == "UNKNOWN" and effect["attempt"] == 1
+
+
+@pytest.mark.parametrize(("strategy", "charges"), [("naive", 2), ("wayline", 1)])
+def test_the_flow_written_for_langgraph_on_its_engine_charges_as_the_key_says(
+    tmp_path: Path, strategy: str, charges: int
+) -> None:
+    """``wayline crashtest --engine langgraph``: the same flow as a LangGraph program, run by
+    LangGraph's engine on wayline (leased, fenced), killed by the provider right after it
+    committed the charge, resumed by a fresh process. Without a key it charges twice; with
+    ``wayline.langgraph.effect`` the resend goes under the same key and is deduplicated."""
+    r = run_trial(tmp_path, strategy, "provider_committed", "sync", engine="langgraph")
+    assert r.error is None, r.error
+    assert (r.charges, r.requests, r.status) == (charges, 2, "done")
+    if strategy == "wayline":
+        [effect] = r.effects
+        assert effect["status"] == "SUCCEEDED" and r.deduplicated == 1

@@ -16,23 +16,52 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from wayline.errors import GraphLoadError
+from wayline.errors import GraphLoadError, WaylineError
 from wayline.graph.builder import StateGraph
 from wayline.graph.compiled import CompiledGraph
 from wayline.store.base import Store
+from wayline.worker.engine import Engine, WaylineEngine, engine_for
 
-__all__ = ["check_importable", "load_graph"]
+__all__ = ["check_importable", "load_engine", "load_graph", "load_object"]
+
+
+def load_engine(spec: str, store: Store) -> Engine:
+    """A graph for a worker or the server: a wayline graph, or a LangGraph graph (a
+    ``CompiledStateGraph``, an ``@entrypoint``, a LangGraph ``StateGraph`` compiled here, or a
+    factory of one), behind the engine seam."""
+    obj = load_object(spec)
+    if _is_langgraph(obj):
+        if hasattr(obj, "compile") and not hasattr(obj, "stream"):  # a LangGraph StateGraph
+            obj = obj.compile()
+        try:
+            return engine_for(obj).bind(store)
+        except WaylineError as exc:
+            raise GraphLoadError(f"{spec!r}: {exc}") from exc
+    return WaylineEngine(_as_graph(spec, obj, store))
 
 
 def load_graph(spec: str, store: Store) -> CompiledGraph:
+    return _as_graph(spec, load_object(spec), store)
+
+
+def _is_langgraph(obj: Any) -> bool:
+    return type(obj).__module__.startswith("langgraph.")
+
+
+def load_object(spec: str) -> Any:
+    """What ``module:attribute`` names (a factory of no arguments called)."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise GraphLoadError(f"graph {spec!r} must look like module:attribute or file.py:attribute")
     obj = getattr(_module(module_name), attr, None)
     if obj is None:
         raise GraphLoadError(f"{module_name!r} has no attribute {attr!r}")
-    if callable(obj) and not isinstance(obj, CompiledGraph | StateGraph):
+    if callable(obj) and not isinstance(obj, CompiledGraph | StateGraph) and not _is_langgraph(obj):
         obj = _call_factory(spec, obj)
+    return obj
+
+
+def _as_graph(spec: str, obj: Any, store: Store) -> CompiledGraph:
     if isinstance(obj, StateGraph):
         return obj.compile(store)
     if isinstance(obj, CompiledGraph):

@@ -120,6 +120,13 @@ def crashtest(
             "after_charge, after_record (--points takes these names then)."
         ),
     ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="wayline: the flow on wayline's engine; langgraph: the same flow written "
+            "for LangGraph, run by LangGraph's engine on wayline (leased, fenced)."
+        ),
+    ] = "wayline",
 ) -> None:
     """The payments crash test: SIGKILL a worker around a charge, resume it, count charges."""
     if framework is not None:
@@ -137,6 +144,8 @@ def crashtest(
         }
     except ValueError as exc:
         _fail(str(exc), 2)
+    if engine not in ("wayline", "langgraph"):
+        _fail(f"unknown engine {engine!r}: wayline or langgraph", 2)
     raise typer.Exit(
         ct.run_crashtest(
             console,
@@ -145,6 +154,7 @@ def crashtest(
             jobs=jobs or os.cpu_count() or 1,
             json_path=json_path,
             keep=keep,
+            engine=engine,
         )
     )
 
@@ -217,8 +227,9 @@ def killtest(
 @app.command()
 def worker(
     graphs: Annotated[
-        list[str], typer.Argument(help="Graphs to serve, as module:attribute (or file.py:attr).")
-    ],
+        list[str] | None,
+        typer.Argument(help="Graphs to serve, as module:attribute (or file.py:attr)."),
+    ] = None,
     db: DbOption = DEFAULT_DB,
     concurrency: Annotated[int, typer.Option(help="Runs executed at once.")] = 1,
     lease: Annotated[float, typer.Option(help="Lease seconds (heartbeat every third).")] = 30.0,
@@ -252,9 +263,20 @@ def worker(
         str | None,
         typer.Option(envvar="WAYLINE_WEBHOOK_SECRET", help="HMAC key signing each POST."),
     ] = None,
+    config_file: Annotated[
+        str | None,
+        typer.Option(
+            "--config",
+            help="An app's langgraph.json: serve the graphs it names, with its env and "
+            "dependencies (as wayline serve --config).",
+        ),
+    ] = None,
 ) -> None:
     """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
-    from wayline.cli.loading import check_importable, load_graph
+    graphs = list(graphs or []) + _app_graphs(config_file)
+    if not graphs:
+        _fail("name the graphs to serve (module:attribute), or an app's --config langgraph.json", 2)
+    from wayline.cli.loading import check_importable, load_engine
     from wayline.cli.logs import log_to_stderr
     from wayline.cli.signals import stop_on_signals
     from wayline.worker import Worker, WorkerConfig
@@ -280,7 +302,7 @@ def worker(
             check_importable(spec)
     store = _open(db, create=True)
     with _reported(2):
-        compiled = [load_graph(spec, store) for spec in graphs]
+        compiled = [load_engine(spec, store) for spec in graphs]
     if webhook and not webhook_secret:
         _fail("--webhook needs --webhook-secret (or WAYLINE_WEBHOOK_SECRET): it signs each POST", 2)
     config = WorkerConfig(
@@ -308,6 +330,22 @@ def worker(
         f"worker {w.owner} stopped after {w.completed} run executions "
         f"({g.commits} step commits in {g.transactions} transactions)"
     )
+
+
+def _app_graphs(config_file: str | None) -> list[str]:
+    """The graphs of an app's ``langgraph.json`` (its env and dependencies applied here and
+    passed on to worker processes through the environment)."""
+    if config_file is None:
+        return []
+    from wayline.cli.app_config import read_app_config
+
+    with _reported(2):
+        app_config = read_app_config(config_file)
+    app_config.apply()
+    if app_config.paths:
+        given = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join([*app_config.paths, *([given] if given else [])])
+    return list(app_config.graphs.values())
 
 
 Placed = frozenset[int] | int | Literal["auto"] | None

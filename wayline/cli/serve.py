@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -56,6 +56,14 @@ def serve(
     demo: Annotated[
         bool, typer.Option(help="Serve the demo graphs and print a demo key (tenant default).")
     ] = False,
+    config_file: Annotated[
+        str | None,
+        typer.Option(
+            "--config",
+            help="An app's langgraph.json: serve the graphs it names (LangGraph's or "
+            "wayline's), with its env and dependencies.",
+        ),
+    ] = None,
     max_body: Annotated[int, typer.Option(help="Largest request body, bytes.")] = 1 << 20,
     otel: Annotated[
         bool, typer.Option(help="OpenTelemetry spans and metrics (global providers).")
@@ -82,13 +90,25 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the LangGraph Platform HTTP API, wayline's routes and the dashboard (/ui)."""
-    from wayline.cli.loading import load_graph
+    from wayline.cli.loading import load_engine
     from wayline.cli.logs import log_to_stderr
     from wayline.server import ServerConfig
     from wayline.server.serve import serve as run_server
     from wayline.store.server_tables import server_tables
 
     specs = list(graphs or [])
+    if config_file is not None:
+        from wayline.cli.app_config import read_app_config
+
+        try:
+            app_config = read_app_config(config_file)
+        except WaylineError as exc:
+            console.print(f"[red]{exc}[/]")
+            raise typer.Exit(2) from None
+        app_config.apply()
+        specs += [f"{name}={spec}" for name, spec in app_config.graphs.items()]
+        for key, why in app_config.not_applied.items():
+            console.print(f"{config_file}: {key!r} not applied: {why}")
     if demo:
         from wayline.demo.serve_demo import DEMO_GRAPHS
 
@@ -106,12 +126,12 @@ def serve(
         raise typer.Exit(2) from None
     store = _store(db)
     try:
-        compiled = {}
+        compiled: dict[str, Any] = {}
         for spec in specs:
             name, sep, target = spec.partition("=")
             if not sep or not name or not target:
                 raise WaylineError(f"graph {spec!r} must look like NAME=module:attribute")
-            compiled[name] = load_graph(target, store)
+            compiled[name] = _served(load_engine(target, store), name, store)
         if demo:
             key, revoked = _demo_key(server_tables(store))
             console.print("demo key (tenant default, actor demo, role finance):")
@@ -184,6 +204,18 @@ def _check_port(host: str, port: int) -> None:
                 f"cannot listen on {host}:{port}: {exc.strerror}; another program (perhaps "
                 "another wayline serve) has it: stop it or choose another --port"
             ) from None
+
+
+def _served(engine: Any, name: str, store: Any) -> Any:
+    """What the server serves of a loaded graph: a wayline graph itself; a LangGraph graph
+    with what the server reads of its threads (``wayline.langgraph.served``)."""
+    from wayline.worker.engine import WaylineEngine
+
+    if isinstance(engine, WaylineEngine):
+        return engine.graph
+    from wayline.langgraph.served import served
+
+    return served(engine, store)
 
 
 def _place(cpus: str, stopping: threading.Event) -> str:

@@ -88,7 +88,16 @@ class TrialResult:
 class Trial:
     """One trial's fresh ledger, service, store and worker processes, under ``workdir``."""
 
-    def __init__(self, workdir: Path, strategy: str, mode: str, order: str = "order-1042"):
+    def __init__(
+        self,
+        workdir: Path,
+        strategy: str,
+        mode: str,
+        order: str = "order-1042",
+        engine: str = "wayline",
+    ):
+        self.engine = engine
+        """``langgraph``: the flow written for LangGraph, run by its engine on wayline."""
         self.dir = workdir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.strategy = strategy
@@ -107,6 +116,7 @@ class Trial:
             "--mode", self.mode,
             "--thread", thread,
             "--order", self.order,
+            "--engine", self.engine,
             *extra,
         ]  # fmt: skip
 
@@ -206,11 +216,18 @@ def _events(marker: Path) -> list[str]:
     return [json.loads(line)["event"] for line in text.split("\n")[:-1] if line]
 
 
-def run_trial(workdir: Path, strategy: str, point: str, mode: str, trial: int = 0) -> TrialResult:
+def run_trial(
+    workdir: Path,
+    strategy: str,
+    point: str,
+    mode: str,
+    trial: int = 0,
+    engine: str = "wayline",
+) -> TrialResult:
     """One trial: run, SIGKILL at ``point``, resume in a fresh process, count charges."""
     res = TrialResult(strategy, point, mode, trial)
     t0 = time.monotonic()
-    t = Trial(workdir, strategy, mode)
+    t = Trial(workdir, strategy, mode, engine=engine)
     try:
         proc = t.start("run-1", point)
         t.kill_at(proc, "run-1", point)
@@ -254,13 +271,14 @@ def run_matrix(
     *,
     jobs: int = 1,
     on_result: Callable[[TrialResult], None] | None = None,
+    engine: str = "wayline",
 ) -> list[TrialResult]:
     """Every (strategy, point, mode) cell, ``trials`` times, ``jobs`` trials at a time."""
     plan = [(s, p, m, i) for s in strategies for p in points for m in modes for i in range(trials)]
 
     def one(args: tuple[str, str, str, int]) -> TrialResult:
         s, p, m, i = args
-        res = run_trial(workdir / f"{s}-{p}-{m}-{i}", s, p, m, i)
+        res = run_trial(workdir / f"{s}-{p}-{m}-{i}", s, p, m, i, engine=engine)
         if on_result is not None:
             on_result(res)
         return res
@@ -357,11 +375,13 @@ def run_crashtest(
     jobs: int,
     json_path: Path | None = None,
     keep: bool = False,
+    engine: str = "wayline",
 ) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="wayline-crashtest-"))
     total = len(strategies) * len(points) * len(modes) * trials
     console.print(
-        f"[bold]wayline crashtest[/]: {len(strategies)} strategies x {len(points)} kill points "
+        f"[bold]wayline crashtest[/] ({engine}'s engine): {len(strategies)} strategies x "
+        f"{len(points)} kill points "
         f"x {len(modes)} durability modes x {trials} trials = {total} trials, {jobs} at a time"
     )
     t0 = time.monotonic()
@@ -374,7 +394,7 @@ def run_crashtest(
             status.update(f"running trials: {finished}/{total}")
 
         results = run_matrix(
-            workdir, strategies, points, modes, trials, jobs=jobs, on_result=progress
+            workdir, strategies, points, modes, trials, jobs=jobs, on_result=progress, engine=engine
         )
     elapsed = time.monotonic() - t0
     console.print(table(results, modes))

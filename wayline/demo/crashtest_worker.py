@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--marker", help="file the kill switch writes when it is reached")
     p.add_argument("--resume", action="store_true", help="invoke(None, cfg): continue the run")
     p.add_argument("--out", help="write a JSON report of the run here")
+    p.add_argument(
+        "--engine", default="wayline", choices=["wayline", "langgraph"], help="whose engine"
+    )
     args = p.parse_args(argv)
 
     hook = None
@@ -39,7 +42,13 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--kill-point needs --marker")
         hook = KillSwitch(args.kill_point, args.marker, args.service)
     store = wayline.connect(f"sqlite:///{args.db}")
-    app = build_flow(store, args.service, args.strategy, hook)
+    app: Any
+    if args.engine == "langgraph":  # the same flow written for LangGraph, on its engine
+        from wayline.langgraph.crash_flow import build_lg_flow
+
+        app = build_lg_flow(store, args.service, args.strategy, hook)
+    else:
+        app = build_flow(store, args.service, args.strategy, hook)
     cfg = {"configurable": {"thread_id": args.thread}}
     report: dict[str, Any] = {"pid": os.getpid(), "result": None, "error": None}
     try:

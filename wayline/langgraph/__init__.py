@@ -1,5 +1,6 @@
-"""LangGraph on wayline's store: ``WaylineSaver`` (a LangGraph checkpointer) and
-``effect`` / ``record`` (wayline's effect ledger inside a LangGraph node).
+"""LangGraph on wayline's store: ``WaylineSaver`` (a LangGraph checkpointer),
+``effect`` / ``record`` (wayline's effect ledger inside a LangGraph node), and
+``LangGraphEngine`` (LangGraph's own engine on wayline's workers: ``engine``).
 
 The only package of wayline that imports LangGraph: ``pip install 'wayline[langgraph]'``.
 """
@@ -7,6 +8,7 @@ The only package of wayline that imports LangGraph: ``pip install 'wayline[langg
 from __future__ import annotations
 
 from wayline.langgraph.effects import effect, record
+from wayline.langgraph.engine import LangGraphEngine
 from wayline.langgraph.saver import WaylineSaver
 
-__all__ = ["WaylineSaver", "effect", "record"]
+__all__ = ["LangGraphEngine", "WaylineSaver", "effect", "record"]

@@ -39,6 +39,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from wayline.errors import WaylineError
+from wayline.langgraph.fence import fence_of
 from wayline.langgraph.values import (
     Head,
     LoadWrites,
@@ -191,7 +192,9 @@ class WaylineSaver(BaseCheckpointSaver[str]):
             heads.append((key, head))
             if v.writes_of is not None and writes is not None:
                 refs.extend(writes.rows)
-        self.store.lg_put(tenant, thread, row, values, refs)
+        fence = fence_of(config)
+        fenced = None if fence is None else fence.write(step if ns == "" else None)
+        self.store.lg_put(tenant, thread, row, values, refs, fence=fenced)
         for key, head in heads:  # only once durable: a later suffix may build on them
             self.values.remember(key, head)
         self._note_step((tenant, thread, ns), step)
@@ -226,7 +229,9 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
         if not replace:  # the next checkpoint (maybe being put right now) may refer to them
             self._note_writes((tenant, thread, ns, checkpoint_id), rows, writes)
-        self.store.lg_put_writes(tenant, thread, rows, replace=replace)
+        fence = fence_of(config)
+        fenced = None if fence is None else fence.write(None)
+        self.store.lg_put_writes(tenant, thread, rows, replace=replace, fence=fenced)
 
     def _note_step(self, where: tuple[str, str, str], step: int) -> None:
         """The step the writes against a namespace's newest checkpoint belong to (meter)."""

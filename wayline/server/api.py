@@ -17,7 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from wayline.server.http import ApiError, call, principal, read_json, reply
 from wayline.server.service import RunStart, Service, page
-from wayline.server.stream import RunWatch, sse_events
+from wayline.server.stream import open_watch, sse_events
 from wayline.worker.emitted import EMITTED_MODES
 
 __all__ = ["routes"]
@@ -179,7 +179,7 @@ async def _wait(request: Request, thread_id: str) -> dict[str, Any]:
 async def runs_stream(request: Request) -> Response:
     start = await _start(request)
     rec = start.record
-    watch = RunWatch(
+    watch = open_watch(
         _svc(request).store,
         start.assistant.graph,
         rec.tenant_id,
@@ -263,7 +263,7 @@ async def run_join_stream(request: Request) -> Response:
     rec = await call(svc.run_record, who, tid, rid)
     assistant = svc.registry.get(rec.assistant_id)
     end = await call(svc.end_step, who, rec)
-    watch = RunWatch(
+    watch = open_watch(
         svc.store,
         assistant.graph,
         who.tenant,

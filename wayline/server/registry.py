@@ -32,6 +32,7 @@ class UnknownAssistant(LookupError):
 class Assistant:
     name: str
     graph: CompiledGraph
+    """A wayline graph, or one with its shape (``wayline.langgraph.served``)."""
     assistant_id: str
     created_at: str
 
@@ -51,6 +52,10 @@ class Assistant:
 
     def graph_json(self) -> dict[str, Any]:
         """Nodes and edges in the shape of LangGraph's ``/assistants/{id}/graph``."""
+        own = getattr(self.graph, "graph_json", None)
+        if callable(own):  # a LangGraph graph draws itself (wayline.langgraph.served)
+            drawn: dict[str, Any] = own()
+            return drawn
         g = self.graph
         nodes: list[dict[str, Any]] = [
             {"id": START, "type": "runnable", "data": {"name": START}},

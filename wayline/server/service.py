@@ -404,8 +404,9 @@ class Service:
             schema_version=graph.schema_version,
             subject=_subject(body),
             classes=graph.schema.classes,
-            fingerprint=graph.fingerprint,
-            shape=graph.shape_json,
+            engine=getattr(graph, "kind", "wayline"),
+            fingerprint=getattr(graph, "fingerprint", ""),
+            shape=getattr(graph, "shape_json", None),
         )
 
     def _decide(self, who: Principal, thread_id: str, run: RunRecord | None, value: Any) -> None:

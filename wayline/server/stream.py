@@ -32,7 +32,7 @@ from wayline.server.jsonable import interrupt_json, to_jsonable
 from wayline.server.views import settled
 from wayline.store.base import Store
 
-__all__ = ["RunWatch", "sse_events"]
+__all__ = ["RunWatch", "open_watch", "sse_events"]
 
 Event = tuple[str, Any]
 MIN_POLL = 0.01
@@ -154,6 +154,16 @@ class RunWatch:
             kind, _, message = (error or "error: unknown").partition(": ")
             return [("error", {"error": kind, "message": message or kind})]
         return []
+
+
+def open_watch(store: Store, graph: Any, *args: Any, **kw: Any) -> RunWatch:
+    """The watch of a run of ``graph``: its own when it has one (a LangGraph graph follows
+    its checkpoints: ``wayline.langgraph.served``), else one over wayline's deltas."""
+    own = getattr(graph, "watch", None)
+    if callable(own):
+        watch: RunWatch = own(store, *args, **kw)
+        return watch
+    return RunWatch(store, graph, *args, **kw)
 
 
 async def sse_events(

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 from wayline.errors import CorruptionError
-from wayline.store.lg_records import LgCheckpoint, LgThreadRows, LgValue, LgWrite
+from wayline.store.lg_records import LgCheckpoint, LgFence, LgThreadRows, LgValue, LgWrite
 from wayline.store.memory_records import MemoryRow, MemoryWrite
 from wayline.store.records import (
     AuditRecord,
@@ -113,8 +113,10 @@ class Store(Protocol):
         classes: Mapping[str, str] | None = None,
         fingerprint: str = "",
         shape: str | None = None,
+        engine: str = "wayline",
     ) -> RunRecord:
-        """Give a run input for a worker to apply (creating the run if needed); wakes workers."""
+        """Give a run input for a worker to apply (creating the run if needed); wakes workers.
+        ``engine``: which engine executes it (``RunRecord.engine``)."""
         ...
 
     def claim_next(
@@ -359,13 +361,23 @@ class Store(Protocol):
         checkpoint: LgCheckpoint,
         values: Sequence[LgValue],
         writes: Sequence[LgWrite] = (),
+        *,
+        fence: LgFence | None = None,
     ) -> None:
         """A checkpoint, the channel versions it introduced, and the parent's writes those
-        refer to (unless stored already), in one transaction."""
+        refer to (unless stored already), in one transaction; with ``fence`` (a worker
+        running the thread under a lease) only while its token is current, else
+        ``LeaseLost`` and nothing written."""
         ...
 
     def lg_put_writes(
-        self, tenant_id: str, thread_id: str, writes: Sequence[LgWrite], *, replace: bool
+        self,
+        tenant_id: str,
+        thread_id: str,
+        writes: Sequence[LgWrite],
+        *,
+        replace: bool,
+        fence: LgFence | None = None,
     ) -> None: ...
 
     def lg_get_checkpoint(

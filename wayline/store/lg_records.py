@@ -14,6 +14,7 @@ from wayline.store.records import MeterRow
 __all__ = [
     "LG_TABLES",
     "LgCheckpoint",
+    "LgFence",
     "LgThreadRows",
     "LgValue",
     "LgWrite",
@@ -21,6 +22,18 @@ __all__ = [
 
 LG_TABLES = ("lg_checkpoints", "lg_values", "lg_writes")
 """The tables a LangGraph thread's payload lives in (metered, purged, exported)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LgFence:
+    """A worker's lease on the thread it runs (``wayline.langgraph.engine``): a write under
+    it commits only while ``token`` is the run's fencing token, in the same transaction."""
+
+    token: int
+    step: int | None = None
+    """The run's step after this write (a root checkpoint's step; None: unchanged)."""
+    take_inbox: bool = False
+    """This write applies the run's queued input: clear it in the same transaction."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -18,7 +18,8 @@ from contextlib import AbstractContextManager
 from types import SimpleNamespace
 from typing import Any
 
-from wayline.store.lg_records import LgCheckpoint, LgThreadRows, LgValue, LgWrite
+from wayline.errors import LeaseLost
+from wayline.store.lg_records import LgCheckpoint, LgFence, LgThreadRows, LgValue, LgWrite
 from wayline.store.payloads import Payloads
 from wayline.store.records import MeterRow
 
@@ -53,8 +54,18 @@ class LangGraphSQL:
             rec, payload=self.payloads.get(ident, t, aad, rec.payload, check)
         )
 
-    def _lg_ensure_run(self, db: Any, key: tuple[str, str], now: float) -> None:
-        db.execute(self.q.Q_LG_ENSURE_RUN, (*key, now, now, uuid.uuid4().hex))
+    def _lg_ensure_run(
+        self, db: Any, key: tuple[str, str], now: float, fence: LgFence | None = None
+    ) -> None:
+        """Create the thread's run row on its first write; under a worker's ``fence``, the
+        run exists and the write goes on only while the fence's token is the run's fencing
+        token (else ``LeaseLost``, and the transaction writes nothing)."""
+        if fence is None:
+            db.execute(self.q.Q_LG_ENSURE_RUN, (*key, now, now, uuid.uuid4().hex))
+            return
+        params = (now, fence.step, int(fence.take_inbox), *key, fence.token)
+        if db.execute(self.q.Q_LG_FENCE, params).rowcount != 1:
+            raise LeaseLost(key[1], fence.token)
 
     # -- writes -----------------------------------------------------------------------
 
@@ -65,11 +76,14 @@ class LangGraphSQL:
         checkpoint: LgCheckpoint,
         values: Sequence[LgValue],
         writes: Sequence[LgWrite] = (),
+        *,
+        fence: LgFence | None = None,
     ) -> None:
         """Store a checkpoint and the channel versions it introduced, in one transaction
         (creating the thread's run row on its first checkpoint). ``writes``: pending writes
         of the parent that values refer to, stored here too unless already stored, so a
-        value is never durable without the writes it is made of."""
+        value is never durable without the writes it is made of. ``fence``: a worker's
+        lease (``LeaseLost`` when it is stale)."""
         q = self.q
         now = time.time()
         key = (tenant_id, thread_id)
@@ -77,7 +91,7 @@ class LangGraphSQL:
         sealed_values = [self._lg_stored(tenant_id, thread_id, v) for v in values]
         sealed_writes = [self._lg_stored(tenant_id, thread_id, w) for w in writes]
         with self._tx(tenant_id) as db:
-            self._lg_ensure_run(db, key, now)
+            self._lg_ensure_run(db, key, now, fence)
             db.execute(q.Q_LG_PUT_CHECKPOINT, (*key, *_checkpoint_row(c, c_crc, now)))
             meter = c.meter()
             for v, v_crc in sealed_values:
@@ -89,7 +103,13 @@ class LangGraphSQL:
             _meter(db, q, key, meter)
 
     def lg_put_writes(
-        self, tenant_id: str, thread_id: str, writes: Sequence[LgWrite], *, replace: bool
+        self,
+        tenant_id: str,
+        thread_id: str,
+        writes: Sequence[LgWrite],
+        *,
+        replace: bool,
+        fence: LgFence | None = None,
     ) -> None:
         """Store a task's pending writes; ``replace``: special writes, which overwrite the
         task's earlier ones at the same index (regular writes keep the first)."""
@@ -101,7 +121,7 @@ class LangGraphSQL:
         sealed = [self._lg_stored(tenant_id, thread_id, w) for w in writes]
         meter: list[MeterRow] = []
         with self._tx(tenant_id) as db:
-            self._lg_ensure_run(db, key, time.time())
+            self._lg_ensure_run(db, key, time.time(), fence)
             for w, w_crc in sealed:
                 if db.execute(query, (*key, *_write_row(w, w_crc))).rowcount == 1:
                     meter.extend(w.meter())

@@ -132,6 +132,9 @@ class RunRecord:
     before 0013): only a worker serving this name, version and fingerprint claims it."""
     shape: str | None = None
     """That graph's shape (JSON, ``wayline.graph.identity``), to name what differs."""
+    engine: str = "wayline"
+    """What executes it: ``wayline`` (wayline's loop) or ``langgraph`` (LangGraph's own
+    engine on ``WaylineSaver``, under a worker's lease: ``wayline.langgraph.engine``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

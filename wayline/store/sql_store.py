@@ -360,6 +360,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL, Me
         classes: Mapping[str, str] | None = None,
         fingerprint: str = "",
         shape: str | None = None,
+        engine: str = "wayline",
     ) -> RunRecord:
         """Hand a run input (a start or a resume decision) to whichever worker claims it."""
         with self._tx(tenant_id) as db:
@@ -376,6 +377,9 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL, Me
                 classes=classes,
                 identity=(fingerprint, shape),
             )
+            if engine != "wayline":
+                db.execute(self.q.Q_SET_ENGINE, (engine, tenant_id, run_id, engine))
+                row = None  # read back with its engine
         return self._existing(tenant_id, run_id) if row is None else self._run(row)
 
     def enqueue_in(

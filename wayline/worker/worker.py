@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Literal
+from typing import Any, Literal
 
 from wayline.control.policy import DataPolicy, apply_policy
 from wayline.effects.retry import RetryPolicy, retry_any
@@ -30,16 +30,15 @@ from wayline.errors import (
     VersionMismatchError,
     WaylineError,
 )
-from wayline.graph.checkpoint import inbox_breakpoints, inbox_stream_modes, inbox_webhook
+from wayline.graph.checkpoint import inbox_webhook
 from wayline.graph.compiled import CompiledGraph
-from wayline.graph.loop import RunLoop, default_owner
-from wayline.ids import RunRef
+from wayline.graph.loop import default_owner
 from wayline.store import open_store
 from wayline.store.base import Store
 from wayline.store.group import GroupCommit
 from wayline.store.records import RunRecord
 from wayline.worker.affinity import check_cpus, pin_this_thread
-from wayline.worker.emitted import EMITTED_MODES, EmitSink
+from wayline.worker.engine import Engine, Execution, Lease, engines_for
 from wayline.worker.notify import Committer, WebhookNotifier, notifying, send_loop
 from wayline.worker.placement import Placement
 from wayline.worker.ticker import tick_schedules
@@ -88,13 +87,11 @@ class WorkerConfig:
         return self.heartbeat_every or self.lease_seconds / 3
 
 
-def served_graphs(
-    graphs: Sequence[CompiledGraph], store: Store
-) -> dict[tuple[str, str], CompiledGraph]:
+def served_graphs(graphs: Sequence[Engine], store: Store) -> dict[tuple[str, str], Engine]:
     """The graphs a process serves, by name and version. Two graphs with the same name and
     version but different shapes (two modules that each declare ``class State``) are
     refused here: one of them would run the other's runs."""
-    served: dict[tuple[str, str], CompiledGraph] = {}
+    served: dict[tuple[str, str], Engine] = {}
     for g in graphs:
         other = served.get((g.name, g.version))
         if other is not None and other.fingerprint != g.fingerprint:
@@ -103,11 +100,11 @@ def served_graphs(
                 f"{other.fingerprint} and {g.fingerprint}): give each its own name with "
                 "compile(name=...), or a version of its own with compile(version=...)"
             )
-        served[(g.name, g.version)] = g.with_store(store)
+        served[(g.name, g.version)] = g.bind(store)
     return served
 
 
-def claim_keys(graphs: Iterable[CompiledGraph]) -> list[tuple[str, str, str]]:
+def claim_keys(graphs: Iterable[Engine]) -> list[tuple[str, str, str]]:
     """What a process claims for its graphs: each one's name, version and fingerprint, and
     its name and version with '' (runs recorded before 0013, claimed as they were)."""
     keys = {(g.name, g.version, fp) for g in graphs for fp in (g.fingerprint, "")}
@@ -119,23 +116,26 @@ class _Held:
     run: RunRecord
     token: int
     stop: threading.Event
-    loop: RunLoop | None = None
+    execution: Execution | None = None
 
 
 class Worker:
-    """Runs the graphs it serves, for every run any client starts, until stopped."""
+    """Runs the graphs it serves, for every run any client starts, until stopped.
+
+    ``graphs``: wayline graphs, LangGraph graphs (``CompiledStateGraph``, ``@entrypoint``:
+    run by LangGraph's own engine on ``WaylineSaver``), or ``Engine``s; the worker sees only
+    the engine seam (``wayline.worker.engine``)."""
 
     def __init__(
         self,
         store: Store | str,
-        graphs: CompiledGraph | Sequence[CompiledGraph],
+        graphs: Any,
         config: WorkerConfig | None = None,
         *,
         owner: str | None = None,
     ) -> None:
         self.store = open_store(store) if isinstance(store, str) else store
-        graphs = [graphs] if isinstance(graphs, CompiledGraph) else list(graphs)
-        self.graphs = served_graphs(graphs, self.store)
+        self.graphs = served_graphs(engines_for(graphs), self.store)
         """Versions side by side: each run continues on the version that wrote it."""
         self.claims = claim_keys(self.graphs.values())
         """(name, version, fingerprint) of each graph served, and (name, version, '') for
@@ -327,40 +327,29 @@ class Worker:
         no run is claimed again and again without progress."""
         held = _Held(run, token, threading.Event())
         key = (run.tenant_id, run.run_id)
-        sink: EmitSink | None = None
         try:
-            graph = self.graphs[(run.graph_name, run.graph_version)]
-            sink = _emit_sink(self.store, graph, run, token)
-            loop = graph.open_loop(
-                RunRef(run.tenant_id, run.run_id),
-                durability=run.durability,
+            engine = self.graphs[(run.graph_name, run.graph_version)]
+            lease = Lease(
                 owner=self.owner,
                 lease_seconds=self.config.lease_seconds,
                 token=token,
                 stop=held.stop,
-                claimed_run=run,
-                committer=self._committer(graph, run, sink),
+                committer=self._committer(engine, run),
             )
-            if sink is not None:
-                loop.invocation.emit = sink
-                sink.step_of = lambda: loop.step + 1
+            execution = engine.open(run, lease)
         except Exception as exc:  # e.g. a durability mode this wayline does not know
             self._give_up(run, token, exc)
             self.store.release(run.tenant_id, run.run_id, token)
             with self._lock:
                 self.completed += 1
             return
-        held.loop = loop
-        loop.step_events = False  # nothing reads them here (a traced graph turns them on)
+        held.execution = execution
         with self._lock:
             self._held[key] = held
             if self.stopping.is_set():
                 held.stop.set()
         try:
-            for _ in graph.run_loop(loop, None, breakpoints=_queued_breakpoints(graph, run)):
-                pass
-            if sink is not None:
-                sink.flush()  # emitted in a step that committed nothing after (an interrupt)
+            execution.run()
         except RunParkedError as exc:
             log.warning("run %s: %s", run.run_id, exc)
         except ResumeError as exc:  # the input it was handed was refused and consumed
@@ -372,17 +361,22 @@ class Worker:
         except LeaseLost as exc:
             log.warning("%s", exc)
         except Exception as exc:
-            unreadable = not loop.loaded or isinstance(exc, CorruptionError)
+            unreadable = not execution.loaded or isinstance(exc, CorruptionError)
             self._retry_or_dead_letter(run, token, exc, unreadable=unreadable)
         finally:
             with self._lock:
                 self._held.pop(key, None)
                 self.completed += 1
 
-    def _committer(self, graph: CompiledGraph, run: RunRecord, sink: EmitSink | None) -> Committer:
-        commit: Committer = self.group.commit if sink is None else sink.wrap(self.group.commit)
+    def _committer(self, engine: Engine, run: RunRecord) -> Committer:
+        """The run's commits: the worker's group commit, and with a notifier the intents of
+        the notifications a commit's status change calls for, in that same commit."""
+        commit: Committer = self.group.commit
         if self.config.notifier is not None:  # intents in the commit that moves the run
-            hook = None if run.inbox is None else inbox_webhook(graph.codec, run.inbox)
+            graph = getattr(engine, "graph", None)
+            hook = None
+            if run.inbox is not None and isinstance(graph, CompiledGraph):
+                hook = inbox_webhook(graph.codec, run.inbox)
             everything = self.config.notifier.url is not None
             commit = notifying(
                 commit, self.store, run, self._notify, everything=everything, webhook=hook
@@ -446,31 +440,18 @@ class Worker:
             except Exception as exc:  # the store is away: the lease may lapse; fencing holds
                 log.warning("heartbeat for run %s failed: %s", h.run.run_id, exc)
                 continue
-            if not alive and h.loop is not None and h.loop.closed:
+            loop = getattr(h.execution, "loop", None)
+            if not alive and loop is not None and loop.closed:
                 continue  # it suspended or ended and gave its lease up: not a loss
             if not alive:
-                log.warning("lease on run %s lost; it stops at its next write", h.run.run_id)
+                with self._lock:  # not a loss if the run ended (and let go) meanwhile
+                    ended = self._held.get((h.run.tenant_id, h.run.run_id)) is not h
+                if not ended:
+                    log.warning("lease on run %s lost; it stops at its next write", h.run.run_id)
                 h.stop.set()
-            elif cancel and h.loop is not None:
-                h.loop.cancelled = True
+            elif cancel and h.execution is not None:
+                h.execution.cancel()
                 h.stop.set()
-
-
-def _emit_sink(store: Store, graph: CompiledGraph, run: RunRecord, token: int) -> EmitSink | None:
-    """The sink recording what nodes emit, when the queued input asked for it (None: not)."""
-    modes = frozenset() if run.inbox is None else inbox_stream_modes(graph.codec, run.inbox)
-    if not modes & EMITTED_MODES:
-        return None
-    return EmitSink(store, graph.codec, run.tenant_id, run.run_id, token, modes)
-
-
-def _queued_breakpoints(
-    graph: CompiledGraph, run: RunRecord
-) -> tuple[frozenset[str], frozenset[str]] | None:
-    """The ``interrupt_before``/``interrupt_after`` queued with the run's input (None: the
-    graph's compiled-in ones). They hold for the invocation that takes this inbox."""
-    given = None if run.inbox is None else inbox_breakpoints(graph.codec, run.inbox)
-    return None if given is None else graph.breakpoints(*given)
 
 
 SIGNAL_SLICE = 0.5

@@ -7,12 +7,19 @@ from __future__ import annotations
 Q_LG_ENSURE_RUN = """
 INSERT INTO runs (tenant_id, run_id, graph_name, graph_version, status, step, next_nodes,
     durability, fencing_token, created_at, updated_at, attempts, cancel_requested,
-    schema_version, incarnation)
-VALUES (?, ?, 'langgraph', '', 'done', -1, '[]', 'sync', 0, ?, ?, 0, 0, '', ?)
+    schema_version, incarnation, engine)
+VALUES (?, ?, 'langgraph', '', 'done', -1, '[]', 'sync', 0, ?, ?, 0, 0, '', ?, 'langgraph')
 ON CONFLICT (tenant_id, run_id) DO UPDATE SET updated_at = excluded.updated_at
 """
 """A thread is a run: its row makes ``wayline runs bytes``, purge, export and retention
 (by age, status ``done``) work on it. No worker serves graph ``langgraph``: never claimed."""
+
+Q_LG_FENCE = """
+UPDATE runs SET updated_at = ?, step = COALESCE(?, step),
+    inbox = CASE WHEN ? = 1 THEN NULL ELSE inbox END
+WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
+"""
+"""A write of a thread a worker runs under a lease: only while its token is current."""
 
 _CP_COLUMNS = "checkpoint_ns, checkpoint_id, parent_id, lg_run_id, step, payload, crc, created_at"
 Q_LG_PUT_CHECKPOINT = f"""

@@ -23,7 +23,7 @@ _RUN_COLUMNS = (
     "tenant_id, run_id, graph_name, graph_version, status, step, next_nodes, durability, "
     "fencing_token, lease_owner, lease_expires_at, error, state_digest, created_at, updated_at, "
     "attempts, wake_at, cancel_requested, inbox, schema_version, inbox_crc, incarnation, subject, "
-    "classes, redacted, fingerprint, shape"
+    "classes, redacted, fingerprint, shape, engine"
 )
 RUN_COLUMN_NAMES = tuple(c.strip() for c in _RUN_COLUMNS.split(","))
 """Rows of ``runs`` are read by these names, never by position."""
@@ -47,6 +47,10 @@ RETURNING {_RUN_COLUMNS}
 """
 """``Q_CREATE_RUN`` for a run that names a data subject or labels channels (docs/data.md):
 the same one statement, two more columns."""
+Q_SET_ENGINE = """
+UPDATE runs SET engine = ? WHERE tenant_id = ? AND run_id = ? AND engine <> ?
+"""
+"""A run queued for LangGraph's engine (``wayline.langgraph.engine``) says so."""
 Q_SET_INBOX = """
 UPDATE runs SET inbox = ?, inbox_crc = ?, wake_at = NULL, updated_at = ?,
     queued_at = CASE WHEN status = 'running' THEN queued_at ELSE ? END,

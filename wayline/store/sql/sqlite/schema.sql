@@ -1,4 +1,4 @@
--- The current wayline SQLite schema (version 15): what the numbered migrations
+-- The current wayline SQLite schema (version 17): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS runs (
     queued_at        REAL NOT NULL DEFAULT 0,
     fingerprint      TEXT NOT NULL DEFAULT '',
     shape            TEXT,
+    engine           TEXT NOT NULL DEFAULT 'wayline',
     PRIMARY KEY (tenant_id, run_id)
 );
 

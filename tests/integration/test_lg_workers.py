@@ -1,0 +1,274 @@
+"""LangGraph graphs on wayline's workers, on SQLite and PostgreSQL: real ``wayline worker``
+processes running LangGraph's own engine on ``WaylineSaver`` (``wayline.langgraph.engine``),
+killed with SIGKILL, paused with SIGSTOP.
+
+The graphs are lg_worker_graphs.py's, written as LangGraph programs: ``counter`` runs six
+steps and charges through ``wayline.langgraph.effect`` at n == 3; ``approval`` asks with
+LangGraph's ``interrupt``.
+"""
+
+from __future__ import annotations
+
+import collections
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_workers import charges, executions, wait_until
+
+import wayline
+from wayline.client import Wayline
+from wayline.control.approvals import Actor
+from wayline.errors import ApprovalRefused
+from wayline.langgraph import WaylineSaver
+from wayline.langgraph.engine import LangGraphEngine
+from wayline.store.base import Store
+from wayline.worker import Worker, WorkerConfig
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+import lg_worker_graphs  # noqa: E402
+
+GRAPH = f"{HERE / 'lg_worker_graphs.py'}:counter"
+INPUT = {"log": [], "n": 0}
+pytestmark = pytest.mark.crash
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'lg_workers.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "side"
+    path.mkdir()
+    monkeypatch.setenv("WAYLINE_TEST_SIDE", str(path))
+    return path
+
+
+@pytest.fixture
+def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for p in started:
+        if p.poll() is None:
+            p.send_signal(signal.SIGCONT)
+            p.kill()
+            p.wait()
+
+
+def spawn(procs: list[Any], url: str, side: Path, *, lease: float, name: str) -> Any:
+    log = open(side / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+    cmd = [sys.executable, "-m", "wayline.cli.main", "worker", GRAPH, "--db", url]
+    cmd += ["--lease", str(lease), "--poll", "0.05", "--concurrency", "2"]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    procs.append(proc)
+    wait_until(lambda: b"serving" in (side / f"{name}.log").read_bytes(), f"{name} to start")
+    return proc
+
+
+def state(store: Store, run_id: str) -> dict[str, Any]:
+    app = lg_worker_graphs.counter.copy(update={"checkpointer": WaylineSaver(store)})
+    return dict(app.get_state({"configurable": {"thread_id": run_id}}).values)
+
+
+def checkpoints(store: Store, run_id: str) -> list[tuple[str, Any, Any]]:
+    """(checkpoint id, owner, token) of every checkpoint of the thread, oldest first."""
+    found = WaylineSaver(store).list({"configurable": {"thread_id": run_id}})
+    rows = [
+        (t.checkpoint["id"], t.metadata.get("wayline_owner"), t.metadata.get("wayline_token"))
+        for t in found
+    ]
+    return rows[::-1]
+
+
+def without_receipt(values: dict[str, Any]) -> dict[str, Any]:
+    """A run's state, less its receipt (named after the run's own idempotency key)."""
+    assert values["receipt"].startswith("ch-")
+    return {k: v for k, v in values.items() if k != "receipt"}
+
+
+FINAL = {"log": list(range(lg_worker_graphs.STEPS)), "n": lg_worker_graphs.STEPS}
+
+
+def test_a_langgraph_graph_queued_with_start_runs_on_wayline_worker(
+    url: str, side: Path, procs: list[Any]
+) -> None:
+    spawn(procs, url, side, lease=10, name="w")
+    client = Wayline(url)
+    ids = [client.start(lg_worker_graphs.counter, INPUT, run_id=f"r{i}") for i in range(3)]
+    store = wayline.connect(url)
+    for run_id in ids:
+        run = client.wait(run_id, timeout=60)
+        assert (run.status, run.engine, run.step) == ("done", "langgraph", 6)
+        assert run.lease_owner is None and run.inbox is None
+        assert without_receipt(state(store, run_id)) == FINAL
+        owners = {owner for _, owner, _ in checkpoints(store, run_id)}
+        assert len(owners) == 1 and None not in owners  # written under the worker's lease
+    assert set(executions(side).values()) == {1}  # each step of each run once
+    assert len(charges(side)) == 3
+
+
+def test_a_killed_workers_langgraph_run_is_finished_by_another(
+    url: str, side: Path, procs: list[Any]
+) -> None:
+    (side / "block-k").touch()
+    first = spawn(procs, url, side, lease=1.0, name="first")
+    client = Wayline(url)
+    client.start(lg_worker_graphs.counter, INPUT, run_id="k")
+    wait_until(lambda: (side / "reached-k").exists(), "the first worker to reach n == 3")
+    first.kill()
+    first.wait()
+    client.start(lg_worker_graphs.counter, INPUT, run_id="unkilled")
+    spawn(procs, url, side, lease=1.0, name="second")
+    assert client.wait("k", timeout=60).status == "done"
+    assert client.wait("unkilled", timeout=60).status == "done"
+    store = wayline.connect(url)
+    assert without_receipt(state(store, "k")) == without_receipt(state(store, "unkilled"))
+    assert without_receipt(state(store, "k")) == FINAL
+    counts = executions(side)
+    assert counts[("k", 3)] == 2  # the step in flight at the kill ran again
+    assert all(c == 1 for (_, n), c in counts.items() if n != 3)  # committed steps did not
+    assert charges(side).count(next(c for c in charges(side))) == 1
+    assert len(charges(side)) == 2  # one per run: the killed run's charge was recorded
+    tokens = [token for _, _, token in checkpoints(store, "k")]
+    assert tokens[0] < tokens[-1]  # the takeover wrote under a newer lease
+
+
+def test_a_paused_langgraph_worker_past_its_lease_writes_no_checkpoint(
+    url: str, side: Path, procs: list[Any]
+) -> None:
+    (side / "block-p").touch()
+    paused = spawn(procs, url, side, lease=1.0, name="paused")
+    client = Wayline(url)
+    client.start(lg_worker_graphs.counter, INPUT, run_id="p")
+    wait_until(lambda: (side / "reached-p").exists(), "the first worker to reach n == 3")
+    paused.send_signal(signal.SIGSTOP)
+    spawn(procs, url, side, lease=1.0, name="takeover")
+    assert client.wait("p", timeout=60).status == "done"
+    store = wayline.connect(url)
+    before = checkpoints(store, "p")
+    writes_before = store.count_rows("default", "p")
+    paused.send_signal(signal.SIGCONT)
+    (side / "go-p").touch()  # the paused worker's node returns and LangGraph writes
+    wait_until(
+        lambda: b"lease on run 'p' lost" in (side / "paused.log").read_bytes(),
+        "the paused worker to find its lease lost",
+    )
+    assert checkpoints(store, "p") == before  # none of its writes landed
+    assert store.count_rows("default", "p") == writes_before
+    assert without_receipt(state(store, "p")) == FINAL
+    assert executions(side)[("p", 3)] == 2 and len(charges(side)) == 1
+    (effect,) = store.list_effects("default", "p")
+    assert effect.status == "SUCCEEDED"
+    paused.send_signal(signal.SIGTERM)
+    assert paused.wait(timeout=20) == 0
+
+
+def test_an_effect_happens_once_across_a_kill_after_the_provider_committed(
+    url: str, side: Path, procs: list[Any]
+) -> None:
+    (side / "kill-e").touch()
+    first = spawn(procs, url, side, lease=1.0, name="first")
+    client = Wayline(url)
+    client.start(lg_worker_graphs.counter, INPUT, run_id="e")
+    assert first.wait(timeout=60) == -signal.SIGKILL  # killed itself after the charge
+    spawn(procs, url, side, lease=1.0, name="second")
+    assert client.wait("e", timeout=60).status == "done"
+    store = wayline.connect(url)
+    assert without_receipt(state(store, "e")) == FINAL
+    (key,) = charges(side)  # the provider charged once
+    (effect,) = store.list_effects("default", "e")
+    assert (effect.key, effect.status) == (key, "SUCCEEDED")  # reconciled, not resent
+    assert executions(side)[("e", 3)] == 2
+
+
+def test_an_unknown_outcome_parks_the_run_and_is_not_resent(
+    url: str, side: Path, procs: list[Any]
+) -> None:
+    (side / "kill-b").touch()
+    (side / "blind-b").touch()
+    first = spawn(procs, url, side, lease=1.0, name="first")
+    client = Wayline(url)
+    client.start(lg_worker_graphs.counter, INPUT, run_id="b")
+    assert first.wait(timeout=60) == -signal.SIGKILL
+    spawn(procs, url, side, lease=1.0, name="second")
+    run = wait_until(
+        lambda: (r := client.get("b")).status == "parked" and r.lease_owner is None and r,
+        "the run to park",
+    )
+    assert "outcome unknown" in str(run.error)
+    assert len(charges(side)) == 1  # neither resent under its key nor under a new one
+    (effect,) = wayline.connect(url).list_effects("default", "b")
+    assert effect.status in ("EXECUTING", "UNKNOWN")
+
+
+def in_process_worker(url: str, engine: LangGraphEngine) -> tuple[Worker, threading.Thread]:
+    worker = Worker(url, engine, WorkerConfig(poll_interval=0.02, lease_seconds=5))
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    return worker, thread
+
+
+def test_an_interrupt_parks_the_run_and_only_an_authorized_actor_resumes_it(
+    url: str, side: Path
+) -> None:
+    engine = LangGraphEngine(lg_worker_graphs.approval, approvers={"review": ["finance"]})
+    worker, thread = in_process_worker(url, engine)
+    try:
+        client = Wayline(url)
+        client.start(engine, INPUT, run_id="a")
+        run = client.wait("a", timeout=30)
+        assert (run.status, run.lease_owner, run.engine) == ("interrupted", None, "langgraph")
+        (question,) = client.pending("a")
+        assert question.value == {"refund": 10} and question.approvers == ("finance",)
+        with pytest.raises(ApprovalRefused, match="may not decide"):
+            client.resume("a", "ok", actor=Actor(id="mallory"), digest=question.digest)
+        with pytest.raises(ApprovalRefused, match="digest"):
+            client.resume("a", "ok", actor=Actor(id="al", roles=("finance",)), digest="0" * 64)
+        assert client.get("a").status == "interrupted"  # refusals changed nothing
+        client.resume("a", "ok", actor=Actor(id="al", roles=("finance",)), digest=question.digest)
+        assert client.wait("a", timeout=30).status == "done"
+        app = lg_worker_graphs.approval.copy(update={"checkpointer": WaylineSaver(client.store)})
+        final = app.get_state({"configurable": {"thread_id": "a"}}).values
+        assert final == {"log": [0, 100], "n": 1, "decision": "ok"}
+        audit = collections.Counter((a.actor, a.outcome) for a in client.audit("a"))
+        assert audit == {
+            ("node:review", "pending"): 1,
+            ("mallory", "refused"): 1,
+            ("al", "refused"): 1,
+            ("al", "accepted"): 1,
+        }
+    finally:
+        worker.stop()
+        thread.join()
+
+
+def test_an_entrypoint_runs_on_a_worker_and_waits_for_its_answer(url: str, side: Path) -> None:
+    engine = LangGraphEngine(lg_worker_graphs.doubling)
+    worker, thread = in_process_worker(url, engine)
+    try:
+        client = Wayline(url)
+        client.start(lg_worker_graphs.doubling, 21, run_id="fn")
+        assert client.wait("fn", timeout=30).status == "interrupted"
+        (question,) = client.pending("fn")
+        assert question.value == {"doubled": 42}
+        client.resume("fn", "ok")
+        run = client.wait("fn", timeout=30)
+        assert (run.status, run.engine) == ("done", "langgraph")
+        app = lg_worker_graphs.doubling.copy(update={"checkpointer": WaylineSaver(client.store)})
+        assert app.get_state({"configurable": {"thread_id": "fn"}}).values == {
+            "doubled": 42,
+            "answer": "ok",
+        }
+    finally:
+        worker.stop()
+        thread.join()

@@ -1,0 +1,345 @@
+"""LangGraph's own engine on wayline's workers: ``LangGraphEngine`` runs a LangGraph
+``CompiledStateGraph`` (or an ``@entrypoint``) with LangGraph's Pregel loop, checkpointed
+by ``WaylineSaver``, behind the worker's engine seam (``wayline.worker.engine``).
+
+What wayline adds around LangGraph's loop:
+- the run is claimed under a lease and heartbeated by the worker; every checkpoint and
+  pending write goes through the saver under the worker's fence (``RunFence``): it commits
+  only while the worker's fencing token is the run's, in the same transaction, so a worker
+  that lost its lease writes nothing (``LeaseLost``) and the run's next holder continues
+  from the last checkpoint;
+- the run's queued input (``Wayline.start``) is cleared by the first write that applies
+  it, so a kill before that write leaves it queued and a kill after does not apply it twice;
+- an interrupt parks the run (status ``interrupted``, lease released, no worker held)
+  with wayline's interrupt records, so a decision goes through ``Wayline.resume``: the
+  actor, the approvers (``approvers={node: roles}``), the proposal's digest, the audit
+  log; the next claim resumes the graph with ``Command(resume={interrupt id: decision})``;
+- a node error is reported on the run (``failed``, with why) for the worker's retries and
+  dead letter; durability (``sync``/``async``/``exit``) is passed to LangGraph as it is.
+
+Every checkpoint's metadata names the worker and token that wrote it (``wayline_owner``,
+``wayline_token``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.pregel import Pregel
+from langgraph.types import Command
+
+from wayline.codec import default_codec
+from wayline.errors import CodecError, ConfigError, RunParkedError
+from wayline.graph import probe
+from wayline.graph.interrupts import Asked, ask
+from wayline.graph.types import Interrupt
+from wayline.langgraph.fence import FENCE_KEY, RunFence
+from wayline.langgraph.saver import WaylineSaver
+from wayline.store.base import Store
+from wayline.store.records import CommitBatch, RunRecord, RunStatus, RunUpdate
+from wayline.worker.engine import EngineKind, Lease
+
+__all__ = ["LangGraphEngine", "graph_version"]
+
+log = logging.getLogger("wayline.langgraph")
+
+
+class LangGraphEngine:
+    """A LangGraph graph a worker serves. ``name`` defaults to the graph's name, ``version``
+    to a fingerprint of its structure (nodes and edges), so a worker with another shape of
+    the graph does not take its runs. ``approvers``: per node, the actor ids or roles who
+    may answer its interrupts (an approval, decided through ``Wayline.resume`` with an
+    actor and the proposal's digest); other interrupts may be answered by anyone of the
+    run's tenant."""
+
+    kind: EngineKind = "langgraph"
+    schema_version = ""
+    fingerprint = ""
+    """LangGraph graphs carry their structure in their version (``graph_version``)."""
+    shape_json: str | None = None
+
+    def __init__(
+        self,
+        graph: Any,
+        *,
+        name: str | None = None,
+        version: str | None = None,
+        store: Store | None = None,
+        approvers: Mapping[str, Sequence[str]] | None = None,
+        saver: WaylineSaver | None = None,
+    ) -> None:
+        if not isinstance(graph, Pregel):
+            raise ConfigError(
+                f"LangGraphEngine runs a compiled LangGraph graph (CompiledStateGraph or "
+                f"@entrypoint), not a {type(graph).__name__}: call .compile() first"
+            )
+        self.graph = graph
+        self.name = name or graph.name or "LangGraph"
+        self.version = version or graph_version(graph)
+        self.approvers = {k: tuple(v) for k, v in (approvers or {}).items()}
+        self.store = store
+        self.saver = saver if saver is not None else (WaylineSaver(store) if store else None)
+        self._bound: Any = None if self.saver is None else graph.copy({"checkpointer": self.saver})
+
+    def bind(self, store: Store) -> LangGraphEngine:
+        if store is self.store:
+            return self
+        return type(self)(
+            self.graph,
+            name=self.name,
+            version=self.version,
+            store=store,
+            approvers=self.approvers,
+        )
+
+    @property
+    def serde(self) -> Any:
+        return _SERDE if self.saver is None else self.saver.serde
+
+    def encode_input(self, value: Any, breakpoints: Any = None) -> bytes:
+        """The queued input in wayline's inbox layout, its values encoded by LangGraph's
+        serializer (messages and other LangChain types come back as they went in)."""
+        if isinstance(value, Command):
+            goto = value.goto if isinstance(value.goto, list | tuple) else [value.goto]
+            items: list[Any] = ["command", value.resume, value.update, [g for g in goto if g]]
+        else:
+            items = ["input", value]
+        options = _options(breakpoints)
+        if options:
+            items.append(options)
+        kind, data = self.serde.dumps_typed(items)
+        if kind != "msgpack":
+            raise CodecError(f"cannot queue this input for a LangGraph run ({kind} encoding)")
+        return bytes(data)
+
+    def decode_input(self, data: bytes) -> tuple[Any, dict[str, Any]]:
+        """(the input or a Command, the options queued with it)."""
+        kind, *rest = self.serde.loads_typed(("msgpack", data))
+        options: dict[str, Any] = {}
+        if kind == "command":
+            resume, update, goto = rest[:3]
+            options = rest[3] if len(rest) > 3 else {}
+            cmd = Command(resume=resume, update=update, goto=tuple(goto or ()))
+            return cmd, dict(options or {})
+        options = rest[1] if len(rest) > 1 else {}
+        return rest[0], dict(options or {})
+
+    def labels(self) -> dict[str, str]:
+        return {}
+
+    def open(self, run: RunRecord, lease: Lease) -> LangGraphExecution:
+        if self._bound is None or self.store is None:
+            raise ConfigError("a LangGraphEngine runs on a store: bind(store) first")
+        if run.durability not in ("sync", "async", "exit"):
+            raise ConfigError(f"durability {run.durability!r} of run {run.run_id!r} is unknown")
+        return LangGraphExecution(self, run, lease)
+
+
+class LangGraphExecution:
+    """One claimed run of a LangGraph graph: LangGraph's loop until it ends or pauses."""
+
+    def __init__(self, engine: LangGraphEngine, run: RunRecord, lease: Lease) -> None:
+        self.engine, self.record, self.lease = engine, run, lease
+        self.loaded = False
+        self.cancelled = False
+        self.steps = 0
+        self.fence = RunFence(lease.token, lease.owner, take_inbox=run.inbox is not None)
+        self.config: dict[str, Any] = {
+            "configurable": {
+                "thread_id": run.run_id,
+                "tenant": run.tenant_id,
+                FENCE_KEY: self.fence,
+            },
+            "metadata": {"wayline_owner": lease.owner, "wayline_token": lease.token},
+        }
+        if probe.installed():  # a harness counting what runs (wayline killtest)
+            from wayline.langgraph.probed import ProbeCallbacks
+
+            self.config["callbacks"] = [ProbeCallbacks(run.tenant_id, run.run_id)]
+
+    @property
+    def store(self) -> Store:
+        assert self.engine.store is not None
+        return self.engine.store
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    def run(self) -> str:
+        run, token = self.record, self.lease.token
+        try:
+            return self._run()
+        except RunParkedError as exc:  # an effect's outcome is unknown: for an operator
+            self._report("parked", error=f"effect {exc.key} outcome unknown")
+            raise
+        except BaseException as exc:
+            if isinstance(exc, Exception) and self.loaded:
+                self._report("failed", error=f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            self.store.release(run.tenant_id, run.run_id, token)
+
+    def _run(self) -> str:
+        engine, run = self.engine, self.record
+        given, options = (None, {}) if run.inbox is None else engine.decode_input(run.inbox)
+        before = self.store.load_interrupts(run.tenant_id, run.run_id, run.step + 1)
+        answers = {
+            i.interrupt_id: default_codec.loads(i.resume) for i in before if i.resume is not None
+        }
+        if given is None and answers:  # a decision recorded through Wayline.resume
+            given = Command(resume=answers)
+        self.loaded = True
+        stopped = asyncio.run(self._stream(given, options))
+        if stopped and self.cancelled:
+            return self._report("cancelled", error="cancelled by request")
+        if stopped:  # a graceful stop or a lost lease: the next holder continues
+            return "running"
+        return self._settle(before)
+
+    async def _stream(self, given: Any, options: dict[str, Any]) -> bool:
+        """LangGraph's loop until it ends or pauses (True: stopped at ``lease.stop``).
+        Always ``astream``: it runs async nodes and tools (a template's ``async def``
+        nodes) and sync ones alike, the sync ones in threads, as LangGraph's server does."""
+        app = self.engine._bound
+        stream = app.astream(
+            given,
+            self.config,
+            stream_mode="updates",
+            durability=self.record.durability,
+            interrupt_before=options.get("interrupt_before"),
+            interrupt_after=options.get("interrupt_after"),
+            context=_context(app, options.get("context")),
+        )
+        try:
+            async for _ in stream:
+                self.steps += 1
+                if self.lease.stop.is_set():
+                    return True
+        finally:
+            with contextlib.suppress(Exception):
+                await stream.aclose()
+        return False
+
+    def _settle(self, before: Sequence[Any]) -> str:
+        """Report how the run ended: done, or waiting with its questions recorded."""
+        state = self.engine._bound.get_state(self.config)
+        step = int((state.metadata or {}).get("step", self.record.step))
+        if not state.next:
+            return self._report("done", step=step)
+        asked = []
+        for task in state.tasks:
+            if not task.interrupts:
+                continue
+            approvers = self.engine.approvers.get(task.name)
+            found = tuple(
+                (idx, Interrupt(_plain(i.value), i.id, approvers))
+                for idx, i in enumerate(task.interrupts)
+            )
+            asked.append(Asked(step + 1, task.id, task.name, found))
+        records, audit, _ = ask(
+            self.record.tenant_id, self.record.run_id, asked, before, default_codec
+        )
+        return self._report(
+            "interrupted",
+            step=step,
+            next_nodes=tuple(state.next),
+            interrupts=records,
+            audit=audit,
+        )
+
+    def _report(
+        self,
+        status: RunStatus,
+        *,
+        step: int | None = None,
+        next_nodes: tuple[str, ...] = (),
+        error: str | None = None,
+        interrupts: Sequence[Any] = (),
+        audit: Sequence[Any] = (),
+    ) -> str:
+        """The run's status, fenced: the last write of this execution."""
+        if step is None:
+            current = self.store.get_run(self.record.tenant_id, self.record.run_id)
+            step = self.record.step if current is None else current.step
+        batch = CommitBatch(
+            run=RunUpdate(status, step, next_nodes, error=error),
+            interrupts=list(interrupts),
+            audit=list(audit),
+            clear_pending_through=step,
+            take_inbox=self.fence.write(None).take_inbox,
+        )
+        self.store.commit(self.record.tenant_id, self.record.run_id, self.lease.token, batch)
+        return status
+
+
+def graph_version(graph: Any) -> str:
+    """A fingerprint of a LangGraph graph's structure: its nodes and edges (not its code)."""
+    try:
+        drawn = graph.get_graph()
+        shape: Any = {
+            "nodes": sorted(drawn.nodes),
+            "edges": sorted((e.source, e.target, bool(e.conditional)) for e in drawn.edges),
+        }
+    except Exception:  # a graph that cannot be drawn: its node names
+        shape = {"nodes": sorted(graph.nodes)}
+    digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
+    return f"lg-{digest[:12]}"
+
+
+def _context(graph: Any, given: Any) -> Any:
+    """The run's ``Runtime.context``: what the run was given, as the graph's context schema
+    (its defaults when nothing was given, as LangGraph's server builds it), else None."""
+    schema = getattr(graph, "context_schema", None)
+    if schema is None:
+        return given
+    given = dict(given or {})
+    if isinstance(schema, type) and not issubclass(schema, dict) and hasattr(schema, "__init__"):
+        try:
+            return schema(**given)
+        except TypeError:
+            return given
+    return given
+
+
+def _options(breakpoints: Any) -> dict[str, Any]:
+    if breakpoints is None or breakpoints == (None, None):
+        return {}
+    before, after = breakpoints
+    return {"interrupt_before": _names(before), "interrupt_after": _names(after)}
+
+
+def _names(given: Any) -> Any:
+    if given is None or isinstance(given, str):
+        return given
+    return [str(n) for n in given]
+
+
+def _plain(value: Any) -> Any:
+    """An interrupt's question as wayline's codec stores it (``Wayline.pending``): as it
+    is when it can be, else as JSON-ready data."""
+    try:
+        default_codec.dumps(value)
+        return value
+    except CodecError:
+        return json.loads(json.dumps(value, default=_jsonable))
+
+
+def _jsonable(value: Any) -> Any:
+    for method in ("model_dump", "dict", "to_json"):
+        fn = getattr(value, method, None)
+        if callable(fn):
+            with contextlib.suppress(Exception):
+                return fn()
+    return repr(value)
+
+
+_SERDE = JsonPlusSerializer(pickle_fallback=False, allowed_json_modules=None)
+"""Encodes a run's queued input before any store is bound (``Wayline.start``): the
+saver's own settings, so the worker's saver reads it back."""

@@ -1,0 +1,224 @@
+"""The engine seam: what a worker needs from whatever executes a run.
+
+A worker claims a run (the store's claim query, one for every engine), hands it to the
+engine that serves its graph, and acts on how it ends. Two engines implement the seam:
+``WaylineEngine`` (wayline's own loop, below) and ``wayline.langgraph.engine.LangGraphEngine``
+(LangGraph's Pregel on ``WaylineSaver``). ``tests/integration/test_engine_contract.py``
+runs the same contract against both.
+
+The contract, for every engine:
+- **claim**: ``Engine.open(run, lease)`` binds a claimed run and its fencing token;
+- **run until pause or end**: ``Execution.run()`` executes until the run finishes, waits
+  (an interrupt, a breakpoint), stops (``lease.stop``: a graceful stop, a cancel, a lost
+  lease) or fails;
+- **commit**: every durable write it makes is conditional on ``lease.token`` (``LeaseLost``
+  otherwise), and the lease is released on every way out;
+- **report**: the run's row says how it ended (status, step, error) before ``run()``
+  returns or raises, and ``run()`` returns that status. A node error propagates (the
+  worker retries it or leaves it failed: the dead letter); ``loaded`` says whether the
+  run's committed state had been read when it did (an unreadable run is not retried).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from wayline.graph.checkpoint import (
+    encode_inbox,
+    inbox_breakpoints,
+    inbox_stream_modes,
+)
+from wayline.graph.compiled import CompiledGraph
+from wayline.graph.loop import RunLoop
+from wayline.ids import RunRef
+from wayline.store.base import Store
+from wayline.store.records import CommitBatch, RunRecord
+from wayline.worker.emitted import EMITTED_MODES, EmitSink
+
+__all__ = [
+    "Engine",
+    "EngineKind",
+    "Execution",
+    "Lease",
+    "WaylineEngine",
+    "engine_for",
+]
+
+EngineKind = Literal["wayline", "langgraph"]
+
+Committer = Callable[[str, str, int, CommitBatch], None]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Lease:
+    """The claim a worker hands an engine: who holds the run, for how long, under which
+    fencing token, and the event that asks the execution to stop at its next step."""
+
+    owner: str
+    lease_seconds: float
+    token: int
+    stop: threading.Event
+    committer: Committer | None = None
+    """How step commits are written (the worker's group commit; None: one by one)."""
+
+
+@runtime_checkable
+class Execution(Protocol):
+    """One claimed run on one engine."""
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the run's committed state was read (a failure before it: unreadable)."""
+        ...
+
+    def run(self) -> str:
+        """Run until pause or end; returns the run's status (the row says it too)."""
+        ...
+
+    def cancel(self) -> None:
+        """A cancellation was requested: stop at the next step boundary, as ``cancelled``."""
+        ...
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """A graph a worker serves, on the engine that executes it."""
+
+    kind: EngineKind
+    name: str
+    version: str
+    schema_version: str
+    fingerprint: str
+    """The graph's structural fingerprint, recorded on its runs ('' where the version
+    is itself one: LangGraph graphs)."""
+    shape_json: str | None
+
+    def bind(self, store: Store) -> Engine:
+        """The same graph on the worker's store."""
+        ...
+
+    def encode_input(self, value: Any, breakpoints: Any = None) -> bytes:
+        """A run's queued input as this engine reads it back (``Wayline.start``)."""
+        ...
+
+    def labels(self) -> dict[str, str]:
+        """The data class of each labelled channel (the run row's ``classes``)."""
+        ...
+
+    def open(self, run: RunRecord, lease: Lease) -> Execution:
+        """Bind a claimed run (raises for a run this engine cannot take: left failed)."""
+        ...
+
+
+class WaylineEngine:
+    """wayline's own loop behind the seam."""
+
+    kind: EngineKind = "wayline"
+
+    def __init__(self, graph: CompiledGraph) -> None:
+        self.graph = graph
+        self.name = graph.name
+        self.version = graph.version
+        self.schema_version = graph.schema_version
+        self.fingerprint = graph.fingerprint
+        self.shape_json: str | None = graph.shape_json
+
+    def bind(self, store: Store) -> WaylineEngine:
+        return self if store is self.graph.store else WaylineEngine(self.graph.with_store(store))
+
+    def encode_input(self, value: Any, breakpoints: Any = None) -> bytes:
+        return encode_inbox(self.graph.codec, value, breakpoints)
+
+    def labels(self) -> dict[str, str]:
+        return dict(self.graph.schema.classes)
+
+    def open(self, run: RunRecord, lease: Lease) -> _WaylineExecution:
+        graph = self.graph
+        sink = _emit_sink(graph.store, graph, run, lease.token)
+        commit = lease.committer
+        if sink is not None and commit is not None:
+            commit = sink.wrap(commit)
+        loop = graph.open_loop(
+            RunRef(run.tenant_id, run.run_id),
+            durability=run.durability,
+            owner=lease.owner,
+            lease_seconds=lease.lease_seconds,
+            token=lease.token,
+            stop=lease.stop,
+            claimed_run=run,
+            committer=commit,
+        )
+        if sink is not None:
+            loop.invocation.emit = sink
+            sink.step_of = lambda: loop.step + 1
+        loop.step_events = False  # nothing reads them here (a traced graph turns them on)
+        return _WaylineExecution(graph, run, loop, sink)
+
+
+class _WaylineExecution:
+    def __init__(
+        self, graph: CompiledGraph, run: RunRecord, loop: RunLoop, sink: EmitSink | None
+    ) -> None:
+        self.graph, self.record, self.loop, self.sink = graph, run, loop, sink
+
+    @property
+    def loaded(self) -> bool:
+        return bool(self.loop.loaded)
+
+    def run(self) -> str:
+        breakpoints = _queued_breakpoints(self.graph, self.record)
+        for _ in self.graph.run_loop(self.loop, None, breakpoints=breakpoints):
+            pass
+        if self.sink is not None:
+            self.sink.flush()  # emitted in a step that committed nothing after (an interrupt)
+        run = self.graph.store.get_run(self.record.tenant_id, self.record.run_id)
+        return "unknown" if run is None else run.status
+
+    def cancel(self) -> None:
+        self.loop.cancelled = True
+
+
+def engine_for(graph: Any) -> Engine:
+    """The engine of a graph a worker serves or a client starts: a wayline graph, an
+    engine already, or a LangGraph graph (``CompiledStateGraph``, an ``@entrypoint``)."""
+    if isinstance(graph, CompiledGraph):
+        return WaylineEngine(graph)
+    if isinstance(graph, Engine):
+        return graph
+    if type(graph).__module__.startswith("langgraph."):
+        from wayline.langgraph.engine import LangGraphEngine
+
+        return LangGraphEngine(graph)
+    from wayline.errors import ConfigError
+
+    raise ConfigError(
+        f"a {type(graph).__name__} is not a graph wayline can run: give a compiled wayline "
+        "graph, a LangGraph CompiledStateGraph or @entrypoint, or an Engine"
+    )
+
+
+def engines_for(graphs: Any) -> list[Engine]:
+    """``engine_for`` of one graph or each of a sequence."""
+    if isinstance(graphs, Sequence) and not isinstance(graphs, str):
+        return [engine_for(g) for g in graphs]
+    return [engine_for(graphs)]
+
+
+def _emit_sink(store: Store, graph: CompiledGraph, run: RunRecord, token: int) -> EmitSink | None:
+    """The sink recording what nodes emit, when the queued input asked for it (None: not)."""
+    modes = frozenset() if run.inbox is None else inbox_stream_modes(graph.codec, run.inbox)
+    if not modes & EMITTED_MODES:
+        return None
+    return EmitSink(store, graph.codec, run.tenant_id, run.run_id, token, modes)
+
+
+def _queued_breakpoints(
+    graph: CompiledGraph, run: RunRecord
+) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The ``interrupt_before``/``interrupt_after`` queued with the run's input (None: the
+    graph's compiled-in ones). They hold for the invocation that takes this inbox."""
+    given = None if run.inbox is None else inbox_breakpoints(graph.codec, run.inbox)
+    return None if given is None else graph.breakpoints(*given)
