@@ -112,9 +112,7 @@ def worker_for(store: Store, graphs: dict[str, Engine], **config: Any) -> Worker
 
 
 def claim_and_execute(worker: Worker) -> str:
-    claimed = worker.store.claim_next(
-        owner=worker.owner, lease_seconds=30, graphs=worker.claims
-    )
+    claimed = worker.store.claim_next(owner=worker.owner, lease_seconds=30, graphs=worker.claims)
     assert claimed is not None, "a run is claimable"
     worker.execute(*claimed)
     return claimed[0].run_id
