@@ -19,6 +19,8 @@ PORTS: dict[str, str] = {
     "langgraph.graph.state": "wayline.graph.state",
     "langgraph.managed": "wayline.managed",
     "langgraph.prebuilt": "wayline.prebuilt",
+    "langgraph.prebuilt.chat_agent_executor": "wayline.prebuilt.chat_agent_executor",
+    "langgraph.prebuilt.tool_node": "wayline.prebuilt.tool_node",
     "langgraph.runtime": "wayline.runtime",
     "langgraph.store.base": "wayline.memory.base",
     "langgraph.store.memory": "wayline.memory.in_memory",

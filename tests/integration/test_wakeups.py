@@ -261,13 +261,15 @@ def test_the_functional_api_sleeps_durably(url: str) -> None:
         wayline.sleep(-1)
 
 
-def _make_due(store: Any, schedule_id: str) -> None:
-    """Bring a schedule's next tick to now (a daily cron's is hours away)."""
+def _make_due(store: Any, schedule_id: str, after: float = 0.0) -> None:
+    """Bring a schedule's next tick to now, or ``after`` seconds from now (a daily cron's
+    is hours away). A tick's run id is its time to the second: two ticks made due within
+    one second would be one tick."""
     ph = store.placeholder
     with store._tx("default") as db:
         db.execute(
             f"UPDATE schedules SET next_at = {ph} WHERE tenant_id = {ph} AND schedule_id = {ph}",
-            (time.time(), "default", schedule_id),
+            (time.time() + after, "default", schedule_id),
         )
 
 
@@ -292,7 +294,7 @@ def test_a_schedule_fires_once_per_tick_across_a_worker_killed_mid_fire(
     tick_run = fired.last_run_id
     assert tick_run == sched.run_for(float(firing[0].read_text().split()[1]))
     assert client.wait(tick_run, timeout=30).status == "done"
-    _make_due(store, "daily")  # a second tick, fired by the survivor
+    _make_due(store, "daily", after=1.1)  # a second tick, one second on: its own id
     second = wait_until(lambda: (s := client.schedules()[0]).fires == 2 and s, "a second fire")
     assert second.last_run_id != tick_run
     assert client.wait(second.last_run_id, timeout=30).status == "done"
