@@ -17,8 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from wayline.server.http import ApiError, call, principal, read_json, reply
 from wayline.server.service import RunStart, Service, page
-from wayline.server.stream import RunWatch, sse_events
-from wayline.worker.emitted import EMITTED_MODES
+from wayline.server.stream import RunWatch, reads_emitted, run_meta, sse_events
 
 __all__ = ["routes"]
 
@@ -186,8 +185,9 @@ async def runs_stream(request: Request) -> Response:
         rec.thread_id,
         rec.start_step,
         show_start=start.resumed,
-        emitted=bool(EMITTED_MODES & set(rec.kwargs["stream_mode"])),
+        emitted=reads_emitted(rec.kwargs["stream_mode"]),
     )
+    watch.meta = run_meta(rec, start.assistant.name)
     events = sse_events(watch, rec.run_id, rec.kwargs["stream_mode"])
     if rec.kwargs.get("on_disconnect") == "cancel":
         events = _cancel_on_disconnect(request, events, rec.thread_id, rec.run_id)
@@ -273,7 +273,8 @@ async def run_join_stream(request: Request) -> Response:
         end_step=end,
     )
     modes = request.query_params.getlist("stream_mode") or rec.kwargs.get("stream_mode")
-    watch.emitted = bool(EMITTED_MODES & set(modes or ()))
+    watch.emitted = reads_emitted(modes or ())
+    watch.meta = run_meta(rec, assistant.name)
     last = request.headers.get("last-event-id", "")
     base = f"/threads/{tid}/runs/{rid}"
     return EventSourceResponse(

@@ -38,8 +38,8 @@ from wayline.worker.emitted import EMITTED_MODES
 
 __all__ = ["STREAM_MODES", "RunStart", "Service", "page"]
 
-STREAM_MODES = ("values", "updates", "custom")
-QUIET_MODES = ("messages", "messages-tuple", "events", "debug", "tasks", "checkpoints")
+STREAM_MODES = ("values", "updates", "custom", "messages", "messages-tuple")
+QUIET_MODES = ("events", "debug", "tasks", "checkpoints")
 """Accepted so that chat UIs asking for them work, but they carry nothing yet: the graph
 API emits custom and token events in process, and the server's streams are read from the
 store, where those are not written (docs/server.md says what it takes)."""
@@ -532,4 +532,5 @@ def _names(body: dict[str, Any], field: str) -> BreakpointNames:
 def _emitted_modes(body: dict[str, Any]) -> list[str]:
     """The asked stream modes a worker records as nodes emit them (the rest are read back
     from committed steps): queued with the input, so only a run that asked pays for them."""
-    return [m for m in _modes(body) if m in EMITTED_MODES]
+    asked = {"messages" if m == "messages-tuple" else m for m in _modes(body)}
+    return sorted(asked & EMITTED_MODES)

@@ -27,16 +27,35 @@ from wayline.graph.algo import apply_step, values_of
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct
 from wayline.graph.compiled import CompiledGraph
 from wayline.graph.types import START, Interrupt
+from wayline.server.chat_events import ChatEvents
 from wayline.server.http import call
 from wayline.server.jsonable import interrupt_json, to_jsonable
 from wayline.server.views import settled
 from wayline.store.base import Store
+from wayline.store.server_tables import ThreadRunRecord
+from wayline.worker.emitted import ATTEMPT, EMITTED_MODES
 
-__all__ = ["RunWatch", "sse_events"]
+__all__ = ["RunWatch", "reads_emitted", "run_meta", "sse_events"]
 
 Event = tuple[str, Any]
 MIN_POLL = 0.01
 MAX_POLL = 0.1
+
+
+def reads_emitted(modes: Any) -> bool:
+    """Whether a stream of ``modes`` reads what nodes emitted (beside committed steps)."""
+    asked = {"messages" if m == "messages-tuple" else m for m in modes}
+    return bool(asked & EMITTED_MODES)
+
+
+def run_meta(rec: ThreadRunRecord, graph_id: str) -> dict[str, Any]:
+    """The run's keys in each chat message's metadata, as ``langgraph dev`` sends them."""
+    return {
+        "graph_id": graph_id,
+        "assistant_id": rec.assistant_id,
+        "run_id": rec.run_id,
+        "thread_id": rec.thread_id,
+    }
 
 
 class RunWatch:
@@ -64,10 +83,14 @@ class RunWatch:
         self.end_step = end_step
         """A run a later run followed ends at that run's start: its own steps only."""
         self.emitted = emitted
+        self.meta: dict[str, Any] = {}
+        """The run's keys a chat client finds in each message's metadata (graph, run)."""
         """Whether to read what nodes emitted (``custom``) from the store, beside the steps."""
         self.start_step = start_step
         self.seq = 0
         """The last node-emitted event sent (its number in the run)."""
+        self.attempts = 0
+        """Claims that recorded this run's events so far (a new one: a new attempt)."""
 
     def poll(self) -> list[Event]:
         """Events since the last poll; sets ``done`` once the run has stopped and every
@@ -110,6 +133,8 @@ class RunWatch:
             # a step that committed no delta (it paused on an interrupt) may have emitted
             events.extend(event for _, event in self._emitted(run.step + 1))
             events.extend(self._ending(run.status, run.error, run.step))
+        elif self.step >= run.step:  # the step running now: its tokens so far
+            events.extend(event for _, event in self._emitted(run.step + 1))
         return events
 
     def _emitted(self, to_step: int) -> list[tuple[int, Event]]:
@@ -127,7 +152,15 @@ class RunWatch:
         if rows:
             self.seq = rows[-1].seq
         codec = self.graph.codec
-        return [(r.step, (r.mode, codec.loads(r.payload))) for r in rows]
+        out: list[tuple[int, Event]] = []
+        for r in rows:
+            if r.mode != ATTEMPT:
+                out.append((r.step, (r.mode, codec.loads(r.payload))))
+                continue
+            self.attempts += 1  # a worker's claim began recording here
+            if self.attempts > 1:  # another worker took over (the stream opened with 1)
+                out.append((r.step, (ATTEMPT, self.attempts)))
+        return out
 
     def _ending(self, status: str, error: str | None, step: int) -> list[Event]:
         if status == "interrupted":
@@ -169,13 +202,23 @@ async def sse_events(
     yield {"event": "metadata", "data": _dump({"run_id": run_id, "attempt": 1})}
     wait = MIN_POLL
     seq = 0
+    chat = ChatEvents(modes, watch.meta)
     while not watch.done:
         events = await call(watch.poll)
         for kind, data in events:
-            if kind in modes or kind == "error":
+            if kind == ATTEMPT:
+                sent: list[Event] = [("metadata", {"run_id": run_id, "attempt": data})]
+                chat.attempt = int(data)
+            elif kind == "messages":
+                sent = chat.events(data)
+            elif kind in modes or kind == "error":
+                sent = [(kind, data)]
+            else:
+                continue
+            for event, payload in sent:
                 seq += 1
                 if seq > after:
-                    yield {"event": kind, "data": _dump(to_jsonable(data)), "id": str(seq)}
+                    yield {"event": event, "data": _dump(to_jsonable(payload)), "id": str(seq)}
         if watch.done:
             break
         wait = MIN_POLL if events else min(MAX_POLL, wait * 1.5)

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Literal
+from typing import Any, Literal
 
 from wayline.control.policy import DataPolicy, apply_policy
 from wayline.effects.retry import RetryPolicy, retry_any
@@ -37,7 +37,7 @@ from wayline.store.base import Store
 from wayline.store.group import GroupCommit
 from wayline.store.records import RunRecord
 from wayline.worker.affinity import check_cpus, pin_this_thread
-from wayline.worker.emitted import EMITTED_MODES, EmitSink
+from wayline.worker.emitted import ATTEMPT, EMITTED_MODES, EmitSink
 from wayline.worker.placement import Placement
 
 __all__ = ["Worker", "WorkerConfig"]
@@ -252,7 +252,9 @@ class Worker:
             )
             if sink is not None:
                 loop.invocation.emit = sink
+                loop.invocation.chat_callbacks = _chat_stream(sink)
                 sink.step_of = lambda: loop.step + 1
+                sink.mark(run.step + 1)
         except Exception as exc:  # e.g. a durability mode this wayline does not know
             self._give_up(run, token, exc)
             self.store.release(run.tenant_id, run.run_id, token)
@@ -269,7 +271,7 @@ class Worker:
             for _ in graph.run_loop(loop, None, breakpoints=_queued_breakpoints(graph, run)):
                 pass
             if sink is not None:
-                sink.flush()  # emitted in a step that committed nothing after (an interrupt)
+                sink.close()  # emitted in a step that committed nothing after (an interrupt)
         except RunParkedError as exc:
             log.warning("run %s: %s", run.run_id, exc)
         except ResumeError as exc:  # the input it was handed was refused and consumed
@@ -353,10 +355,26 @@ class Worker:
 
 def _emit_sink(store: Store, graph: CompiledGraph, run: RunRecord, token: int) -> EmitSink | None:
     """The sink recording what nodes emit, when the queued input asked for it (None: not)."""
-    modes = frozenset() if run.inbox is None else inbox_stream_modes(graph.codec, run.inbox)
+    if run.inbox is not None:
+        modes = inbox_stream_modes(graph.codec, run.inbox)
+    else:  # taken over (or continued) after the input was consumed: what its claim asked
+        mark = store.last_stream_event(run.tenant_id, run.run_id, ATTEMPT)
+        modes = frozenset() if mark is None else frozenset(graph.codec.loads(mark.payload))
     if not modes & EMITTED_MODES:
         return None
     return EmitSink(store, graph.codec, run.tenant_id, run.run_id, token, modes)
+
+
+def _chat_stream(sink: EmitSink) -> Any:
+    """Chat-model tokens to ``sink``, through the mechanism ``stream_mode="messages"``
+    uses in process (None: not asked, or no langchain-core, so no chat model to stream)."""
+    if "messages" not in sink.modes:
+        return None
+    try:
+        from wayline.interop.lc_stream import ChatStream
+    except ImportError:
+        return None
+    return ChatStream(sink)
 
 
 def _queued_breakpoints(
