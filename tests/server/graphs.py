@@ -259,6 +259,22 @@ def approved_chat() -> Any:
     return g
 
 
+def _configured(s: State, config: Any) -> dict[str, Any]:
+    from wayline import get_runtime
+
+    model = config["configurable"].get("model")
+    return {"items": [f"model={model}", f"context={get_runtime().context}"]}
+
+
+def configured() -> Any:
+    """Says which config and context it ran with (an assistant's, or a run's)."""
+    g = StateGraph(State, name="configured")
+    g.add_node("say", _configured)
+    g.add_edge(START, "say")
+    g.add_edge("say", END)
+    return g
+
+
 def compiled(store: Any) -> dict[str, Any]:
     return {
         name: fn().compile(store)
@@ -274,5 +290,6 @@ def compiled(store: Any) -> dict[str, Any]:
             "gated_chat": gated_chat,
             "slow_chat": slow_chat,
             "approved_chat": approved_chat,
+            "configured": configured,
         }.items()
     }

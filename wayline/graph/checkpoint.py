@@ -44,6 +44,7 @@ __all__ = [
     "encode_results",
     "encode_snapshot",
     "inbox_breakpoints",
+    "inbox_run_config",
     "inbox_stream_modes",
     "reconstruct",
     "state_digest",
@@ -411,6 +412,7 @@ def encode_inbox(
     value: Any,
     breakpoints: Breakpoints | None = None,
     stream_modes: Sequence[str] = (),
+    run_config: Mapping[str, Any] | None = None,
 ) -> bytes:
     """A run's next input as stored for a worker: new input, or a Command (resume etc.),
     and the options the invocation that takes it runs with: the breakpoints the worker
@@ -429,6 +431,8 @@ def encode_inbox(
         options.update(interrupt_before=_names(before), interrupt_after=_names(after))
     if stream_modes:
         options["stream_modes"] = [str(m) for m in stream_modes]
+    if run_config:  # an assistant's config and context (wayline serve), merged with the run's
+        options["run_config"] = dict(run_config)
     if options:
         items.append(options)
     return codec.dumps(items)
@@ -456,6 +460,13 @@ def inbox_breakpoints(codec: Codec, data: bytes) -> Breakpoints | None:
     if "interrupt_before" not in options and "interrupt_after" not in options:
         return None
     return options.get("interrupt_before"), options.get("interrupt_after")
+
+
+def inbox_run_config(codec: Codec, data: bytes) -> dict[str, Any]:
+    """The ``config`` and ``context`` queued with an inbox (``{"config", "context"}``;
+    empty: the worker's own)."""
+    given = _inbox_options(codec, data).get("run_config")
+    return given if isinstance(given, dict) else {}
 
 
 def inbox_stream_modes(codec: Codec, data: bytes) -> frozenset[str]:

@@ -1,4 +1,4 @@
-"""The LangGraph Platform routes ``langgraph-sdk`` uses: assistants, threads, state,
+"""The LangGraph Platform routes ``langgraph-sdk`` uses: threads, state,
 history, runs (background, wait, stream, join, cancel), stateless runs. Same paths, same
 fields, same status values, same SSE event names; each handler is a thin shell over
 ``Service`` (run in a worker thread) and ``RunWatch``."""
@@ -27,42 +27,6 @@ WAIT_POLL = 0.02
 def _svc(request: Request) -> Service:
     svc: Service = request.app.state.service
     return svc
-
-
-# -- assistants ---------------------------------------------------------------------------
-
-
-async def assistants_search(request: Request) -> Response:
-    principal(request).require("read")
-    body = await read_json(request)
-    graph_id = body.get("graph_id")
-    found = [
-        a.to_json()
-        for a in _svc(request).registry.assistants
-        if graph_id is None or a.name == graph_id
-    ]
-    limit, offset = page(body)
-    return reply(found[offset : offset + limit])
-
-
-async def assistants_count(request: Request) -> Response:
-    principal(request).require("read")
-    return reply(len(_svc(request).registry.assistants))
-
-
-async def assistant_get(request: Request) -> Response:
-    principal(request).require("read")
-    return reply(_svc(request).registry.get(request.path_params["aid"]).to_json())
-
-
-async def assistant_graph(request: Request) -> Response:
-    principal(request).require("read")
-    return reply(_svc(request).registry.get(request.path_params["aid"]).graph_json())
-
-
-async def assistant_schemas(request: Request) -> Response:
-    principal(request).require("read")
-    return reply(_svc(request).registry.get(request.path_params["aid"]).schemas_json())
 
 
 # -- threads ------------------------------------------------------------------------------
@@ -261,7 +225,7 @@ async def run_join_stream(request: Request) -> Response:
     svc = _svc(request)
     tid, rid = request.path_params["tid"], request.path_params["rid"]
     rec = await call(svc.run_record, who, tid, rid)
-    assistant = svc.registry.get(rec.assistant_id)
+    assistant, _ = await call(svc.assistants.resolve, who.tenant, rec.assistant_id)
     end = await call(svc.end_step, who, rec)
     watch = RunWatch(
         svc.store,
@@ -306,11 +270,6 @@ async def ok(request: Request) -> Response:
 def routes() -> list[BaseRoute]:
     return [
         Route("/ok", ok, methods=["GET"]),
-        Route("/assistants/search", assistants_search, methods=["POST"]),
-        Route("/assistants/count", assistants_count, methods=["POST"]),
-        Route("/assistants/{aid}", assistant_get, methods=["GET"]),
-        Route("/assistants/{aid}/graph", assistant_graph, methods=["GET"]),
-        Route("/assistants/{aid}/schemas", assistant_schemas, methods=["GET"]),
         Route("/threads", threads_create, methods=["POST"]),
         Route("/threads/search", threads_search, methods=["POST"]),
         Route("/threads/count", threads_count, methods=["POST"]),

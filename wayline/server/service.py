@@ -18,6 +18,7 @@ from wayline.control.keys import Principal
 from wayline.graph.checkpoint import BreakpointNames, Breakpoints, encode_inbox
 from wayline.graph.types import Command, StateSnapshot
 from wayline.ids import RunRef
+from wayline.server.assistant_book import AssistantBook, merged_config
 from wayline.server.http import ApiError
 from wayline.server.registry import Assistant, Registry, UnknownAssistant
 from wayline.server.views import (
@@ -31,6 +32,7 @@ from wayline.server.views import (
     thread_json,
     thread_status,
 )
+from wayline.store.assistant_tables import AssistantTables
 from wayline.store.base import Store
 from wayline.store.records import RunRecord
 from wayline.store.server_tables import ServerTables, ThreadRecord, ThreadRunRecord
@@ -64,6 +66,8 @@ class Service:
         self.store = store
         self.tables = tables
         self.registry = registry
+        self.assistants = AssistantBook(registry, AssistantTables(tables.store))
+        """The served graphs and the assistants made over the API."""
         self._locks = [threading.Lock() for _ in range(64)]
         """Striped: starting a run on a thread is checked and queued under its stripe."""
 
@@ -227,12 +231,16 @@ class Service:
         """Validate, record and queue a run; refuse (409) if the thread is busy."""
         who.require("execute")
         try:
-            assistant = self.registry.get(str(body.get("assistant_id") or ""))
+            assistant, stored = self.assistants.resolve(
+                who.tenant, str(body.get("assistant_id") or "")
+            )
         except UnknownAssistant as exc:
             raise ApiError(422, str(exc.args[0])) from None
         _check_options(body)
         _object(body, "metadata")  # both read later, once the thread is held: checked now
         _subject(body)
+        _object(body, "context")
+        run_config = merged_config(stored, body)
         command = body.get("command")
         if command is not None and not isinstance(command, dict):
             raise ApiError(422, "command must be an object like {'resume': ...}")
@@ -264,6 +272,7 @@ class Service:
                 status="pending",
                 start_step=run.step if run is not None else -1,
                 metadata={
+                    **(stored.metadata if stored is not None else {}),
                     **(body.get("metadata") or {}),
                     "graph_id": assistant.name,
                     "assistant_id": assistant.assistant_id,
@@ -293,7 +302,9 @@ class Service:
             self.tables.insert_run(record)
             self._tag_thread(who, thread_id, assistant)
             try:
-                self._queue(who, thread_id, run, assistant, body, durability, breakpoints)
+                self._queue(
+                    who, thread_id, run, assistant, body, durability, breakpoints, run_config
+                )
             except BaseException:
                 self.tables.settle_run(who.tenant, record.run_id, "error")
                 raise
@@ -344,6 +355,7 @@ class Service:
         body: dict[str, Any],
         durability: str,
         breakpoints: Breakpoints,
+        run_config: dict[str, Any] | None = None,
     ) -> None:
         command = body.get("command") or {}
         inbox: Any = None if "resume" in command else body.get("input")
@@ -355,7 +367,7 @@ class Service:
         self.store.enqueue(
             who.tenant,
             thread_id,
-            encode_inbox(graph.codec, inbox, breakpoints, _emitted_modes(body)),
+            encode_inbox(graph.codec, inbox, breakpoints, _emitted_modes(body), run_config),
             graph_name=graph.name,
             graph_version=graph.version,
             durability=run.durability if run is not None else durability,

@@ -61,7 +61,7 @@ __all__ = ["PostgresStore"]
 log = logging.getLogger("wayline.store")
 
 _QUERIES = load_queries("%s")
-RLS_TABLES = (*_QUERIES.RUN_TABLES, "blobs", "subject_keys")
+RLS_TABLES = (*_QUERIES.RUN_TABLES, "blobs", "subject_keys", "assistants", "assistant_versions")
 """Every table with a tenant_id: the tables a run owns, and the tenant's shared blobs."""
 Q_TABLES = """
 SELECT table_name FROM information_schema.tables

@@ -28,7 +28,7 @@ from wayline.errors import (
     VersionMismatchError,
     WaylineError,
 )
-from wayline.graph.checkpoint import inbox_breakpoints, inbox_stream_modes
+from wayline.graph.checkpoint import inbox_breakpoints, inbox_run_config, inbox_stream_modes
 from wayline.graph.compiled import CompiledGraph
 from wayline.graph.loop import RunLoop, default_owner
 from wayline.ids import RunRef
@@ -240,8 +240,10 @@ class Worker:
         try:
             graph = self.graphs[(run.graph_name, run.graph_version)]
             sink = _emit_sink(self.store, graph, run, token)
+            queued = {} if run.inbox is None else inbox_run_config(graph.codec, run.inbox)
             loop = graph.open_loop(
                 RunRef(run.tenant_id, run.run_id),
+                **_run_config(RunRef(run.tenant_id, run.run_id), queued.get("config")),
                 durability=run.durability,
                 owner=self.owner,
                 lease_seconds=self.config.lease_seconds,
@@ -250,6 +252,8 @@ class Worker:
                 claimed_run=run,
                 committer=self.group.commit if sink is None else sink.wrap(self.group.commit),
             )
+            if queued.get("context") is not None:
+                loop.invocation.context = queued["context"]
             if sink is not None:
                 loop.invocation.emit = sink
                 loop.invocation.chat_callbacks = _chat_stream(sink)
@@ -375,6 +379,20 @@ def _chat_stream(sink: EmitSink) -> Any:
     except ImportError:
         return None
     return ChatStream(sink)
+
+
+def _run_config(ref: RunRef, given: Any) -> dict[str, Any]:
+    """``open_loop``'s config and step limit for a config queued with the input (an
+    assistant's, with the run's over it): the run's own ids win over any it names."""
+    if not isinstance(given, dict) or not given:
+        return {}
+    own = ref.config()
+    configurable = {**(given.get("configurable") or {}), **own["configurable"]}
+    out: dict[str, Any] = {"config": {**given, "configurable": configurable}}
+    limit = given.get("recursion_limit")
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+        out["step_limit"] = limit
+    return out
 
 
 def _queued_breakpoints(

@@ -66,3 +66,11 @@ ALTER TABLE stream_events ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS wayline_tenant ON stream_events;
 CREATE POLICY wayline_tenant ON stream_events USING (tenant_id = current_setting('wayline.tenant', true))
     WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE assistants ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON assistants;
+CREATE POLICY wayline_tenant ON assistants USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE assistant_versions ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON assistant_versions;
+CREATE POLICY wayline_tenant ON assistant_versions USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));

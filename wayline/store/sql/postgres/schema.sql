@@ -1,4 +1,4 @@
--- The current wayline PostgreSQL schema (version 12): what the numbered migrations
+-- The current wayline PostgreSQL schema (version 16): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -292,4 +292,27 @@ CREATE TABLE IF NOT EXISTS stream_events (
     crc        BIGINT,
     created_at DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (tenant_id, run_id, seq)
+);
+-- 0016: assistants made over the API, and every version of each.
+CREATE TABLE IF NOT EXISTS assistants (
+    tenant_id    TEXT NOT NULL,
+    assistant_id TEXT NOT NULL,
+    graph_id     TEXT NOT NULL,
+    version      BIGINT NOT NULL,
+    created_at   DOUBLE PRECISION NOT NULL,
+    updated_at   DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (tenant_id, assistant_id)
+);
+CREATE TABLE IF NOT EXISTS assistant_versions (
+    tenant_id    TEXT NOT NULL,
+    assistant_id TEXT NOT NULL,
+    version      BIGINT NOT NULL,
+    graph_id     TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    description  TEXT,
+    config       TEXT NOT NULL DEFAULT '{}',
+    context      TEXT NOT NULL DEFAULT '{}',
+    metadata     TEXT NOT NULL DEFAULT '{}',
+    created_at   DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (tenant_id, assistant_id, version)
 );

@@ -1,4 +1,4 @@
--- The current wayline SQLite schema (version 12): what the numbered migrations
+-- The current wayline SQLite schema (version 16): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -293,3 +293,26 @@ CREATE TABLE IF NOT EXISTS stream_events (
     created_at REAL    NOT NULL,
     PRIMARY KEY (tenant_id, run_id, seq)
 ) WITHOUT ROWID;
+-- 0016: assistants made over the API, and every version of each.
+CREATE TABLE IF NOT EXISTS assistants (
+    tenant_id    TEXT NOT NULL,
+    assistant_id TEXT NOT NULL,
+    graph_id     TEXT NOT NULL,
+    version      INTEGER NOT NULL,
+    created_at   REAL NOT NULL,
+    updated_at   REAL NOT NULL,
+    PRIMARY KEY (tenant_id, assistant_id)
+);
+CREATE TABLE IF NOT EXISTS assistant_versions (
+    tenant_id    TEXT NOT NULL,
+    assistant_id TEXT NOT NULL,
+    version      INTEGER NOT NULL,
+    graph_id     TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    description  TEXT,
+    config       TEXT NOT NULL DEFAULT '{}',
+    context      TEXT NOT NULL DEFAULT '{}',
+    metadata     TEXT NOT NULL DEFAULT '{}',
+    created_at   REAL NOT NULL,
+    PRIMARY KEY (tenant_id, assistant_id, version)
+);
