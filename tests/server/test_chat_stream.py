@@ -169,3 +169,80 @@ def test_a_worker_killed_mid_message_leaves_one_message(tmp_path: Path) -> None:
                 proc.kill()
                 proc.wait(10)
         running.stop()
+
+
+REFERENCE_EVENTS = [
+    ("on_chain_start", "chat"),
+    ("on_chain_start", "model"),
+    ("on_chat_model_start", None),
+    *[("on_chat_model_stream", None)] * 17,
+    ("on_chat_model_end", None),
+    ("on_chain_stream", "model"),
+    ("on_chain_end", "model"),
+    ("on_chain_end", "chat"),
+]
+"""``langgraph dev``'s ``events`` for the chat graph (a model name where None: LangGraph
+names the model's class, wayline its ``ls_provider``, the class is not recorded)."""
+REFERENCE_EVENT_KEYS = {"event", "data", "name", "tags", "run_id", "metadata", "parent_ids"}
+REFERENCE_DEBUG = [
+    ("checkpoint", -1),
+    ("checkpoint", 0),
+    ("task", 1),
+    ("task_result", 1),
+    ("checkpoint", 1),
+]
+REFERENCE_DEBUG_PAYLOAD_KEYS = {
+    "checkpoint": {
+        "config", "parent_config", "values", "metadata", "next", "tasks", "checkpoint",
+        "parent_checkpoint",
+    },
+    "task": {"id", "name", "input", "triggers", "metadata"},
+    "task_result": {"id", "name", "error", "result", "interrupts"},
+}  # fmt: skip
+
+
+def test_events_in_the_astream_events_shape(sqlite_server: Running) -> None:
+    c = _client(sqlite_server)
+    tid = c.threads.create()["thread_id"]
+    parts = _parts(c.runs.stream(tid, "chat", input=HI, stream_mode="events"))
+    events = [data for event, data in parts if event == "events"]
+    seen = [(e["event"], e["name"] if e["event"].startswith("on_chain") else None) for e in events]
+    streamed = sum(e == "on_chat_model_stream" for e, _ in seen)
+    assert (
+        seen
+        == [  # the reference's sequence, with this reply's number of tokens
+            *REFERENCE_EVENTS[:3],
+            *[("on_chat_model_stream", None)] * streamed,
+            *REFERENCE_EVENTS[-4:],
+        ]
+    )
+    assert all(set(e) == REFERENCE_EVENT_KEYS for e in events)
+    chunks = [e["data"]["chunk"]["content"] for e in events if e["event"] == "on_chat_model_stream"]
+    assert "".join(chunks) == graphs.REPLY
+    end = next(e for e in events if e["event"] == "on_chat_model_end")
+    assert end["data"]["output"]["content"] == graphs.REPLY
+    node_end = next(e for e in events if e["event"] == "on_chain_end" and e["name"] == "model")
+    assert node_end["data"]["output"]["messages"][0]["content"] == graphs.REPLY
+    assert events[-1]["data"]["output"]["messages"][-1]["content"] == graphs.REPLY
+    assert events[1]["metadata"]["langgraph_node"] == "model"
+
+
+def test_debug_checkpoints_and_tasks(sqlite_server: Running) -> None:
+    c = _client(sqlite_server)
+    tid = c.threads.create()["thread_id"]
+    parts = _parts(c.runs.stream(tid, "chat", input=HI, stream_mode="debug"))
+    debug = [data for event, data in parts if event == "debug"]
+    assert [(d["type"], d["step"]) for d in debug] == REFERENCE_DEBUG
+    for d in debug:
+        assert set(d) == {"step", "timestamp", "type", "payload"}
+        assert set(d["payload"]) == REFERENCE_DEBUG_PAYLOAD_KEYS[d["type"]]
+    first, input_step, task, result, last = debug
+    assert first["payload"]["next"] == ["__start__"]
+    assert first["payload"]["values"] == {"messages": []}
+    assert input_step["payload"]["next"] == ["model"]
+    assert task["payload"]["name"] == result["payload"]["name"] == "model"
+    assert task["payload"]["id"] == result["payload"]["id"]
+    assert result["payload"]["result"]["messages"][0]["content"] == graphs.REPLY
+    assert last["payload"]["values"]["messages"][-1]["content"] == graphs.REPLY
+    state = c.threads.get_state(tid)
+    assert last["payload"]["checkpoint"]["checkpoint_id"] == state["checkpoint"]["checkpoint_id"]

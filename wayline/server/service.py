@@ -21,6 +21,7 @@ from wayline.ids import RunRef
 from wayline.server.assistant_book import AssistantBook, merged_config
 from wayline.server.http import ApiError
 from wayline.server.registry import Assistant, Registry, UnknownAssistant
+from wayline.server.stream import recorded_modes
 from wayline.server.views import (
     FINAL,
     checkpoint_step,
@@ -36,12 +37,11 @@ from wayline.store.assistant_tables import AssistantTables
 from wayline.store.base import Store
 from wayline.store.records import RunRecord
 from wayline.store.server_tables import ServerTables, ThreadRecord, ThreadRunRecord
-from wayline.worker.emitted import EMITTED_MODES
 
 __all__ = ["STREAM_MODES", "RunStart", "Service", "page"]
 
-STREAM_MODES = ("values", "updates", "custom", "messages", "messages-tuple")
-QUIET_MODES = ("events", "debug", "tasks", "checkpoints")
+STREAM_MODES = ("values", "updates", "custom", "messages", "messages-tuple", "events", "debug")
+QUIET_MODES = ("tasks", "checkpoints")
 """Accepted so that chat UIs asking for them work, but they carry nothing yet: the graph
 API emits custom and token events in process, and the server's streams are read from the
 store, where those are not written (docs/server.md says what it takes)."""
@@ -544,5 +544,4 @@ def _names(body: dict[str, Any], field: str) -> BreakpointNames:
 def _emitted_modes(body: dict[str, Any]) -> list[str]:
     """The asked stream modes a worker records as nodes emit them (the rest are read back
     from committed steps): queued with the input, so only a run that asked pays for them."""
-    asked = {"messages" if m == "messages-tuple" else m for m in _modes(body)}
-    return sorted(asked & EMITTED_MODES)
+    return sorted(recorded_modes(_modes(body)))

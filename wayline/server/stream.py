@@ -30,22 +30,32 @@ from wayline.graph.types import START, Interrupt
 from wayline.server.chat_events import ChatEvents
 from wayline.server.http import call
 from wayline.server.jsonable import interrupt_json, to_jsonable
+from wayline.server.run_events import StepEvents
 from wayline.server.views import settled
 from wayline.store.base import Store
 from wayline.store.server_tables import ThreadRunRecord
 from wayline.worker.emitted import ATTEMPT, EMITTED_MODES
 
-__all__ = ["RunWatch", "reads_emitted", "run_meta", "sse_events"]
+__all__ = ["RunWatch", "reads_emitted", "recorded_modes", "run_meta", "sse_events"]
 
 Event = tuple[str, Any]
+FINISH = "__finish__"
+STEP = "__step__"
+"""A committed step: (step, [(node, path, writes)], values before, values after)."""
 MIN_POLL = 0.01
 MAX_POLL = 0.1
 
 
 def reads_emitted(modes: Any) -> bool:
     """Whether a stream of ``modes`` reads what nodes emitted (beside committed steps)."""
-    asked = {"messages" if m == "messages-tuple" else m for m in modes}
-    return bool(asked & EMITTED_MODES)
+    return bool(recorded_modes(modes))
+
+
+def recorded_modes(modes: Any) -> set[str]:
+    """The modes a worker records for a stream of ``modes``: chat-model tokens for
+    ``messages``, ``messages-tuple`` and ``events``; ``custom`` chunks."""
+    asked = {"messages" if m in ("messages-tuple", "events") else m for m in modes}
+    return asked & EMITTED_MODES
 
 
 def run_meta(rec: ThreadRunRecord, graph_id: str) -> dict[str, Any]:
@@ -89,6 +99,8 @@ class RunWatch:
         self.start_step = start_step
         self.seq = 0
         """The last node-emitted event sent (its number in the run)."""
+        self.steps = False
+        """Whether to send each committed step whole (``STEP``: for ``debug``, ``events``)."""
         self.attempts = 0
         """Claims that recorded this run's events so far (a new one: a new attempt)."""
 
@@ -117,13 +129,18 @@ class RunWatch:
                 while emitted and emitted[0][0] <= delta.step:  # emitted while it ran
                     events.append(emitted.pop(0)[1])
                 results = decode_results(codec, delta.payload, resolve)
+                before = values_of(self.channels) if self.steps else None
+                done: list[tuple[str, Any, dict[str, Any]]] = []
                 for r in results:
+                    writes = {k: v for k, v in r.writes if k in self.keys}
+                    done.append((r.name, r.path, writes))
                     if r.name == START or r.name.startswith("__"):
                         continue  # the input step (LangGraph sends no update for it)
-                    writes = {k: v for k, v in r.writes if k in self.keys}
                     events.append(("updates", {r.name: writes or None}))
                 apply_step(self.channels, results)
                 events.append(("values", values_of(self.channels)))
+                if self.steps:
+                    events.append((STEP, (delta.step, done, before, values_of(self.channels))))
                 self.step = delta.step
             events.extend(event for _, event in emitted)  # none left, bar a gap in steps
         if self.end_step is not None and self.step >= self.end_step:
@@ -203,14 +220,23 @@ async def sse_events(
     wait = MIN_POLL
     seq = 0
     chat = ChatEvents(modes, watch.meta)
-    while not watch.done:
+    steps = StepEvents(modes, run_id, watch.thread_id, watch.meta)
+    watch.steps = steps.debug or steps.events
+    while True:
         events = await call(watch.poll)
+        if watch.done:
+            events.append((FINISH, None))
         for kind, data in events:
             if kind == ATTEMPT:
                 sent: list[Event] = [("metadata", {"run_id": run_id, "attempt": data})]
                 chat.attempt = int(data)
+                steps.run_meta = {**steps.run_meta, "run_attempt": int(data)}
             elif kind == "messages":
-                sent = chat.events(data)
+                sent = chat.events(data) + steps.message(*data)
+            elif kind == STEP:
+                sent = steps.step(data)
+            elif kind == FINISH:
+                sent = steps.finish()
             elif kind in modes or kind == "error":
                 sent = [(kind, data)]
             else:
