@@ -121,3 +121,10 @@ def test_bad_assistant_input_is_refused(server: Running) -> None:
         c.assistants.create("configured", config={"configurable": {"a": 1}}, context={"model": "x"})
     with pytest.raises(NotFoundError):
         c.assistants.update(str(uuid.uuid4()), metadata={"a": 1})
+
+
+def test_info_says_what_the_server_is(server: Running) -> None:
+    """What agent-chat-ui checks first (``GET /info``); a key is needed, as elsewhere."""
+    r = httpx.get(f"{server.url}/info", headers={"x-api-key": server.keys["reader"]})
+    assert r.status_code == 200 and r.json()["flags"]["assistants"] is True
+    assert httpx.get(f"{server.url}/info").status_code == 401

@@ -23,7 +23,7 @@ from wayline.control.keys import Principal, authenticate
 from wayline.effects.retry import RetryPolicy
 from wayline.errors import AuthError, WaylineError
 from wayline.graph.compiled import CompiledGraph
-from wayline.server import api, assistant_routes, data_routes, operator
+from wayline.server import api, assistant_routes, data_routes, info_route, operator
 from wayline.server.http import ApiError, call, error_response
 from wayline.server.registry import Registry, UnknownAssistant
 from wayline.server.service import Service
@@ -173,7 +173,7 @@ def create_app(
                 )
 
     routes = api.routes() + operator.routes() + data_routes.routes()
-    routes += assistant_routes.routes()
+    routes += assistant_routes.routes() + info_route.routes()
     if config.ui:
         from wayline.server.ui import routes as ui_routes
 
