@@ -246,3 +246,15 @@ def test_debug_checkpoints_and_tasks(sqlite_server: Running) -> None:
     assert last["payload"]["values"]["messages"][-1]["content"] == graphs.REPLY
     state = c.threads.get_state(tid)
     assert last["payload"]["checkpoint"]["checkpoint_id"] == state["checkpoint"]["checkpoint_id"]
+
+
+def test_a_resume_beside_an_empty_input_as_use_stream_sends_it(sqlite_server: Running) -> None:
+    """``useStream``'s ``submit({}, {command: {resume}})`` (agent-chat-ui's approve button)
+    sends an empty input beside the command: it resumes, as in LangGraph."""
+    c = _client(sqlite_server)
+    tid = c.threads.create()["thread_id"]
+    c.runs.wait(tid, "approved_chat", input=HI)
+    assert c.threads.get(tid)["status"] == "interrupted"
+    out = c.runs.wait(tid, "approved_chat", input={}, command={"resume": "ok"})
+    assert isinstance(out, dict)
+    assert [m["content"] for m in out["messages"]][1:] == ["approved: ok", graphs.REPLY]

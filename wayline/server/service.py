@@ -525,7 +525,8 @@ def _check_options(body: dict[str, Any]) -> None:
                 f"{name} is not supported by wayline serve yet; run without it "
                 "(see docs/server.md for the supported subset)",
             )
-    if body.get("input") is not None and body.get("command") is not None:
+    if body.get("input") not in (None, {}) and body.get("command") is not None:
+        # an empty input beside a command is what useStream's submit({}, {command}) sends
         raise ApiError(422, "send either input or command, not both")
 
 
