@@ -228,6 +228,12 @@ def _approve_reply(s: Chat) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": f"approved: {answer}"}]}
 
 
+def _reply_then_ask(s: Chat) -> dict[str, Any]:
+    reply = _streamed(REPLY)
+    interrupt("send it?")  # the node runs again on resume: its model streams again
+    return {"messages": [reply]}
+
+
 def _one_node(name: str, fn: Any) -> Any:
     g = StateGraph(Chat, name=name)
     g.add_node("model", fn)
@@ -246,6 +252,10 @@ def gated_chat() -> Any:
 
 def slow_chat() -> Any:
     return _one_node("slow_chat", _slow_node)
+
+
+def reply_then_ask() -> Any:
+    return _one_node("reply_then_ask", _reply_then_ask)
 
 
 def approved_chat() -> Any:
@@ -291,5 +301,6 @@ def compiled(store: Any) -> dict[str, Any]:
             "slow_chat": slow_chat,
             "approved_chat": approved_chat,
             "configured": configured,
+            "reply_then_ask": reply_then_ask,
         }.items()
     }

@@ -258,3 +258,19 @@ def test_a_resume_beside_an_empty_input_as_use_stream_sends_it(sqlite_server: Ru
     out = c.runs.wait(tid, "approved_chat", input={}, command={"resume": "ok"})
     assert isinstance(out, dict)
     assert [m["content"] for m in out["messages"]][1:] == ["approved: ok", graphs.REPLY]
+
+
+def test_a_resume_streams_its_own_tokens_only(sqlite_server: Running) -> None:
+    """A node that streamed, then paused on an interrupt, runs again on resume: the
+    resume's stream has the second run's tokens, not the first's as well."""
+    c = _client(sqlite_server)
+    tid = c.threads.create()["thread_id"]
+    first = _parts(c.runs.stream(tid, "reply_then_ask", input=HI, stream_mode="messages-tuple"))
+    assert "".join(chunk["content"] for chunk, _ in _tokens(first)) == graphs.REPLY
+    again = _parts(
+        c.runs.stream(
+            tid, "reply_then_ask", command={"resume": "yes"}, stream_mode="messages-tuple"
+        )
+    )
+    assert "".join(chunk["content"] for chunk, _ in _tokens(again)) == graphs.REPLY
+    assert [e for e, _ in again].count("metadata") == 1

@@ -172,7 +172,8 @@ class RunWatch:
         out: list[tuple[int, Event]] = []
         for r in rows:
             if r.mode != ATTEMPT:
-                out.append((r.step, (r.mode, codec.loads(r.payload))))
+                if self.attempts:  # before this run's first mark: an earlier run's, in the
+                    out.append((r.step, (r.mode, codec.loads(r.payload))))  # step it resumes
                 continue
             self.attempts += 1  # a worker's claim began recording here
             if self.attempts > 1:  # another worker took over (the stream opened with 1)
