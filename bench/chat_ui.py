@@ -13,6 +13,10 @@ packages. Build it first, pointed at the API this script serves (port 48129):
     NEXT_PUBLIC_API_URL=http://127.0.0.1:48129 NEXT_PUBLIC_ASSISTANT_ID=agent \
         node node_modules/next/dist/bin/next build
 
+Offline (no fonts.googleapis.com), ``next build`` fails fetching the Inter font of
+``src/app/layout.tsx``: replace ``Inter(...)`` there with ``{ className: "font-sans" }``
+(the only change made to the UI's source for docs/img/chat-*.png).
+
 The script starts ``wayline serve agent=bench/chat_ui_graph.py:graph --dev --cors-origin
 http://localhost:3129`` on a fresh SQLite file and ``next start -p 3129`` in the UI's
 directory, and stops both. It prints what it checked and exits 1 when a check fails;
