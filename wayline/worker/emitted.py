@@ -16,7 +16,8 @@ Each claim that records starts with an attempt mark (mode ``ATTEMPT``: the modes
 recorded), so a stream tells a replacement worker's tokens from those of the worker that
 died mid-node (a new ``metadata`` event with the next attempt), and a worker that takes the
 run over without its queued input (consumed by the first commit) records what it asked.
-A run that asked for none of these modes gets no sink and pays nothing.
+A run that asked for none of these modes gets no sink and records nothing; a claim without
+its input (a takeover, a continue) pays one indexed read for the mark.
 """
 
 from __future__ import annotations
