@@ -35,11 +35,14 @@ EXEMPT_TABLES = {
     "threads",
     "thread_runs",
     "subject_keys",
+    "assistants",
+    "assistant_versions",
 }
 """Tables without run payload: the meter itself, blob references, schema version, the
 audit log (actors, digests and outcomes, never a payload), and the server's API keys,
-threads and API runs (metadata; a run's input is its metered inbox), and the wrapped
-subject data keys (keys, not payload)."""
+threads and API runs (metadata; a run's input is its metered inbox), the wrapped
+subject data keys (keys, not payload), and the assistants made over the API (a client's
+config, context and metadata for a graph, no run's data)."""
 
 BIG = "B" * 5_000  # above the blob threshold set below
 BIG_DIGEST = hashlib.sha256(default_codec.dumps(BIG)).hexdigest()
