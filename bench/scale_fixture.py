@@ -73,13 +73,13 @@ def populate(store: SQLStore, *, queued: int, waiting: int) -> None:
         db.execute(analyze)
 
 
-def claim_plan(store: SQLStore, graphs: list[tuple[str, str]]) -> str:
+def claim_plan(store: SQLStore, graphs: list[tuple[str, str, str]]) -> str:
     """The claim query's plan in a word: every access to ``runs`` by index, or a scan."""
     ph = store.placeholder
     if not hasattr(store.q, "Q_CLAIM_BRANCHES"):  # wayline before the claim-queue index
         clause = f"(graph_name = {ph} AND graph_version = {ph})"
         query = store.q.Q_CLAIM_CANDIDATE.format(graphs=clause, lock="")
-        return _plan(store, query, [*graphs[0], time.time(), time.time(), None, None])
+        return _plan(store, query, [*graphs[0][:2], time.time(), time.time(), None, None])
     branches = [
         f"SELECT * FROM ({b.format(lock='')}) AS b{i}"
         for i, b in enumerate(store.q.Q_CLAIM_BRANCHES)
@@ -88,7 +88,8 @@ def claim_plan(store: SQLStore, graphs: list[tuple[str, str]]) -> str:
     now = time.time()
     params: list[Any] = []
     for b in store.q.Q_CLAIM_BRANCHES:
-        params += [*graphs[0], *[now] * (b.count(ph) - 4), None, None]
+        key = graphs[0] if "fingerprint" in b else graphs[0][:2]  # claims before 0013: no fp
+        params += [*key, *[now] * (b.count(ph) - len(key) - 2), None, None]
     return _plan(store, query, params)
 
 
@@ -110,7 +111,7 @@ def claim_probe(url: str, *, queued: int, waiting: int, claims: int = 50) -> dic
     assert isinstance(store, SQLStore)
     populate(store, queued=queued, waiting=waiting)
     app = fg.fleet.compile(store)
-    graphs = [(app.name, app.version)]
+    graphs = [(app.name, app.version, app.fingerprint)]
     counted = _count_statements(store)
     times = []
     for _ in range(claims):

@@ -8,6 +8,7 @@ executes a node.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 import uuid
 from collections.abc import Collection, Mapping, Sequence
@@ -62,8 +63,11 @@ class Wayline:
         codec: Codec = default_codec,
         policy: ApprovalPolicy = role_policy,
         scope: Scope = "admin",
+        operator: str = "operator",
     ) -> None:
         self.store = open_store(store) if isinstance(store, str) else store
+        self.operator = operator
+        """Who this client's operator actions (cancel, retry, purge) are audited as."""
         self.scope = check_scope(scope)
         """``read``: state, history, exports; ``execute``: also start, resume, approve,
         cancel, retry; ``admin``: also purge, erase, apply policies, migrate."""
@@ -113,6 +117,8 @@ class Wayline:
             schema_version=graph.schema_version,
             subject=subject or None,
             classes=graph.schema.classes,
+            fingerprint=graph.fingerprint,
+            shape=graph.shape_json,
         )
         return run_id
 
@@ -242,27 +248,54 @@ class Wayline:
                 )
             time.sleep(poll)
 
-    def cancel(self, run_id: str, *, tenant: str | None = None) -> bool:
-        """Cancel now if no worker holds the run, else at its worker's next step."""
+    def cancel(self, run_id: str, *, tenant: str | None = None, actor: str | None = None) -> bool:
+        """Cancel now if no worker holds the run, else at its worker's next step (audited)."""
         require(self.scope, "execute", "cancel a run")
-        return self.store.request_cancel(self._tenant(tenant), run_id)
+        tenant_id = self._tenant(tenant)
+        done = self.store.request_cancel(tenant_id, run_id)
+        self._audit(tenant_id, run_id, actor, "cancel", "requested" if done else "refused")
+        return done
 
-    def retry(self, run_id: str, *, tenant: str | None = None) -> bool:
-        """Put a failed (dead-lettered) or parked run back in the queue, budget reset."""
+    def retry(self, run_id: str, *, tenant: str | None = None, actor: str | None = None) -> bool:
+        """Put a failed (dead-lettered) or parked run back in the queue, budget reset
+        (audited)."""
         require(self.scope, "execute", "retry a run")
-        return self.store.requeue(self._tenant(tenant), run_id)
+        tenant_id = self._tenant(tenant)
+        done = self.store.requeue(tenant_id, run_id)
+        self._audit(tenant_id, run_id, actor, "retry", "requeued" if done else "refused")
+        return done
 
-    def purge(self, run_id: str, *, tenant: str | None = None) -> int:
+    def purge(self, run_id: str, *, tenant: str | None = None, actor: str | None = None) -> int:
         """Erase a run: every row in every table, and the blobs only it referenced, in one
         transaction, after the runs of its subgraphs (each in a transaction of its own).
-        Returns the rows deleted (0: no such run for this tenant)."""
+        Returns the rows deleted (0: no such run for this tenant). A receipt (who, when,
+        rows deleted, no payload) is written to the audit after the run is gone, so it
+        outlives it."""
         from wayline.graph.subgraph import child_runs
 
         require(self.scope, "admin", "purge a run")
         tenant_id = self._tenant(tenant)
         children = child_runs(self.store, tenant_id, run_id)
         deleted = sum(self.store.purge_run(tenant_id, child) for child in children)
-        return deleted + self.store.purge_run(tenant_id, run_id)
+        deleted += self.store.purge_run(tenant_id, run_id)
+        detail = json.dumps({"rows": deleted, "subgraph_runs": len(children)})
+        self._audit(tenant_id, run_id, actor, "purge", "erased" if deleted else "none", detail)
+        return deleted
+
+    def _audit(
+        self,
+        tenant_id: str,
+        run_id: str,
+        actor: str | None,
+        action: str,
+        outcome: str,
+        detail: str | None = None,
+    ) -> None:
+        """An operator action in the run's audit log: who, what, when, how it went."""
+        who = actor or self.operator
+        self.store.append_audit(
+            AuditRecord(tenant_id, run_id, who, action, outcome, detail=detail, at=time.time())
+        )
 
     def purge_older_than(
         self,

@@ -27,6 +27,7 @@
     │   └── KeysRequiredError       an encrypted store opened without keys
     ├── GraphLoadError              a graph named on the command line cannot be loaded
     ├── VersionMismatchError        the run was written by code this graph no longer matches
+    │   └── GraphMismatchError      same name and version, another shape (fingerprint)
     ├── ResumeError                 a resume does not fit the run's current state
     │   ├── ApprovalRefused         the actor, digest or expiry does not allow the decision
     │   └── RedactedRunError        the run had a class of its data erased
@@ -35,6 +36,7 @@
     ├── EffectError                 a side effect could not be completed as asked
     │   ├── EffectIntentMismatch    same idempotency key, different request
     │   ├── EffectFailed            the effect failed for good (retries exhausted)
+    │   ├── EffectDeclined          raised by an effect's function: it definitely did not happen
     │   ├── EffectRecordChanged     another writer changed an effect record a task held
     │   ├── EffectReplayRefused     a replay or fork would perform an effect it may not
     │   └── RunParkedError          an effect's outcome is unknown; an operator must decide
@@ -65,6 +67,7 @@ __all__ = [
     "ConfigError",
     "CorruptionError",
     "DuplicateNodeError",
+    "EffectDeclined",
     "EffectError",
     "EffectFailed",
     "EffectIntentMismatch",
@@ -75,6 +78,7 @@ __all__ = [
     "GraphError",
     "GraphInterrupt",
     "GraphLoadError",
+    "GraphMismatchError",
     "GraphRecursionError",
     "InvalidUpdateError",
     "KeysRequiredError",
@@ -285,6 +289,13 @@ class VersionMismatchError(WaylineError):
     the run's version beside this one, or carry the run forward with a migration."""
 
 
+class GraphMismatchError(VersionMismatchError):
+    """The run was started by a graph of the same name and version but another shape (its
+    nodes, edges, channels or reducers differ: ``wayline.graph.identity``). Nothing was
+    changed: run it on the graph that started it, or give the new graph a version of its own
+    and carry the run forward with a migration."""
+
+
 class ResumeError(WaylineError):
     """A resume value or command does not match the run's pending interrupts."""
 
@@ -336,12 +347,15 @@ class EffectFailed(EffectError):
     An operator can retry it under the same key (``wayline effects resolve RUN KEY --retry``).
     """
 
-    def __init__(self, key: str, reason: str) -> None:
+    def __init__(self, key: str, reason: str, run_id: str | None = None) -> None:
         self.key = key
         self.reason = reason
+        self.run_id = run_id
+        run = run_id or "RUN"
+        where = f" in run {run_id!r}" if run_id else ""
         super().__init__(
-            f"effect {key!r} failed for good: {reason}. Retry it under the same key with "
-            f"`wayline effects resolve RUN {key} --retry`, then resume the run"
+            f"effect {key!r}{where} failed for good: {reason}. Retry it under the same key "
+            f"with `wayline effects resolve {run} {key} --retry`, then resume the run"
         )
 
 
@@ -373,18 +387,33 @@ class EffectReplayRefused(EffectError):
 
 
 class RunParkedError(EffectError):
-    """The run is parked: an effect was dispatched by a worker that died, its outcome is
-    unknown, and the effect has neither ``reconcile`` nor ``idempotent=True``."""
+    """The run is parked: an effect's outcome is unknown (its function raised an error that
+    does not say whether it happened, or its worker died after dispatching it) and nothing
+    makes a resend safe: no ``reconcile``, no ``idempotent=True``, no definite failure."""
 
-    def __init__(self, run_id: str, key: str) -> None:
+    def __init__(self, run_id: str, key: str, reason: str | None = None) -> None:
         self.run_id = run_id
         self.key = key
+        self.reason = reason
+        why = (
+            f"its function raised {reason}, which does not say whether it happened"
+            if reason
+            else "its worker died after dispatching it"
+        )
         super().__init__(
-            f"run {run_id!r} is parked: the outcome of effect {key!r} is unknown (its worker "
-            "died after dispatching it). Check with the provider, then record the outcome: "
+            f"run {run_id!r} is parked: the outcome of effect {key!r} is unknown ({why}). "
+            "Check with the provider, then record the outcome: "
             f"`wayline effects resolve {run_id} {key} --succeeded|--failed|--retry`, "
             "and resume the run"
         )
+
+
+class EffectDeclined(EffectError):
+    """Raised by an effect's own function to say the provider definitely did not perform it
+    (an HTTP 4xx decline, a validation refusal): a resend is safe, so the effect's retry
+    policy applies; without one the effect fails. Any other exception from the function
+    leaves the outcome unknown and parks the run, unless the effect is ``idempotent`` or
+    its ``reconcile`` finds no record."""
 
 
 class AuthError(WaylineError):
@@ -427,8 +456,9 @@ class EffectOutcomeUnknown(WaylineSignal):
     """Raised inside a node when it reaches an effect whose outcome is unknown; the run
     parks instead of guessing. Derived from BaseException so no handler in the node eats it."""
 
-    def __init__(self, key: str) -> None:
+    def __init__(self, key: str, reason: str | None = None) -> None:
         self.key = key
+        self.reason = reason
         super().__init__(key)
 
 

@@ -129,3 +129,16 @@ def test_cli_rejects_an_unknown_kill_point() -> None:
     )
     assert done.returncode == 2
     assert "unknown kill point nowhere" in done.stdout
+
+
+@pytest.mark.parametrize("point", ["provider_committed", "after_raise"])
+def test_an_unknown_outcome_is_never_resent_across_a_kill(tmp_path: Path, point: str) -> None:
+    """An effect with neither ``idempotent`` nor ``reconcile``: a worker SIGKILLed while its
+    function is blocked in the provider call (``provider_committed``), and one SIGKILLed
+    right after the function raised (the provider committed and dropped the response;
+    ``after_raise``). A fresh process resumes each: both park, neither resends."""
+    r = run_trial(tmp_path, "strict", point, "sync")
+    assert r.error is None, r.error
+    assert (r.charges, r.requests, r.status) == (1, 1, "parked")
+    [effect] = r.effects
+    assert effect["status"] == "UNKNOWN" and effect["attempt"] == 1

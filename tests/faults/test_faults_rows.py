@@ -160,11 +160,18 @@ def test_a_damaged_queued_input_leaves_the_run_failed_until_restored(
     FAULTS[fault](store, "runs", row)
     worker = Worker(store, app, WorkerConfig(retry=RetryPolicy(max_attempts=1)))
     with pytest.raises(CorruptionError, match="runs row of run 'q-1'"):
-        store.claim_next(owner="w", lease_seconds=30, graphs=[(app.name, app.version)])
+        store.claim_next(
+            owner="w", lease_seconds=30, graphs=[(app.name, app.version, app.fingerprint)]
+        )
     (after,) = rows_of(store, "runs", "q-1")
     assert after["status"] == "failed" and after["step"] == -1 and after["lease_owner"] is None
     assert "corrupt" in after["error"]
-    assert store.claim_next(owner="w", lease_seconds=30, graphs=[(app.name, app.version)]) is None
+    assert (
+        store.claim_next(
+            owner="w", lease_seconds=30, graphs=[(app.name, app.version, app.fingerprint)]
+        )
+        is None
+    )
 
     restore(store, "runs", row)  # the row as it was: pending, with its input
     worker.run(max_runs=1)
@@ -180,7 +187,7 @@ def test_a_run_row_whose_next_nodes_cannot_be_read_is_failed_at_its_claim(store:
     Wayline(store).start(app, START_INPUT, run_id="q-2")
     damage = "UPDATE runs SET next_nodes = ? WHERE tenant_id = 'default' AND run_id = ?"
     sql(store, damage, ("[", "q-2"))
-    graphs = [(app.name, app.version)]
+    graphs = [(app.name, app.version, app.fingerprint)]
     with pytest.raises(CorruptionError, match="runs row of run 'q-2'"):
         store.claim_next(owner="w", lease_seconds=30, graphs=graphs)
     with pytest.raises(CorruptionError, match="runs row of run 'q-2'"):

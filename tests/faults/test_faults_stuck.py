@@ -63,8 +63,8 @@ def claims(store: Store, run_id: str) -> int:
     return run.fencing_token
 
 
-def graphs_of(app: CompiledGraph) -> list[tuple[str, str]]:
-    return [(app.name, app.version)]
+def graphs_of(app: CompiledGraph) -> list[tuple[str, str, str]]:
+    return [(app.name, app.version, app.fingerprint), (app.name, app.version, "")]
 
 
 @pytest.mark.parametrize("nothing", [None, Command(resume="yes")])

@@ -78,8 +78,8 @@ def paused(url: str) -> tuple[Any, Any]:
     ("graph", "match"),
     [
         (lambda: v2(), r"written by triage@1, this graph is triage@2"),
-        (lambda: v1(review_name="inspect"), r"about to enter node\(s\) \['review'\]"),
-        (lambda: v1(state=V2, key="comments"), r"holds state key 'notes'"),
+        (lambda: v1(review_name="inspect"), r"node\(s\) \['review'\] are not in this graph"),
+        (lambda: v1(state=V2, key="comments"), r"channel 'notes' was .*this graph has no such"),
     ],
     ids=["other-version", "renamed-node", "removed-key"],
 )

@@ -7,8 +7,8 @@ from __future__ import annotations
 from wayline.store.base import Store
 
 T = "tenant-a"
-QUEUED = ("g", "queued")
-ABANDONED = ("g", "abandoned")
+QUEUED = ("g", "queued", "")
+ABANDONED = ("g", "abandoned", "")
 
 
 def test_a_run_whose_lease_expired_is_claimed_before_older_queued_runs(store: Store) -> None:

@@ -14,7 +14,7 @@ from wayline.store.base import Store
 from wayline.store.sql_store import SQLStore
 
 T = "tenant-q"
-G = ("g", "1")
+G = ("g", "1", "")
 
 
 def _fill(store: Any, *, queued: int, waiting: int) -> None:
@@ -27,8 +27,19 @@ def _fill(store: Any, *, queued: int, waiting: int) -> None:
             run_id = f"{kind}{i:05d}"
             stored, crc = store.payloads.put(("runs", T, run_id, "inbox"), T, f"{run_id}|n", b"x")
             unheld = (0, None, None)  # fencing token, lease owner, lease expiry
-            row = (T, run_id, *G, "sync", *unheld, at + i * 1e-3, at + i * 1e-3, stored, "", crc)
-            rows.append((*row, uuid.uuid4().hex, at + i * 1e-3))
+            row = (
+                T,
+                run_id,
+                *G[:2],
+                "sync",
+                *unheld,
+                at + i * 1e-3,
+                at + i * 1e-3,
+                stored,
+                "",
+                crc,
+            )
+            rows.append((*row, uuid.uuid4().hex, at + i * 1e-3, "", None))
     with store._tx(T) as db:
         db.executemany(store.q.Q_INSERT_RUN, rows)
         ph = store.placeholder
@@ -92,7 +103,7 @@ def test_the_claim_reads_runs_by_index_only(store: Store) -> None:
     now = time.time()
     params: list[Any] = []
     for b in store.q.Q_CLAIM_BRANCHES:
-        params += [*G, *[now] * (b.count(ph) - 4), None, None]
+        params += [*G, *[now] * (b.count(ph) - 5), None, None]
     if store.dialect == "sqlite":
         plan = [str(r[-1]) for r in store._read("EXPLAIN QUERY PLAN " + query, params)]
         assert not [p for p in plan if p.startswith("SCAN runs")], plan

@@ -57,7 +57,7 @@ def test_a_commit_creates_its_run_with_its_first_batch(store: Store) -> None:
     run = store.get_run(T, "r1")
     assert run is not None
     assert run.lease_expires_at is not None and run.lease_expires_at >= before + 30
-    assert store.claim_next(owner="w", lease_seconds=30, graphs=[("g", "1")]) is None
+    assert store.claim_next(owner="w", lease_seconds=30, graphs=[("g", "1", "")]) is None
     assert (run.status, run.step, run.next_nodes) == ("running", 0, ("a",))
     assert (run.lease_owner, run.fencing_token, run.incarnation) == ("me", 1, new.incarnation)
     assert (run.subject, dict(run.classes)) == ("ann", {"n": "pii"})
@@ -234,12 +234,12 @@ def test_list_runs_filters_by_status(store: Store) -> None:
 
 
 def test_next_expiry_is_the_first_lease_to_run_out(store: Store) -> None:
-    graphs = [("g", "1")]
+    graphs = [("g", "1", "")]
     assert store.next_expiry(graphs=graphs) is None
     new_run(store, "a")  # leased for 30 s by new_run
     store.create_run(T, "b", graph_name="g", graph_version="1", durability="sync")
     store.claim(T, "b", owner="w2", lease_seconds=5)
     soonest = store.next_expiry(graphs=graphs)
     assert soonest is not None and 0 < soonest - time.time() <= 5
-    assert store.next_expiry(graphs=[("other", "1")]) is None
+    assert store.next_expiry(graphs=[("other", "1", "")]) is None
     assert store.next_expiry(graphs=graphs, tenant_id="someone-else") is None

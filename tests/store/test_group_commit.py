@@ -73,7 +73,9 @@ def _runs(store: Store, n: int, prefix: str = "r") -> list[tuple[str, int]]:
         store.create_run(T, f"{prefix}{i}", graph_name="g", graph_version="1", durability="sync")
     out = []
     for _ in range(n):
-        claimed = store.claim_next(owner="w", lease_seconds=30, graphs=[("g", "1")], tenant_id=T)
+        claimed = store.claim_next(
+            owner="w", lease_seconds=30, graphs=[("g", "1", "")], tenant_id=T
+        )
         assert claimed is not None
         run, token = claimed
         out.append((run.run_id, token))

@@ -54,11 +54,14 @@ def test_purge_leaves_no_byte_of_the_run_in_any_table(store: Store) -> None:
     assert client.purge("claim-9") > 0
     assert client.purge("claim-9") == 0
     left = [
-        table
+        (table, row)
         for table, row in stored_rows(store)
         if b"acme" in row and (b"claim-9" in row or MARKER.encode() in row)
     ]
-    assert left == []
+    # Only the two purge receipts remain (who erased it, when, rows deleted), no payload.
+    assert [t for t, _ in left] == ["audit", "audit"]
+    assert not any(MARKER.encode() in row for _, row in left)
+    assert [a.action for a in client.audit("claim-9")] == ["purge", "purge"]
     # The other tenant's run, blobs included, is untouched.
     other = Wayline(store, tenant="other")
     assert other.get("claim-9").status == "done"

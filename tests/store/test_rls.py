@@ -100,3 +100,50 @@ def test_a_commit_of_many_rows_is_scoped_too(rls_urls: tuple[str, str, str, str]
     assert {m.table for m in store.load_meter("acme", "claim-exit")} >= {"deltas"}
     assert store.get_run("globex", "claim-exit") is None
     store.close()
+
+
+def test_the_servers_tables_are_scoped_and_a_key_is_still_found(
+    rls_urls: tuple[str, str, str, str],
+) -> None:
+    """threads, thread_runs and api_keys answer only for the transaction's tenant; the one
+    lookup a request makes before its tenant is known (its key, by id) still works."""
+    from wayline.control.keys import authenticate, create_key
+    from wayline.store.server_tables import ThreadRunRecord, server_tables
+
+    _, app_url, app_libpq, schema = rls_urls
+    store = wayline.connect(app_url)
+    tables = server_tables(store)
+    keys = {t: create_key(tables, tenant=t, actor=f"{t}-bot")[0] for t in ("acme", "globex")}
+    for tenant in ("acme", "globex"):
+        assert tables.insert_thread(tenant, "th-1", {"owner": tenant})
+        tables.insert_run(
+            ThreadRunRecord(
+                tenant_id=tenant,
+                run_id=f"{tenant}-r",
+                thread_id="th-1",
+                assistant_id="a",
+                status="pending",
+                start_step=0,
+                metadata={},
+                kwargs={},
+                created_at=1.0,
+                updated_at=1.0,
+            )
+        )
+    assert authenticate(tables, keys["globex"]).tenant == "globex"  # found by id, any tenant
+
+    with psycopg.connect(app_libpq, autocommit=True) as conn:
+        conn.execute(f"SET search_path TO {schema}")
+        for table in ("threads", "thread_runs", "api_keys"):
+            assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), table
+        with conn.transaction():
+            conn.execute("SELECT set_config('wayline.tenant', 'acme', true)")
+            for table in ("threads", "thread_runs", "api_keys"):
+                seen = conn.execute(f"SELECT DISTINCT tenant_id FROM {table}").fetchall()
+                assert seen == [("acme",)], table
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):  # WITH CHECK
+                conn.execute(
+                    "INSERT INTO threads (tenant_id, thread_id, metadata, created_at, "
+                    "updated_at) VALUES ('globex', 'th-2', '{}', 0, 0)"
+                )
+    store.close()

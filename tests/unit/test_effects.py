@@ -78,7 +78,9 @@ def build(tmp_path: Path, provider: Provider, **effect_kw: Any) -> Any:
     def notify(s: State, ctx: wayline.NodeContext) -> dict[str, Any]:
         if mailer is None:
             return {"done": True}
-        sent = ctx.effect("email", mailer, request={"charge": s["receipt"]["id"]}, retry=FAST)
+        sent = ctx.effect(  # the mail API deduplicates by key: resending is safe
+            "email", mailer, request={"charge": s["receipt"]["id"]}, retry=FAST, idempotent=True
+        )
         return {"emails": [sent], "done": True}
 
     g = StateGraph(State)
@@ -140,9 +142,9 @@ def test_email_failure_never_repeats_the_refund(tmp_path: Path) -> None:
 
 
 def test_lost_response_is_retried_under_the_same_key(tmp_path: Path) -> None:
-    provider = Provider()
+    provider = Provider()  # deduplicates by key: declared idempotent, a resend is safe
     provider.drop_response_after_commit = True
-    app = build(tmp_path, provider, retry=FAST)
+    app = build(tmp_path, provider, retry=FAST, idempotent=True)
     final = app.invoke({"amount": 250}, CFG)
     assert provider.requests == 2 and len(provider.charges) == 1
     assert final["receipt"] == {"id": "ch_1", "amount": 250}
@@ -237,7 +239,7 @@ def test_idempotent_effect_is_resent_under_the_same_key(tmp_path: Path) -> None:
 def test_retry_budget_then_dead_letter_then_operator_retry(tmp_path: Path) -> None:
     provider = Provider()
     provider.fail_next = 5
-    app = build(tmp_path, provider, retry=FAST)
+    app = build(tmp_path, provider, retry=FAST, idempotent=True)
     with pytest.raises(EffectFailed, match="provider unavailable"):
         app.invoke({"amount": 9}, CFG)
     (rec,) = list_effects(app.store, "default", "order-1")

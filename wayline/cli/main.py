@@ -17,7 +17,9 @@ from rich.markup import escape
 from rich.table import Table
 
 import wayline
+from wayline.cli.actor import operator_name
 from wayline.cli.serve import register as register_server
+from wayline.control.audit import audit_operator
 from wayline.errors import WaylineError
 from wayline.store.records import RUN_STATUSES
 from wayline.store.urls import redact_url
@@ -461,7 +463,7 @@ def runs_verify(
 def runs_retry(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "default") -> None:
     """Put a failed (dead-lettered) or parked run back in the queue."""
     _require("execute", "retry a run")
-    if not _open(db).requeue(tenant, run_id):
+    if not _client(db, tenant).retry(run_id):
         _fail(f"run {run_id!r} is not failed or parked (or does not exist)")
     console.print(f"run {run_id} queued again")
 
@@ -470,7 +472,7 @@ def runs_retry(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "d
 def runs_cancel(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "default") -> None:
     """Cancel a run (at its worker's next step if one holds it)."""
     _require("execute", "cancel a run")
-    if not _open(db).request_cancel(tenant, run_id):
+    if not _client(db, tenant).cancel(run_id):
         _fail(f"run {run_id!r} is finished, cancelled or unknown")
     console.print(f"run {run_id}: cancellation requested")
 
@@ -526,6 +528,12 @@ def effects_list(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = 
             continue
         table.add_row(e.key, e.node, str(e.step), e.name, e.status, str(e.attempt), e.error or "")
     console.print(table)
+    from wayline.effects.outcomes import DECISION_TABLE
+
+    rules = Table("the effect's function", "what wayline does", title="what an outcome means")
+    for what, action in DECISION_TABLE:
+        rules.add_row(what, action)
+    console.print(rules)
 
 
 @effects_app.command("resolve")
@@ -555,7 +563,16 @@ def effects_resolve(
     store = _open(db)
     with _reported():
         value = json.loads(result) if result is not None else None
-        rec = resolve_effect(store, tenant, run_id, key, chosen[0], result=value, reason=reason)  # type: ignore[arg-type]
+        rec = resolve_effect(
+            store,
+            tenant,
+            run_id,
+            key,
+            chosen[0],  # type: ignore[arg-type]
+            result=value,
+            reason=reason,
+            actor=operator_name(),
+        )
     console.print(f"effect {key} is now {rec.status}; resume run {run_id} to continue")
 
 
@@ -679,7 +696,7 @@ def purge(
     if sum(x is not None for x in (run_id, older_than, subject)) != 1:
         _fail("give one of RUN_ID, --older-than or --subject", 2)
     _require("admin", "purge or erase")
-    client = Wayline(_open(db), tenant=tenant)
+    client = Wayline(_open(db), tenant=tenant, operator=operator_name())
     if subject is not None:
         import json
 
@@ -740,6 +757,18 @@ def retention_apply(
     store = _open(db)
     with _reported():
         actions = apply_policy(store, rules, tenant_id=tenant, dry_run=dry_run)
+        if not dry_run:
+            for t in sorted({a["tenant"] for a in actions} | ({tenant} if tenant else set())):
+                mine = [a for a in actions if a["tenant"] == t]
+                audit_operator(
+                    store,
+                    t,
+                    operator_name(),
+                    "retention.apply",
+                    "failed" if any(a["action"] == "failed" for a in mine) else "applied",
+                    policy=policy,
+                    runs=[f"{a['run_id']}:{a['action']}" for a in mine],
+                )
     for a in actions:
         what = (
             f"[red]{escape(a['error'])}[/]" if a["action"] == "failed" else ",".join(a["classes"])
@@ -811,6 +840,9 @@ def db_grant(
         _fail("roles with scopes are a PostgreSQL feature", 2)
     with _reported():
         statements = grant(role, scope)
+        audit_operator(
+            store, "default", operator_name(), "db.grant", "granted", role=role, scope=scope
+        )
     console.print(f"granted {scope} to {role}: {len(statements)} statements")
 
 
@@ -820,6 +852,12 @@ def _open(url: str, *, upgrade: bool = False, create: bool = False) -> wayline.S
     so instead of leaving an empty database behind."""
     with _reported(2):
         return wayline.connect(url, upgrade=upgrade, create=create)
+
+
+def _client(url: str, tenant: str) -> wayline.Wayline:
+    """A client for an operator's command: its actions are audited as ``operator_name()``."""
+    scope = SESSION["scope"]
+    return wayline.Wayline(_open(url), tenant=tenant, scope=scope, operator=operator_name())  # type: ignore[arg-type]
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:

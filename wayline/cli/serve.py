@@ -9,6 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from wayline.cli.actor import operator_name
+from wayline.control.audit import audit_operator
 from wayline.errors import WaylineError
 
 __all__ = ["register"]
@@ -171,6 +173,17 @@ def keys_create(
     except WaylineError as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from None
+    audit_operator(
+        _store(db),
+        rec.tenant_id,
+        operator_name(),
+        "keys.create",
+        "created",
+        key_id=rec.key_id,
+        key_actor=rec.actor,
+        roles=list(rec.roles),
+        scopes=list(rec.scopes),
+    )
     console.print(
         f"key {rec.key_id}: tenant {rec.tenant_id}, actor {rec.actor}, roles "
         f"{list(rec.roles)}, scopes {list(rec.scopes)} (shown once; store it now)"
@@ -210,9 +223,11 @@ def keys_revoke(
     """Revoke a key by id: requests with it are refused (within the server's key cache)."""
     from wayline.store.server_tables import server_tables
 
-    if not server_tables(_store(db)).revoke_key(tenant, key_id):
+    store = _store(db)
+    if not server_tables(store).revoke_key(tenant, key_id):
         console.print(f"[red]no live key {key_id} for tenant {tenant}[/]")
         raise typer.Exit(1)
+    audit_operator(store, tenant, operator_name(), "keys.revoke", "revoked", key_id=key_id)
     console.print(f"key {key_id} revoked")
 
 

@@ -11,6 +11,7 @@ run. Classes without a rule are kept. ``wayline retention apply`` and workers (w
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -18,7 +19,7 @@ from typing import Any, Literal
 from wayline.control.erasure import held_classes, redact_run
 from wayline.errors import ConfigError, CorruptionError
 from wayline.store.base import Store
-from wayline.store.records import TERMINAL_STATUSES
+from wayline.store.records import TERMINAL_STATUSES, AuditRecord
 
 __all__ = ["DataPolicy", "Retain", "apply_policy", "next_action"]
 
@@ -124,9 +125,20 @@ def _apply_to_run(
     if not due:
         return None
     if "purge" in due.values():
-        if not dry_run:
-            store.purge_run(tenant, run_id)
         purged = sorted(c for c, a in due.items() if a == "purge")
+        if not dry_run:
+            rows = store.purge_run(tenant, run_id)
+            store.append_audit(  # the receipt outlives the run
+                AuditRecord(
+                    tenant,
+                    run_id,
+                    "retention",
+                    "purge",
+                    "erased",
+                    detail=json.dumps({"rows": rows, "classes": purged}),
+                    at=time.time(),
+                )
+            )
         return {"tenant": tenant, "run_id": run_id, "action": "purge", "classes": purged}
     if not dry_run:
         redact_run(store, tenant, run_id, due, actor=actor, at=now, scrub=False)

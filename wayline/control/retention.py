@@ -25,7 +25,7 @@ from wayline.codec import Codec
 from wayline.errors import RunNotFoundError, WaylineError
 from wayline.graph.checkpoint import BlobCache, decode_inbox, decode_results, decode_value
 from wayline.store.base import Store
-from wayline.store.records import TERMINAL_STATUSES
+from wayline.store.records import TERMINAL_STATUSES, AuditRecord
 
 __all__ = ["TERMINAL_STATUSES", "export_run", "export_subject", "parse_age", "purge_older_than"]
 
@@ -113,7 +113,18 @@ def purge_older_than(
     purged = []
     for run_id in store.runs_before(tenant_id, time.time() - age_seconds, statuses):
         if not dry_run:
-            store.purge_run(tenant_id, run_id)
+            rows = store.purge_run(tenant_id, run_id)
+            store.append_audit(  # the receipt outlives the run: who, when, what, no payload
+                AuditRecord(
+                    tenant_id,
+                    run_id,
+                    "retention",
+                    "purge",
+                    "erased",
+                    detail=json.dumps({"rows": rows, "older_than_s": age_seconds}),
+                    at=time.time(),
+                )
+            )
         purged.append(run_id)
     return purged
 

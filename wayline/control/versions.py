@@ -16,6 +16,7 @@ from wayline.graph.algo import values_of
 from wayline.graph.channels import Barrier
 from wayline.graph.checkpoint import reconstruct, write_snapshot
 from wayline.graph.compiled import CompiledGraph
+from wayline.graph.identity import check_identity
 from wayline.store.base import Store
 from wayline.store.records import AuditRecord, CommitBatch, RunRecord
 from wayline.store.subject_keys import SubjectSeal
@@ -42,6 +43,7 @@ def migrate_run(
             f"run {run_id!r} was written by {run.graph_name}@{run.graph_version}, "
             f"not by {old.name}@{old.version}"
         )
+    check_identity(run, old)  # the old graph must be the one that wrote the run
     migration = new.migrations.get(old.version)
     if migration is None:
         raise VersionMismatchError(
@@ -73,7 +75,7 @@ def migrate_run(
             if isinstance(channel, Barrier) and key in channels:
                 channels[key].restore(channel.value)
         batch = CommitBatch(
-            versions=(new.version, new.schema_version),
+            versions=(new.version, new.schema_version, new.fingerprint, new.shape_json),
             audit=[
                 AuditRecord(
                     tenant_id,

@@ -141,7 +141,7 @@ class Trial:
                     f"service after its commit; stderr: {self._stderr(thread)}"
                 )
             return
-        while _events(marker) != ["blocked"]:
+        while _events(marker)[-1:] != ["blocked"]:
             if proc.poll() is not None:
                 raise TrialError(
                     f"worker exited with {proc.returncode} before reaching {point}; "

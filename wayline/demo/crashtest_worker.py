@@ -11,8 +11,8 @@ from typing import Any
 
 import wayline
 from wayline.demo.payment_flow import (
-    KILL_POINTS,
-    STRATEGIES,
+    ALL_KILL_POINTS,
+    ALL_STRATEGIES,
     KillSwitch,
     build_flow,
     order_input,
@@ -23,11 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m wayline.demo.crashtest_worker")
     p.add_argument("--db", required=True, help="SQLite file of the run store")
     p.add_argument("--service", required=True, help="payments service URL")
-    p.add_argument("--strategy", required=True, choices=STRATEGIES)
+    p.add_argument("--strategy", required=True, choices=ALL_STRATEGIES)
     p.add_argument("--mode", required=True, choices=["sync", "async", "exit"])
     p.add_argument("--thread", required=True)
     p.add_argument("--order", default="order-1042")
-    p.add_argument("--kill-point", choices=KILL_POINTS)
+    p.add_argument("--kill-point", choices=ALL_KILL_POINTS)
     p.add_argument("--marker", help="file the kill switch writes when it is reached")
     p.add_argument("--resume", action="store_true", help="invoke(None, cfg): continue the run")
     p.add_argument("--out", help="write a JSON report of the run here")

@@ -13,6 +13,8 @@ Strategies (how the charge node keys its request):
   (``GET /charges?idempotency_key=K``) instead of resending.
 - ``business``: ``ctx.effect`` with ``key=f"charge-{order_id}"``: every run that charges
   this order converges on one charge.
+- ``strict`` (not in the default matrix): ``ctx.effect`` with neither ``idempotent`` nor
+  ``reconcile``: an unknown outcome parks the run, never a resend.
 
 Kill points (where a worker started with ``KillSwitch`` stops):
 
@@ -24,6 +26,9 @@ Kill points (where a worker started with ``KillSwitch`` stops):
   the node has not returned, so its step is not committed.
 - ``after_commit``: at the start of finalize: the charge step has committed (under
   durability ``sync``; ``async`` may still hold it, ``exit`` holds everything).
+- ``after_raise`` (``strict`` only): the service commits the charge and drops the response,
+  the effect's function raises, the ledger records the outcome UNKNOWN, and the worker
+  stops dead right after.
 """
 
 from __future__ import annotations
@@ -39,11 +44,14 @@ from typing import Any, TypedDict
 
 from wayline import END, START, StateGraph
 from wayline.effects import NOT_FOUND
+from wayline.errors import EffectOutcomeUnknown
 from wayline.graph.compiled import CompiledGraph
 from wayline.graph.context import NodeContext
 from wayline.store.base import Store
 
 __all__ = [
+    "ALL_KILL_POINTS",
+    "ALL_STRATEGIES",
     "KILL_POINTS",
     "STRATEGIES",
     "KillSwitch",
@@ -55,6 +63,9 @@ __all__ = [
 
 STRATEGIES = ("naive", "uuid4", "wayline", "reconcile", "business")
 KILL_POINTS = ("before_charge", "provider_committed", "after_record", "after_commit")
+ALL_STRATEGIES = (*STRATEGIES, "strict")
+ALL_KILL_POINTS = (*KILL_POINTS, "after_raise")
+"""With the strategy and the kill point that only the strict-outcome tests use."""
 HTTP_TIMEOUT_S = 30.0
 
 Hook = Callable[[str], None]
@@ -115,7 +126,7 @@ class KillSwitch:
     the service to SIGKILL this pid after committing the next charge instead."""
 
     def __init__(self, point: str, marker: str, service_url: str) -> None:
-        if point not in KILL_POINTS:
+        if point not in ALL_KILL_POINTS:
             raise ValueError(f"unknown kill point {point!r}; one of {', '.join(KILL_POINTS)}")
         self.point = point
         self.marker = marker
@@ -125,6 +136,9 @@ class KillSwitch:
         if self.point == "provider_committed" and where == "before_charge":
             control(self.service_url, kill_pid=os.getpid())
             self._mark("armed")  # the service ends this process; nothing blocks here
+        elif self.point == "after_raise" and where == "before_charge":
+            control(self.service_url, drop_response=True)
+            self._mark("armed")  # committed, then no response: the call raises
         elif where == self.point:
             self._mark("blocked")
             threading.Event().wait()  # never set: only SIGKILL ends this process
@@ -149,8 +163,8 @@ def build_flow(
     hook: Hook | None = None,
 ) -> CompiledGraph:
     """The payment flow compiled against ``store``, charging at ``service_url``."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; one of {', '.join(STRATEGIES)}")
+    if strategy not in ALL_STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; one of {', '.join(ALL_STRATEGIES)}")
 
     def at(point: str) -> None:
         if hook is not None:
@@ -169,6 +183,12 @@ def build_flow(
             result = send(state, None)
         elif strategy == "uuid4":
             result = send(state, str(uuid.uuid4()))
+        elif strategy == "strict":
+            try:
+                result = ctx.effect("charge", lambda key: send(state, key), request=request)
+            except EffectOutcomeUnknown:
+                at("after_raise")  # the ledger holds UNKNOWN: the worker may die now
+                raise
         elif strategy == "reconcile":
             result = ctx.effect(
                 "charge",

@@ -13,6 +13,11 @@ derived from (tenant, run, step, task, name, seq), never random:
 - EXECUTING or UNKNOWN (a worker died between dispatch and record): the outcome is
   unknown. ``reconcile(key)`` asks the provider; ``idempotent=True`` resends under the
   same key; with neither the run parks for an operator. It is never resent under a new key.
+
+An exception raised by ``fn`` is judged the same way (``wayline.effects.outcomes``): it is
+an unknown outcome unless the failure is definite (``EffectDeclined``, the policy's
+``definite_on``), the effect is idempotent, or ``reconcile`` finds no record; a programming
+error (NameError, TypeError...) fails the node as a code error.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from wayline.codec import Codec
+from wayline.effects.outcomes import judge
 from wayline.effects.retry import RetryPolicy, retry_any
 from wayline.errors import (
     CodecError,
@@ -119,7 +125,7 @@ class EffectLedger:
             if rec.status == "SUCCEEDED":
                 return self._result(rec)
             if rec.status == "FAILED":
-                raise EffectFailed(key, rec.error or "failed")
+                raise EffectFailed(key, rec.error or "failed", self.run_id)
             expect = rec.status
             if rec.status == "EXECUTING" and rec.run_id != self.run_id and not idempotent:
                 self._refuse_if_in_flight(rec)  # an idempotent resend is safe even then
@@ -132,7 +138,9 @@ class EffectLedger:
                     if rec.status == "EXECUTING":
                         self._write(dataclasses.replace(rec, status="UNKNOWN"), "EXECUTING")
                     raise EffectOutcomeUnknown(key)
-        return self._attempt(rec, expect, fn, retry or DEFAULT_RETRY)
+        return self._attempt(
+            rec, expect, fn, retry or DEFAULT_RETRY, idempotent=idempotent, reconcile=reconcile
+        )
 
     def record(self, name: str, fn: Callable[[], Any], classified: str | None = None) -> Any:
         """Run a non-deterministic call once; a re-executed node gets the recorded value."""
@@ -170,7 +178,13 @@ class EffectLedger:
         expect: EffectStatus | None,
         fn: Callable[[str], Any],
         policy: RetryPolicy,
+        *,
+        idempotent: bool,
+        reconcile: Callable[[str], Any] | None,
     ) -> Any:
+        """Dispatch under the recorded intent; an exception is judged by the table of
+        ``wayline.effects.outcomes``: only a definite failure, an idempotent effect or a
+        reconcile that found nothing is ever sent again."""
         attempt = rec.attempt  # cumulative in the record; the budget counts this dispatch
         tries = 0
         while True:
@@ -184,6 +198,23 @@ class EffectLedger:
                 value = fn(rec.key)
             except Exception as exc:
                 reason = f"{type(exc).__name__}: {exc}"
+                verdict = judge(
+                    exc, policy, idempotent=idempotent, reconciles=reconcile is not None
+                )
+                if verdict == "code":  # the calling code is wrong: fail the node with it
+                    self._write(
+                        dataclasses.replace(current, status="PENDING", error=reason), "EXECUTING"
+                    )
+                    raise
+                if verdict == "reconcile" and reconcile is not None:
+                    found = reconcile(rec.key)
+                    if found is not NOT_FOUND:
+                        return self._succeed(current, "EXECUTING", found)
+                elif verdict == "unknown":  # never resent on a guess: an operator decides
+                    self._write(
+                        dataclasses.replace(current, status="UNKNOWN", error=reason), "EXECUTING"
+                    )
+                    raise EffectOutcomeUnknown(rec.key, reason) from exc
                 if policy.should_retry(tries, exc, retry_any):
                     self._write(
                         dataclasses.replace(current, status="PENDING", error=reason), "EXECUTING"
@@ -194,7 +225,7 @@ class EffectLedger:
                 self._write(
                     dataclasses.replace(current, status="FAILED", error=reason), "EXECUTING"
                 )
-                raise EffectFailed(rec.key, reason) from exc
+                raise EffectFailed(rec.key, reason, self.run_id) from exc
             return self._succeed(current, "EXECUTING", value)
 
     def _succeed(self, rec: EffectRecord, expect: EffectStatus | None, value: Any) -> Any:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any, Literal
 
 from wayline.codec import Codec, default_codec
 from wayline.errors import EffectError, RunNotFoundError
 from wayline.store.base import Store
-from wayline.store.records import EffectRecord, EffectStatus
+from wayline.store.records import AuditRecord, EffectRecord, EffectStatus
 
 __all__ = ["Outcome", "list_effects", "resolve_effect"]
 
@@ -37,6 +38,7 @@ def resolve_effect(
     result: Any = None,
     reason: str | None = None,
     codec: Codec = default_codec,
+    actor: str = "operator",
 ) -> EffectRecord:
     """Record what an operator established about an effect, so the run can continue.
 
@@ -46,6 +48,11 @@ def resolve_effect(
     """
     rec = store.get_effect(tenant_id, key)
     if rec is None or rec.run_id != run_id:
+        if store.get_run(tenant_id, run_id) is None:
+            raise RunNotFoundError(
+                f"there is no run {run_id!r} for tenant {tenant_id!r}: `wayline runs list` "
+                "shows the runs (resolve needs the run id and the effect key)"
+            )
         raise EffectError(f"run {run_id!r} has no effect with key {key!r}")
     if rec.status not in RESOLVABLE:
         raise EffectError(
@@ -60,4 +67,8 @@ def resolve_effect(
     )
     if not store.put_effect(run_id, None, new, expect=rec.status):
         raise EffectError(f"effect {key!r} changed while it was being resolved; look again")
+    detail = json.dumps({"key": key, "was": rec.status, "now": new.status, "reason": reason})
+    store.append_audit(
+        AuditRecord(tenant_id, run_id, actor, "effects.resolve", outcome, detail=detail)
+    )
     return new

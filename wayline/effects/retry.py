@@ -4,9 +4,9 @@ The argument names are LangGraph's (``initial_interval``, ``backoff_factor``,
 ``max_interval``, ``max_attempts``, ``jitter``, ``retry_on``), and so is a node's default
 ``retry_on``: a programming error (``ValueError``, ``TypeError``, ``KeyError``...) fails at
 once, because running the same code on the same input again gives the same error; network
-failures and 5xx responses are retried. An effect's default stays "retry any exception"
-(the same idempotency key makes a resend safe, and the provider's error is what is worth
-retrying). wayline's earlier names (``initial_delay``,
+failures and 5xx responses are retried. For an effect a policy applies only where a resend
+is safe (``wayline.effects.outcomes``), and there its default is "retry any exception".
+wayline's earlier names (``initial_delay``,
 ``max_delay``, ``multiplier``) are accepted too.
 """
 
@@ -69,10 +69,16 @@ class RetryPolicy:
     in place with the same effect keys. ``retry_on`` is an exception class, a sequence of
     them, or a predicate; left unset it is ``default_retry_on`` for a node (LangGraph's)
     and ``retry_any`` for an effect.
+
+    For an effect, a policy applies only when a resend is safe (``wayline.effects.outcomes``):
+    the effect is ``idempotent``, its ``reconcile`` found no record, or the failure is
+    definite: an ``EffectDeclined`` or one of the ``definite_on`` classes (say, your HTTP
+    client's 4xx error). Any other exception leaves the outcome unknown and parks the run.
     """
 
     __slots__ = (
         "backoff_factor",
+        "definite_on",
         "initial_interval",
         "jitter",
         "max_attempts",
@@ -86,6 +92,7 @@ class RetryPolicy:
     max_attempts: int
     jitter: bool
     retry_on: RetryOn | None
+    definite_on: tuple[type[BaseException], ...]
 
     def __init__(
         self,
@@ -96,6 +103,7 @@ class RetryPolicy:
         jitter: bool = True,
         retry_on: RetryOn | None = None,
         *,
+        definite_on: type[BaseException] | Sequence[type[BaseException]] = (),
         initial_delay: float | None = None,
         max_delay: float | None = None,
         multiplier: float | None = None,
@@ -107,6 +115,7 @@ class RetryPolicy:
             "max_attempts": max_attempts,
             "jitter": jitter,
             "retry_on": retry_on,
+            "definite_on": (definite_on,) if isinstance(definite_on, type) else tuple(definite_on),
         }
         for key, value in values.items():
             object.__setattr__(self, key, value)

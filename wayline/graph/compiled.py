@@ -46,6 +46,7 @@ from wayline.graph.driving import (
     stops_before,
     task_input,
 )
+from wayline.graph.identity import fingerprint_of, shape_json, shape_of
 from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome, default_owner
 from wayline.graph.streaming import (
     PAUSED,
@@ -61,7 +62,7 @@ from wayline.graph.subgraph import run_child, with_child_states
 from wayline.graph.types import Interrupt, PregelTask, Send, StateSnapshot
 from wayline.ids import RunRef, derive_id
 from wayline.store.base import Store
-from wayline.store.records import RunRecord, check_durability
+from wayline.store.records import AuditRecord, RunRecord, check_durability
 from wayline.store.writer import Committer
 
 if TYPE_CHECKING:
@@ -147,6 +148,11 @@ class CompiledGraph:
         rule); one compiled without (a private in-memory store) starts a fresh run."""
         if not self.codec.is_registered(Send):
             self.codec.register(Send, "wayline.Send")
+        self.shape = shape_of(self)
+        """What a run of this graph relies on (docs/operations.md, "Graph names and
+        fingerprints"); recorded on a run when it starts."""
+        self.fingerprint = fingerprint_of(self.shape)
+        self.shape_json = shape_json(self.shape)
 
     @property
     def checkpointer(self) -> Store:
@@ -716,11 +722,29 @@ class CompiledGraph:
             return
         result = self.verify(loop.ref.config())
         if not result.ok:
-            raise ReplayDivergenceError(
+            error = ReplayDivergenceError(
                 f"run {loop.run_id!r} reconstructs to state digest {result.actual[:16]} but "
                 f"committed {result.expected[:16]}: a node may mutate its input state in place "
-                "or a reducer may not be a pure function; the run's rows are intact"
+                "or a reducer may not be a pure function; the run's rows are intact. It is "
+                f"failed and audited; fix the cause, then `wayline runs retry {loop.run_id}`"
             )
+            # Terminal, not a retry: the same code reconstructs the same wrong state, and a
+            # run left pending was claimed and verified again and again (920 times in 2 s).
+            self.store.note_error(
+                loop.tenant_id, loop.run_id, token=loop.token, error=str(error), status="failed"
+            )
+            self.store.append_audit(
+                AuditRecord(
+                    loop.tenant_id,
+                    loop.run_id,
+                    loop.owner,
+                    "verify",
+                    "diverged",
+                    detail=f"step {result.step}: committed {result.expected[:16]}, "
+                    f"reconstructed {result.actual[:16]}",
+                )
+            )
+            raise error
 
     def state_digest(self, config: Mapping[str, Any]) -> str:
         """Digest of the reconstructed current state, comparable with the committed one."""

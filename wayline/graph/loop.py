@@ -59,6 +59,7 @@ from wayline.graph.checkpoint import (
     write_snapshot,
 )
 from wayline.graph.context import NodeContext, TaskScope, is_scoped
+from wayline.graph.identity import check_identity
 from wayline.graph.interrupts import Asked, UnfinishedStep, answer, ask
 from wayline.graph.node import route_writes, split_output
 from wayline.graph.segments import LogIndex
@@ -252,6 +253,7 @@ class RunLoop:
                 "serve versions side by side) or carry it forward with "
                 "Wayline(store).migrate(run_id, old_graph, new_graph); nothing was changed"
             )
+        check_identity(run, g)
         self.incarnation = run.incarnation
         if is_fork(run):  # an ordinary run's start reads no audit log
             self.origin = load_origin(self.store, self.tenant_id, self.run_id)
@@ -341,6 +343,8 @@ class RunLoop:
                 schema_version=g.schema_version,
                 subject=subject,
                 classes=g.schema.classes,
+                fingerprint=g.fingerprint,
+                shape=g.shape_json,
             )
         self.creating = RunCreation(
             g.name,
@@ -351,6 +355,8 @@ class RunLoop:
             schema_version=g.schema_version,
             subject=subject,
             classes=dict(g.schema.classes),
+            fingerprint=g.fingerprint,
+            shape=g.shape_json,
         )
         run = self.creating.record(self.tenant_id, self.run_id, time.time())
         self.token = run.fencing_token
@@ -539,9 +545,10 @@ class RunLoop:
                     self.sink.flush()
                     raise error
                 if isinstance(error, EffectOutcomeUnknown):
-                    self._submit_status("parked", error=f"effect {error.key} outcome unknown")
+                    parked = RunParkedError(self.run_id, error.key, error.reason)
+                    self._submit_status("parked", error=str(parked))
                     self.sink.flush()
-                    raise RunParkedError(self.run_id, error.key)
+                    raise parked
                 self._submit_status("failed", error=_describe(error))
                 self.sink.flush()
                 raise error

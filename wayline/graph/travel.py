@@ -204,6 +204,8 @@ def create_fork(
         subject=src.subject,  # a fork holds the same subject's data: erased with it
         classes=src.classes,
         incarnation=FORK_INCARNATION + uuid.uuid4().hex,
+        fingerprint=src.fingerprint,  # a fork continues on the graph that wrote its history
+        shape=src.shape,
     )
     token = store.claim(tenant_id, new_run_id, owner=owner, lease_seconds=lease_seconds)
     batch = _history(store, tenant_id, run_id, step)

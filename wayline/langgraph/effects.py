@@ -72,7 +72,7 @@ def effect(
             retry=retry,
         )
     except EffectOutcomeUnknown as unknown:
-        raise RunParkedError(ledger.run_id, unknown.key) from None
+        raise RunParkedError(ledger.run_id, unknown.key, unknown.reason) from None
 
 
 def record(name: str, fn: Callable[[], Any], *, config: RunnableConfig | None = None) -> Any:

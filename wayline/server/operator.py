@@ -177,17 +177,18 @@ def resolve(
         outcome,
         result=body.get("result"),
         reason=body.get("reason"),
+        actor=who.actor,
     )
     run = _get_run(svc, who.tenant, run_id)
     if run.status == "parked":
-        svc.store.requeue(who.tenant, run_id)
+        Wayline(svc.store, tenant=who.tenant, scope=who.scope).retry(run_id, actor=who.actor)
     return effect_json(rec)
 
 
 def purge(svc: Service, who: Principal, run_id: str) -> int:
     who.require("admin")
     _get_run(svc, who.tenant, run_id)
-    rows = svc.store.purge_run(who.tenant, run_id)
+    rows = Wayline(svc.store, tenant=who.tenant, scope=who.scope).purge(run_id, actor=who.actor)
     svc.tables.delete_thread(who.tenant, run_id)
     return rows
 

@@ -374,6 +374,8 @@ class Service:
             schema_version=graph.schema_version,
             subject=_subject(body),
             classes=graph.schema.classes,
+            fingerprint=graph.fingerprint,
+            shape=graph.shape_json,
         )
 
     def _decide(self, who: Principal, thread_id: str, run: RunRecord | None, value: Any) -> None:

@@ -72,6 +72,8 @@ class Store(Protocol):
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
         incarnation: str | None = None,
+        fingerprint: str = "",
+        shape: str | None = None,
     ) -> RunRecord:
         """Create the run row, or return the existing one: creating twice is not an error.
         ``incarnation``: the new run's (default: random). (A run that ``invoke`` starts is
@@ -103,6 +105,8 @@ class Store(Protocol):
         schema_version: str = "",
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
+        fingerprint: str = "",
+        shape: str | None = None,
     ) -> RunRecord:
         """Give a run input for a worker to apply (creating the run if needed); wakes workers."""
         ...
@@ -112,16 +116,17 @@ class Store(Protocol):
         *,
         owner: str,
         lease_seconds: float,
-        graphs: Sequence[tuple[str, str]],
+        graphs: Sequence[tuple[str, str, str]],
         tenant_id: str | None = None,
     ) -> tuple[RunRecord, int] | None:
-        """Claim the oldest claimable run of these (graph name, version) pairs (new,
+        """Claim the oldest claimable run of these (graph name, version, fingerprint) triples
+        (a run recorded before fingerprints has '': serve it with that triple too) (new,
         resumable, due for a retry, or whose holder's lease expired); returns it with its
         new fencing token."""
         ...
 
     def next_expiry(
-        self, *, graphs: Sequence[tuple[str, str]], tenant_id: str | None = None
+        self, *, graphs: Sequence[tuple[str, str, str]], tenant_id: str | None = None
     ) -> float | None:
         """When the first lease held on a run of these graphs expires (None: none held)."""
         ...

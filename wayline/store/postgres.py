@@ -61,8 +61,19 @@ __all__ = ["PostgresStore"]
 log = logging.getLogger("wayline.store")
 
 _QUERIES = load_queries("%s")
-RLS_TABLES = (*_QUERIES.RUN_TABLES, "blobs", "subject_keys", "assistants", "assistant_versions")
-"""Every table with a tenant_id: the tables a run owns, and the tenant's shared blobs."""
+RLS_TABLES = (
+    *_QUERIES.RUN_TABLES,
+    "blobs",
+    "subject_keys",
+    "threads",
+    "thread_runs",
+    "api_keys",
+    "assistants",
+    "assistant_versions",
+)
+"""Every table with a tenant_id: the tables a run owns, the tenant's shared blobs, the
+server's threads and API keys (a key is found before its tenant by ``wayline_find_key``),
+and the assistants made over the API."""
 Q_TABLES = """
 SELECT table_name FROM information_schema.tables
 WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name
@@ -184,8 +195,10 @@ Q_CREATE_ONE_TRIP = """
 WITH created AS (
     INSERT INTO runs (tenant_id, run_id, graph_name, graph_version, status, step, next_nodes,
         durability, fencing_token, lease_owner, lease_expires_at, error, state_digest,
-        created_at, updated_at, schema_version, incarnation, queued_at, subject, classes)
-    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 1, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+        created_at, updated_at, schema_version, incarnation, queued_at, subject, classes,
+        fingerprint, shape)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 1, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+        %s)
     ON CONFLICT (tenant_id, run_id) DO NOTHING RETURNING 1
 )
 INSERT INTO deltas (tenant_id, run_id, step, payload, fencing_token, sizes, crc)

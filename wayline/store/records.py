@@ -124,6 +124,11 @@ class RunRecord:
     """The class of each labelled channel, as the run's schema declared it at creation."""
     redacted: Mapping[str, float] = dataclasses.field(default_factory=dict)
     """Classes erased from the run, and when: those channels read as ``Redacted``."""
+    fingerprint: str = ""
+    """The structural fingerprint of the graph that started the run ('' for runs written
+    before 0013): only a worker serving this name, version and fingerprint claims it."""
+    shape: str | None = None
+    """That graph's shape (JSON, ``wayline.graph.identity``), to name what differs."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -335,6 +340,8 @@ class RunCreation:
     subject: str | None = None
     classes: Mapping[str, str] = dataclasses.field(default_factory=dict)
     incarnation: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)
+    fingerprint: str = ""
+    shape: str | None = None
 
     def record(self, tenant_id: str, run_id: str, now: float) -> RunRecord:
         """The row as this creation will write it, before its first step commits."""
@@ -358,6 +365,8 @@ class RunCreation:
             incarnation=self.incarnation,
             subject=self.subject,
             classes=dict(self.classes),
+            fingerprint=self.fingerprint,
+            shape=self.shape,
         )
 
 
@@ -380,8 +389,8 @@ class CommitBatch:
     take_inbox: bool = False
     """The run's inbox was applied by this batch: clear it in the same transaction."""
     audit: list[AuditRecord] = dataclasses.field(default_factory=list)
-    versions: tuple[str, str] | None = None
-    """(graph version, schema version) the run moves to: a migration."""
+    versions: tuple[str, str, str, str | None] | None = None
+    """(graph version, schema version, fingerprint, shape) the run moves to: a migration."""
     effects: list[EffectWrite] = dataclasses.field(default_factory=list)
     """Effect records (an intent before its dispatch, an outcome after): committed through
     the same path as steps, so a worker's runs share the fsync (``EffectLedger``)."""

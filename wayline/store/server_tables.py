@@ -150,7 +150,10 @@ class ServerTables:
 
     def find_key(self, key_id: str) -> ApiKeyRecord | None:
         """The one lookup without a tenant: a key is how a request's tenant is learned."""
-        rows = self._rows(self.q.Q_FIND_KEY, (key_id,), None)
+        # Under row-level security the key's tenant is not known yet: the one function the
+        # tables' owner defined for it (rls.sql) finds the key by id, and nothing else.
+        query = self.q.Q_FIND_KEY_RLS if getattr(self.store, "rls", False) else self.q.Q_FIND_KEY
+        rows = self._rows(query, (key_id,), None)
         return ApiKeyRecord.from_row(rows[0]) if rows else None
 
     def list_keys(self, tenant_id: str) -> list[ApiKeyRecord]:

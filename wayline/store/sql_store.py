@@ -326,6 +326,8 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
         incarnation: str | None = None,
+        fingerprint: str = "",
+        shape: str | None = None,
     ) -> RunRecord:
         with self._tx(tenant_id) as db:
             row = self._insert_run(
@@ -339,6 +341,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                 subject=subject,
                 classes=classes,
                 incarnation=incarnation,
+                identity=(fingerprint, shape),
             )
         return self._existing(tenant_id, run_id) if row is None else self._run(row)
 
@@ -354,6 +357,8 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         schema_version: str = "",
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
+        fingerprint: str = "",
+        shape: str | None = None,
     ) -> RunRecord:
         """Hand a run input (a start or a resume decision) to whichever worker claims it."""
         stored, crc_ = self.payloads.put(
@@ -371,6 +376,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
                 inbox=(stored, crc_),
                 subject=subject,
                 classes=classes,
+                identity=(fingerprint, shape),
             )
             if row is None:  # the run exists: its new input waits in its inbox
                 now = time.time()
@@ -394,6 +400,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         classes: Mapping[str, str] | None = None,
         incarnation: str | None = None,
         lease: tuple[str, float] | None = None,
+        identity: tuple[str, str | None] = ("", None),
     ) -> Any:
         """Insert the run row (a new incarnation) unless it exists: the new row, or None
         when the run existed. With ``lease`` (owner, seconds) the row is born claimed,
@@ -402,7 +409,14 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         stored, crc_ = inbox if inbox is not None else (None, None)
         held = (0, None, None) if lease is None else (1, lease[0], now + lease[1])
         row = (tenant_id, run_id, graph_name, graph_version, durability, *held, now, now, stored)
-        params: tuple[Any, ...] = (*row, schema_version, crc_, incarnation or uuid.uuid4().hex, now)
+        params: tuple[Any, ...] = (
+            *row,
+            schema_version,
+            crc_,
+            incarnation or uuid.uuid4().hex,
+            now,
+            *identity,
+        )
         q = self.q
         if subject is not None or classes:  # docs/data.md: two more columns
             params = (*params, subject, _classes_json(classes))
@@ -436,26 +450,26 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         *,
         owner: str,
         lease_seconds: float,
-        graphs: Sequence[tuple[str, str]],
+        graphs: Sequence[tuple[str, str, str]],
         tenant_id: str | None = None,
     ) -> tuple[RunRecord, int] | None:
-        """Claim a claimable run of these (graph name, version) pairs: first one abandoned by
-        a worker whose lease expired (claimable at once: no sweeper, and no wait behind the
-        queue), else the oldest new run or one waiting to resume or retry. A run of a
-        version this worker lacks is left for one that has it. Returns the run and the new
-        fencing token."""
+        """Claim a claimable run of these (graph name, version, fingerprint) triples: first
+        one abandoned by a worker whose lease expired (claimable at once: no sweeper, and no
+        wait behind the queue), else the oldest new run or one waiting to resume or retry. A
+        run of a version (or a shape) this worker lacks is left for one that has it. Returns
+        the run and the new fencing token."""
         if not graphs:
             return None
         now = time.time()
         branches: list[str] = []
         params: list[Any] = []
-        for name, version in graphs:
+        for name, version, fingerprint in graphs:
             for branch in self.q.Q_CLAIM_BRANCHES:
                 branches.append(
                     f"SELECT * FROM ({branch.format(lock=self.claim_lock)}) AS b{len(branches)}"
                 )
-                times = [now] * (branch.count(self.placeholder) - 4)
-                params += [name, version, *times, tenant_id, tenant_id]
+                times = [now] * (branch.count(self.placeholder) - 5)
+                params += [name, version, fingerprint, *times, tenant_id, tenant_id]
         query = self.q.Q_CLAIM_CANDIDATE.format(branches=" UNION ALL ".join(branches))
         with self._lease_tx(tenant_id) as db:
             row = db.execute(query, params).fetchone()
@@ -474,7 +488,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
         return run, run.fencing_token
 
     def next_expiry(
-        self, *, graphs: Sequence[tuple[str, str]], tenant_id: str | None = None
+        self, *, graphs: Sequence[tuple[str, str, str]], tenant_id: str | None = None
     ) -> float | None:
         """When the first lease held on a run of these graphs runs out (None: none held):
         an idle worker sleeps until then instead of a whole poll interval."""
@@ -482,7 +496,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
             return None
         ph = self.placeholder
         clause = " OR ".join([f"(graph_name = {ph} AND graph_version = {ph})"] * len(graphs))
-        pairs = [part for pair in graphs for part in pair]
+        pairs = [part for name, version, _ in graphs for part in (name, version)]
         query = self.q.Q_NEXT_EXPIRY.format(graphs=clause)
         rows = self._read(query, (*pairs, time.time(), tenant_id, tenant_id), tenant=tenant_id)
         return float(rows[0][0]) if rows and rows[0][0] is not None else None
@@ -663,6 +677,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL):
             classes=new.classes,
             incarnation=new.incarnation,
             lease=(new.owner, new.lease_seconds),
+            identity=(new.fingerprint, new.shape),
         )
         if row is None:
             raise RunExistsError(run_id)
@@ -1166,7 +1181,7 @@ def created_params(key: tuple[str, str], batch: CommitBatch, now: float) -> tupl
     ``_create`` inserts, after the step's fenced update), for a backend that writes both in
     one statement: tenant, run, graph, version, status, step, next nodes, durability, lease
     owner and expiry (none once settled), error, digest, times, schema version,
-    incarnation, queued time, subject, classes."""
+    incarnation, queued time, subject, classes, fingerprint, shape."""
     new, run = batch.create, batch.run
     assert new is not None and run is not None
     held = run.status not in SETTLED_STATUSES
@@ -1191,6 +1206,8 @@ def created_params(key: tuple[str, str], batch: CommitBatch, now: float) -> tupl
         now,
         new.subject,
         _classes_json(new.classes),
+        new.fingerprint,
+        new.shape,
     )
 
 

@@ -14,7 +14,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
@@ -22,7 +22,9 @@ from wayline.control.policy import DataPolicy, apply_policy
 from wayline.effects.retry import RetryPolicy, retry_any
 from wayline.errors import (
     CorruptionError,
+    GraphError,
     LeaseLost,
+    ReplayDivergenceError,
     ResumeError,
     RunParkedError,
     VersionMismatchError,
@@ -40,7 +42,7 @@ from wayline.worker.affinity import check_cpus, pin_this_thread
 from wayline.worker.emitted import ATTEMPT, EMITTED_MODES, EmitSink
 from wayline.worker.placement import Placement
 
-__all__ = ["Worker", "WorkerConfig"]
+__all__ = ["Worker", "WorkerConfig", "claim_keys", "served_graphs"]
 
 log = logging.getLogger("wayline.worker")
 
@@ -78,6 +80,32 @@ class WorkerConfig:
         return self.heartbeat_every or self.lease_seconds / 3
 
 
+def served_graphs(
+    graphs: Sequence[CompiledGraph], store: Store
+) -> dict[tuple[str, str], CompiledGraph]:
+    """The graphs a process serves, by name and version. Two graphs with the same name and
+    version but different shapes (two modules that each declare ``class State``) are
+    refused here: one of them would run the other's runs."""
+    served: dict[tuple[str, str], CompiledGraph] = {}
+    for g in graphs:
+        other = served.get((g.name, g.version))
+        if other is not None and other.fingerprint != g.fingerprint:
+            raise GraphError(
+                f"two graphs named {g.name}@{g.version} with different shapes (fingerprints "
+                f"{other.fingerprint} and {g.fingerprint}): give each its own name with "
+                "compile(name=...), or a version of its own with compile(version=...)"
+            )
+        served[(g.name, g.version)] = g.with_store(store)
+    return served
+
+
+def claim_keys(graphs: Iterable[CompiledGraph]) -> list[tuple[str, str, str]]:
+    """What a process claims for its graphs: each one's name, version and fingerprint, and
+    its name and version with '' (runs recorded before 0013, claimed as they were)."""
+    keys = {(g.name, g.version, fp) for g in graphs for fp in (g.fingerprint, "")}
+    return sorted(keys)
+
+
 @dataclasses.dataclass
 class _Held:
     run: RunRecord
@@ -99,8 +127,11 @@ class Worker:
     ) -> None:
         self.store = open_store(store) if isinstance(store, str) else store
         graphs = [graphs] if isinstance(graphs, CompiledGraph) else list(graphs)
-        self.graphs = {(g.name, g.version): g.with_store(self.store) for g in graphs}
+        self.graphs = served_graphs(graphs, self.store)
         """Versions side by side: each run continues on the version that wrote it."""
+        self.claims = claim_keys(self.graphs.values())
+        """(name, version, fingerprint) of each graph served, and (name, version, '') for
+        its runs written before fingerprints were recorded."""
         self.config = config or WorkerConfig()
         self.placement: Placement | None = None
         """Where the threads run under ``cpus="auto"`` (None: fixed CPUs, or none)."""
@@ -210,7 +241,7 @@ class Worker:
                 claimed = self.store.claim_next(
                     owner=self.owner,
                     lease_seconds=self.config.lease_seconds,
-                    graphs=sorted(self.graphs),
+                    graphs=self.claims,
                     tenant_id=self.config.tenant,
                 )
             except WaylineError as exc:  # a damaged run (left failed, with why) or the store
@@ -225,7 +256,7 @@ class Worker:
     def _idle_wait(self) -> float:
         """Poll no later than the moment another worker's lease runs out, so a dead
         worker's run is taken over within milliseconds of its expiry, not a poll later."""
-        expiry = self.store.next_expiry(graphs=sorted(self.graphs), tenant_id=self.config.tenant)
+        expiry = self.store.next_expiry(graphs=self.claims, tenant_id=self.config.tenant)
         if expiry is None:
             return self.config.poll_interval
         return max(0.005, min(self.config.poll_interval, expiry - time.time() + 0.005))
@@ -282,6 +313,8 @@ class Worker:
             log.warning("run %s: %s", run.run_id, exc)
         except VersionMismatchError as exc:  # this code cannot continue it: an operator must
             self._give_up(run, token, exc)
+        except ReplayDivergenceError as exc:  # failed and audited where it was found
+            log.error("run %s: %s", run.run_id, exc)
         except LeaseLost as exc:
             log.warning("%s", exc)
         except Exception as exc:

@@ -8,6 +8,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 """
 _KEY_COLUMNS = "tenant_id, key_id, key_hash, actor, roles, scopes, label, created_at, revoked_at"
 Q_FIND_KEY = f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_id = ?"
+Q_FIND_KEY_RLS = f"SELECT {_KEY_COLUMNS} FROM wayline_find_key(?)"
 Q_LIST_KEYS = f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE tenant_id = ? ORDER BY created_at"
 Q_REVOKE_KEY = """
 UPDATE api_keys SET revoked_at = ? WHERE tenant_id = ? AND key_id = ? AND revoked_at IS NULL

@@ -66,6 +66,24 @@ ALTER TABLE stream_events ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS wayline_tenant ON stream_events;
 CREATE POLICY wayline_tenant ON stream_events USING (tenant_id = current_setting('wayline.tenant', true))
     WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE threads ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON threads;
+CREATE POLICY wayline_tenant ON threads USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE thread_runs ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON thread_runs;
+CREATE POLICY wayline_tenant ON thread_runs USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE api_keys ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON api_keys;
+CREATE POLICY wayline_tenant ON api_keys USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+-- A request's key is looked up before its tenant is known: this one function, owned by the
+-- tables' owner (who bypasses the policies), returns the one row of one key id and nothing
+-- else; a tenant-scoped role may call it but still reads no other tenant's keys by SELECT.
+CREATE OR REPLACE FUNCTION wayline_find_key(wanted TEXT) RETURNS SETOF api_keys
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path FROM CURRENT
+    AS 'SELECT * FROM api_keys WHERE key_id = wanted';
 ALTER TABLE assistants ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS wayline_tenant ON assistants;
 CREATE POLICY wayline_tenant ON assistants USING (tenant_id = current_setting('wayline.tenant', true))

@@ -33,12 +33,14 @@ CREATE TABLE IF NOT EXISTS runs (
     classes          TEXT NOT NULL DEFAULT '{}',
     redacted         TEXT NOT NULL DEFAULT '{}',
     queued_at        REAL NOT NULL DEFAULT 0,
+    fingerprint      TEXT NOT NULL DEFAULT '',
+    shape            TEXT,
     PRIMARY KEY (tenant_id, run_id)
 );
 
 CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status);
 CREATE INDEX IF NOT EXISTS runs_claimable ON runs (graph_name, status, lease_expires_at);
-CREATE INDEX IF NOT EXISTS runs_queued ON runs (graph_name, graph_version, queued_at)
+CREATE INDEX IF NOT EXISTS runs_queued ON runs (graph_name, graph_version, fingerprint, queued_at)
     WHERE status = 'pending';
 CREATE INDEX IF NOT EXISTS runs_by_subject ON runs (tenant_id, subject);
 
