@@ -2,7 +2,7 @@
 and, in the same run, against LangGraph's own local server (``langgraph dev``).
 
     python bench/server.py [--quick] [--clients 8] [--runs 25] [--steps 10]
-                           [--langgraph PATH/TO/langgraph] [--durability sync]
+                           [--langgraph PATH/TO/langgraph] [--durability sync] [--chat]
 
 Each server runs as a subprocess on a free loopback port and serves the same graph: one
 trivial node looping on itself for ``--steps`` node steps, appending a ~100-byte item to a
@@ -21,7 +21,15 @@ everything in memory (its dev server: no durability at all). LangGraph's server 
 with ``pip install "langgraph-cli[inmem]"`` (into its own virtual environment is best). When
 it is missing, only wayline is measured.
 
-Writes bench/results/server.json: every sample, the settings, versions.
+``--chat``: time to first token instead. Both serve one node calling LangChain's
+``GenericFakeChatModel`` (a 40-word reply, 79 tokens, no delay of its own: what is measured
+is the servers' path from a token to the client); each client streams
+``stream_mode="messages-tuple"`` and the first sample is the first ``messages`` event. On
+wayline the worker records each token (appended to the store at most every 20 ms, the first
+at once) and the stream reads them back from the store.
+
+Writes bench/results/server.json (``server_chat.json`` with ``--chat``): every sample, the
+settings, versions.
 """
 
 from __future__ import annotations
@@ -68,6 +76,26 @@ g.add_node("tick", tick)
 g.add_edge(START, "tick")
 g.add_conditional_edges("tick", lambda s: "tick" if s["n"] < s["steps"] else END)
 graph = g.compile()
+
+from typing import Any
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langgraph.graph import add_messages
+
+REPLY = " ".join(f"word{i}" for i in range(40))
+
+class Chat(TypedDict, total=False):
+    messages: Annotated[list[Any], add_messages]
+
+def answer(s):
+    model = GenericFakeChatModel(messages=iter([AIMessage(REPLY)]))
+    return {"messages": [model.invoke(s["messages"])]}
+
+c = StateGraph(Chat)
+c.add_node("model", answer)
+c.add_edge(START, "model")
+c.add_edge("model", END)
+chat = c.compile()
 """
 
 
@@ -90,6 +118,7 @@ def start_wayline(tmp: Path, workers: int) -> tuple[str, subprocess.Popen[bytes]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT), *sys.path])}
     cmd = [
         sys.executable, "-m", "wayline.cli.main", "serve", "bench=server_graph.py:graph",
+        "chat=server_graph.py:chat",
         "--db", f"sqlite:///{tmp / 'serve.db'}", "--port", str(port), "--dev",
         "--workers", str(workers),
     ]  # fmt: skip
@@ -113,7 +142,12 @@ def start_langgraph(binary: str, tmp: Path, jobs: int) -> tuple[str, subprocess.
     project.mkdir()
     (project / "graph.py").write_text(LANGGRAPH_GRAPH)
     (project / "langgraph.json").write_text(
-        json.dumps({"dependencies": ["."], "graphs": {"bench": "./graph.py:graph"}})
+        json.dumps(
+            {
+                "dependencies": ["."],
+                "graphs": {"bench": "./graph.py:graph", "chat": "./graph.py:chat"},
+            }
+        )
     )
     port = c.free_port()
     cmd = [binary, "dev", "--no-browser", "--no-reload", "--config", "langgraph.json",
@@ -155,13 +189,40 @@ async def one_client(
     return samples
 
 
+async def one_chat(url: str, runs: int, steps: int, durability: str | None) -> list[dict[str, Any]]:
+    """A chat client: each run one user message, streamed as ``messages-tuple``."""
+    from langgraph_sdk import get_client
+
+    client = get_client(url=url, api_key=None, timeout=120.0)
+    samples = []
+    hi: Any = {"messages": [{"role": "user", "content": "hi"}]}
+    for _ in range(runs):
+        thread = await client.threads.create()
+        start = time.perf_counter()
+        first = None
+        text = []
+        async for part in client.runs.stream(
+            thread["thread_id"], "chat", input=hi, stream_mode="messages-tuple",
+        ):  # fmt: skip
+            if part.event == "messages":
+                text.append(part.data[0]["content"])
+                if first is None:
+                    first = time.perf_counter() - start
+        done = time.perf_counter() - start
+        if "".join(text) != " ".join(f"word{i}" for i in range(40)):
+            raise RuntimeError(f"the tokens did not add up to the reply: {''.join(text)!r}")
+        samples.append({"first_event_s": first, "complete_s": done, "tokens": len(text)})
+    return samples
+
+
 async def load(
-    url: str, clients: int, runs: int, steps: int, durability: str | None
+    url: str, clients: int, runs: int, steps: int, durability: str | None, chat: bool = False
 ) -> dict[str, Any]:
-    await one_client(url, 1, steps, durability)  # warm up (imports, first thread)
+    client = one_chat if chat else one_client
+    await client(url, 1, steps, durability)  # warm up (imports, first thread)
     start = time.perf_counter()
     per_client = await asyncio.gather(
-        *(one_client(url, runs, steps, durability) for _ in range(clients))
+        *(client(url, runs, steps, durability) for _ in range(clients))
     )
     wall = time.perf_counter() - start
     samples = [s for each in per_client for s in each]
@@ -198,6 +259,7 @@ def main() -> None:
     )  # fmt: skip
     ap.add_argument("--durability", default=None, help="sync (default), async or exit")
     ap.add_argument("--langgraph", default=None, help="path to the langgraph CLI")
+    ap.add_argument("--chat", action="store_true", help="time to first token of a chat model")
     args = ap.parse_args()
     if args.quick:
         args.clients, args.runs = 4, 5
@@ -219,14 +281,16 @@ def main() -> None:
                 console.print(f"{name} at {url}: {args.clients} clients x {args.runs} runs")
                 durability = args.durability if name == "wayline serve" else None
                 results[name] = asyncio.run(
-                    load(url, args.clients, args.runs, args.steps, durability)
+                    load(url, args.clients, args.runs, args.steps, durability, args.chat)
                 )
             finally:
                 proc.terminate()
                 proc.wait(30)
 
-    table = Table(title=f"{args.clients} streaming clients x {args.runs} runs, {args.steps} steps")
-    for col in ("server", "runs/s", "first event p50", "p99", "complete p50", "p99"):
+    what = "chats (first token)" if args.chat else f"runs, {args.steps} steps"
+    table = Table(title=f"{args.clients} streaming clients x {args.runs} {what}")
+    first_col = "first token p50" if args.chat else "first event p50"
+    for col in ("server", "runs/s", first_col, "p99", "complete p50", "p99"):
         table.add_column(col, justify="right")
     summaries = {name: summarize(r) for name, r in results.items()}
     for name, s in summaries.items():
@@ -243,11 +307,13 @@ def main() -> None:
         w, g = summaries["wayline serve"], summaries["langgraph dev"]
         console.print(
             f"wayline / langgraph: runs/s {w['runs_per_s'] / g['runs_per_s']:.2f}x, "
+            f"first p50 {w['first_p50_ms'] / g['first_p50_ms']:.2f}x, "
+            f"p99 {w['first_p99_ms'] / g['first_p99_ms']:.2f}x, "
             f"complete p50 {w['done_p50_ms'] / g['done_p50_ms']:.2f}x"
         )
     out = HERE / "results"
     out.mkdir(exist_ok=True)
-    (out / "server.json").write_text(
+    (out / ("server_chat.json" if args.chat else "server.json")).write_text(
         json.dumps(
             {
                 "settings": vars(args),

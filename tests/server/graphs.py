@@ -5,10 +5,11 @@ from __future__ import annotations
 import operator
 import os
 import signal
+import threading
 import time
 from typing import Annotated, Any, TypedDict
 
-from wayline import END, START, StateGraph, get_stream_writer, interrupt
+from wayline import END, START, StateGraph, add_messages, get_stream_writer, interrupt
 from wayline.graph.context import NodeContext
 
 
@@ -176,6 +177,114 @@ def pay() -> Any:
     return g
 
 
+# -- chat graphs: a node calling a LangChain chat model (tokens for ``messages`` streams)
+
+REPLY = "tokens arrive one by one before the node returns"
+GATE = threading.Event()
+"""``gated_chat`` streams two tokens, then waits for this (set by the test) to go on."""
+TOKEN_SECONDS = 0.03
+"""How long ``slow_chat``'s model takes per token: a worker can be killed mid-message."""
+
+
+class Chat(TypedDict, total=False):
+    messages: Annotated[list[Any], add_messages]
+
+
+def _streamed(text: str, after_token: Any = None) -> Any:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    model = GenericFakeChatModel(messages=iter([AIMessage(text)]))
+    whole: Any = None
+    for i, chunk in enumerate(model.stream("hi")):
+        whole = chunk if whole is None else whole + chunk
+        if after_token is not None:
+            after_token(i)
+    return AIMessage(content=whole.content, id=whole.id)
+
+
+def _chat_node(s: Chat) -> dict[str, Any]:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    model = GenericFakeChatModel(messages=iter([AIMessage(REPLY)]))
+    return {"messages": [model.invoke(s["messages"])]}
+
+
+def _gated_node(s: Chat) -> dict[str, Any]:
+    def pause(i: int) -> None:
+        if i == 1 and not GATE.wait(20):
+            raise TimeoutError("the test never opened the gate")
+
+    return {"messages": [_streamed(REPLY, pause)]}
+
+
+def _slow_node(s: Chat) -> dict[str, Any]:
+    return {"messages": [_streamed(REPLY, lambda i: time.sleep(TOKEN_SECONDS))]}
+
+
+def _approve_reply(s: Chat) -> dict[str, Any]:
+    answer = interrupt({"question": "send this reply?"})
+    return {"messages": [{"role": "user", "content": f"approved: {answer}"}]}
+
+
+def _reply_then_ask(s: Chat) -> dict[str, Any]:
+    reply = _streamed(REPLY)
+    interrupt("send it?")  # the node runs again on resume: its model streams again
+    return {"messages": [reply]}
+
+
+def _one_node(name: str, fn: Any) -> Any:
+    g = StateGraph(Chat, name=name)
+    g.add_node("model", fn)
+    g.add_edge(START, "model")
+    g.add_edge("model", END)
+    return g
+
+
+def chat() -> Any:
+    return _one_node("chat", _chat_node)
+
+
+def gated_chat() -> Any:
+    return _one_node("gated_chat", _gated_node)
+
+
+def slow_chat() -> Any:
+    return _one_node("slow_chat", _slow_node)
+
+
+def reply_then_ask() -> Any:
+    return _one_node("reply_then_ask", _reply_then_ask)
+
+
+def approved_chat() -> Any:
+    """A chat turn that asks for approval before the model answers."""
+    g = StateGraph(Chat, name="approved_chat")
+    g.add_node("approve", _approve_reply)
+    g.add_node("model", _chat_node)
+    g.add_edge(START, "approve")
+    g.add_edge("approve", "model")
+    g.add_edge("model", END)
+    return g
+
+
+def _configured(s: State, config: Any) -> dict[str, Any]:
+    from wayline import get_runtime
+
+    model = config["configurable"].get("model")
+    return {"items": [f"model={model}", f"context={get_runtime().context}"]}
+
+
+def configured() -> Any:
+    """Says which config and context it ran with (an assistant's, or a run's)."""
+    g = StateGraph(State, name="configured")
+    g.add_node("say", _configured)
+    g.add_edge(START, "say")
+    g.add_edge("say", END)
+    return g
+
+
 def compiled(store: Any) -> dict[str, Any]:
     return {
         name: fn().compile(store)
@@ -187,5 +296,11 @@ def compiled(store: Any) -> dict[str, Any]:
             "refund": refund,
             "failing": failing,
             "pay": pay,
+            "chat": chat,
+            "gated_chat": gated_chat,
+            "slow_chat": slow_chat,
+            "approved_chat": approved_chat,
+            "configured": configured,
+            "reply_then_ask": reply_then_ask,
         }.items()
     }

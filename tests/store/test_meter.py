@@ -39,6 +39,8 @@ EXEMPT_TABLES = {
     "memory_history",
     "memory_vectors",
     "schedules",
+    "assistants",
+    "assistant_versions",
 }
 """Tables without run payload: the meter itself, blob references, schema version, the
 audit log (actors, digests and outcomes, never a payload), and the server's API keys,
@@ -46,7 +48,8 @@ threads and API runs (metadata; a run's input is its metered inbox), and the wra
 subject data keys (keys, not payload), and schedules (a schedule's input is metered as each
 tick's run's inbox). Long-term memory is not a run's: its writes are metered under the run
 that wrote them (table ``memory_items``) and its held bytes per tenant (``memory_bytes``,
-checked in tests/memory)."""
+checked in tests/memory). The assistants made over the API hold a client's config,
+context and metadata for a graph, no run's data."""
 
 BIG = "B" * 5_000  # above the blob threshold set below
 BIG_DIGEST = hashlib.sha256(default_codec.dumps(BIG)).hexdigest()

@@ -111,3 +111,16 @@ def test_a_row_read_as_another_is_caught(store: Store) -> None:
     moved = ("stream_events", "t1", "r1", int(row["seq"]) + 1)  # the checksum covers the key
     with pytest.raises(CorruptionError):
         payloads.get(moved, "t1", "r1|v", row["payload"], row["crc"])
+
+
+def test_last_event_of_a_mode_is_the_latest_mark(store: Store) -> None:
+    """A worker taking a run over reads the last attempt mark to record what was asked."""
+    token = held(store)
+    assert store.last_stream_event("t1", "r1", "__attempt__") is None
+    mark = StreamEvent(0, "", "__attempt__", b"first")
+    store.append_stream_events("t1", "r1", token, [mark, ev(0, b"p0")])
+    store.append_stream_events("t1", "r1", token, [StreamEvent(1, "", "__attempt__", b"second")])
+    store.append_stream_events("t1", "r1", token, [ev(1, b"p1")])
+    last = store.last_stream_event("t1", "r1", "__attempt__")
+    assert last is not None and (last.step, last.payload, last.seq) == (1, b"second", 3)
+    assert store.last_stream_event("t2", "r1", "__attempt__") is None  # another tenant's

@@ -44,6 +44,7 @@ __all__ = [
     "encode_results",
     "encode_snapshot",
     "inbox_breakpoints",
+    "inbox_run_config",
     "inbox_stream_modes",
     "reconstruct",
     "state_digest",
@@ -412,6 +413,7 @@ def encode_inbox(
     breakpoints: Breakpoints | None = None,
     stream_modes: Sequence[str] = (),
     webhook: str | None = None,
+    run_config: Mapping[str, Any] | None = None,
 ) -> bytes:
     """A run's next input as stored for a worker: new input, or a Command (resume etc.),
     and the options the invocation that takes it runs with: the breakpoints the worker
@@ -432,6 +434,8 @@ def encode_inbox(
         options["stream_modes"] = [str(m) for m in stream_modes]
     if webhook:  # told when the invocation's run waits or ends (wayline.worker.notify)
         options["webhook"] = webhook
+    if run_config:  # an assistant's config and context (wayline serve), merged with the run's
+        options["run_config"] = dict(run_config)
     if options:
         items.append(options)
     return codec.dumps(items)
@@ -459,6 +463,13 @@ def inbox_breakpoints(codec: Codec, data: bytes) -> Breakpoints | None:
     if "interrupt_before" not in options and "interrupt_after" not in options:
         return None
     return options.get("interrupt_before"), options.get("interrupt_after")
+
+
+def inbox_run_config(codec: Codec, data: bytes) -> dict[str, Any]:
+    """The ``config`` and ``context`` queued with an inbox (``{"config", "context"}``;
+    empty: the worker's own)."""
+    given = _inbox_options(codec, data).get("run_config")
+    return given if isinstance(given, dict) else {}
 
 
 def inbox_stream_modes(codec: Codec, data: bytes) -> frozenset[str]:

@@ -602,16 +602,21 @@ class CompiledGraph(StateUpdates, JsonSchemas):
     def _execute(
         self, loop: RunLoop, tasks: list[ExecTask], pool: ThreadPoolExecutor | None
     ) -> list[TaskOutcome]:
+        chat = loop.invocation.chat_callbacks  # a worker recording ``messages``
         if len(tasks) <= 1 or pool is None:
             outcomes = [_run_task(loop, t) for t in tasks]
             for o in outcomes:
                 loop.task_done(o)
+                if chat is not None:
+                    chat.node_output(o)
             return outcomes
         futures = [pool.submit(contextvars.copy_context().run, _run_task, loop, t) for t in tasks]
         outcomes = []
         for future in as_completed(futures):
             outcome = future.result()
             loop.task_done(outcome)
+            if chat is not None:
+                chat.node_output(outcome)
             outcomes.append(outcome)
         return outcomes
 

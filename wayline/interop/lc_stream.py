@@ -53,6 +53,7 @@ class ChatStream:
             "langgraph_path": task.spec.path,
             "langgraph_checkpoint_ns": "|".join((*ns, f"{task.spec.name}:{task.id}")),
         }
+        meta["checkpoint_ns"] = meta["langgraph_checkpoint_ns"]
         return ns, meta
 
     def wrap(
@@ -139,22 +140,36 @@ class _Handler(BaseCallbackHandler, _Streaming):
         self.ns = ns
         self.meta = meta
         self.streamed: set[UUID] = set()
+        self.by_run: dict[UUID, dict[str, Any]] = {}
 
-    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
-        pass
+    def on_chat_model_start(
+        self,
+        serialized: Any,
+        messages: Any,
+        *,
+        run_id: UUID,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """The model's own metadata (``ls_provider``, ``ls_model_type`` ...) joins the
+        node's, as in LangGraph's messages stream."""
+        if metadata:
+            self.by_run[run_id] = {**self.meta, **metadata, **self.meta}
 
     def on_llm_new_token(
         self, token: Any, *, chunk: Any = None, run_id: UUID, **kwargs: Any
     ) -> None:
         if isinstance(chunk, ChatGenerationChunk):
             self.streamed.add(run_id)
-            self.stream.send(self.ns, self.meta, chunk.message, dedupe=False)
+            meta = self.by_run.get(run_id, self.meta)
+            self.stream.send(self.ns, meta, chunk.message, dedupe=False)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        meta = self.by_run.pop(run_id, self.meta)
         if run_id in self.streamed:
             self.streamed.discard(run_id)
             return
         if response.generations and response.generations[0]:
             message = getattr(response.generations[0][0], "message", None)
             if isinstance(message, BaseMessage):
-                self.stream.send(self.ns, self.meta, message, dedupe=True)
+                self.stream.send(self.ns, meta, message, dedupe=True)

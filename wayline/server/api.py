@@ -1,4 +1,4 @@
-"""The LangGraph Platform routes ``langgraph-sdk`` uses: assistants, threads, state,
+"""The LangGraph Platform routes ``langgraph-sdk`` uses: threads, state,
 history, runs (background, wait, stream, join, cancel), stateless runs. Same paths, same
 fields, same status values, same SSE event names; each handler is a thin shell over
 ``Service`` (run in a worker thread) and ``RunWatch``."""
@@ -17,8 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from wayline.server.http import ApiError, call, principal, read_json, reply
 from wayline.server.service import RunStart, Service, page
-from wayline.server.stream import open_watch, sse_events
-from wayline.worker.emitted import EMITTED_MODES
+from wayline.server.stream import open_watch, reads_emitted, run_meta, sse_events
 
 __all__ = ["routes"]
 
@@ -28,42 +27,6 @@ WAIT_POLL = 0.02
 def _svc(request: Request) -> Service:
     svc: Service = request.app.state.service
     return svc
-
-
-# -- assistants ---------------------------------------------------------------------------
-
-
-async def assistants_search(request: Request) -> Response:
-    principal(request).require("read")
-    body = await read_json(request)
-    graph_id = body.get("graph_id")
-    found = [
-        a.to_json()
-        for a in _svc(request).registry.assistants
-        if graph_id is None or a.name == graph_id
-    ]
-    limit, offset = page(body)
-    return reply(found[offset : offset + limit])
-
-
-async def assistants_count(request: Request) -> Response:
-    principal(request).require("read")
-    return reply(len(_svc(request).registry.assistants))
-
-
-async def assistant_get(request: Request) -> Response:
-    principal(request).require("read")
-    return reply(_svc(request).registry.get(request.path_params["aid"]).to_json())
-
-
-async def assistant_graph(request: Request) -> Response:
-    principal(request).require("read")
-    return reply(_svc(request).registry.get(request.path_params["aid"]).graph_json())
-
-
-async def assistant_schemas(request: Request) -> Response:
-    principal(request).require("read")
-    return reply(_svc(request).registry.get(request.path_params["aid"]).schemas_json())
 
 
 # -- threads ------------------------------------------------------------------------------
@@ -186,8 +149,9 @@ async def runs_stream(request: Request) -> Response:
         rec.thread_id,
         rec.start_step,
         show_start=start.resumed,
-        emitted=bool(EMITTED_MODES & set(rec.kwargs["stream_mode"])),
+        emitted=reads_emitted(rec.kwargs["stream_mode"]),
     )
+    watch.meta = run_meta(rec, start.assistant.name)
     events = sse_events(watch, rec.run_id, rec.kwargs["stream_mode"])
     if rec.kwargs.get("on_disconnect") == "cancel":
         events = _cancel_on_disconnect(request, events, rec.thread_id, rec.run_id)
@@ -261,7 +225,7 @@ async def run_join_stream(request: Request) -> Response:
     svc = _svc(request)
     tid, rid = request.path_params["tid"], request.path_params["rid"]
     rec = await call(svc.run_record, who, tid, rid)
-    assistant = svc.registry.get(rec.assistant_id)
+    assistant, _ = await call(svc.assistants.resolve, who.tenant, rec.assistant_id)
     end = await call(svc.end_step, who, rec)
     watch = open_watch(
         svc.store,
@@ -273,7 +237,8 @@ async def run_join_stream(request: Request) -> Response:
         end_step=end,
     )
     modes = request.query_params.getlist("stream_mode") or rec.kwargs.get("stream_mode")
-    watch.emitted = bool(EMITTED_MODES & set(modes or ()))
+    watch.emitted = reads_emitted(modes or ())
+    watch.meta = run_meta(rec, assistant.name)
     last = request.headers.get("last-event-id", "")
     base = f"/threads/{tid}/runs/{rid}"
     return EventSourceResponse(
@@ -305,11 +270,6 @@ async def ok(request: Request) -> Response:
 def routes() -> list[BaseRoute]:
     return [
         Route("/ok", ok, methods=["GET"]),
-        Route("/assistants/search", assistants_search, methods=["POST"]),
-        Route("/assistants/count", assistants_count, methods=["POST"]),
-        Route("/assistants/{aid}", assistant_get, methods=["GET"]),
-        Route("/assistants/{aid}/graph", assistant_graph, methods=["GET"]),
-        Route("/assistants/{aid}/schemas", assistant_schemas, methods=["GET"]),
         Route("/threads", threads_create, methods=["POST"]),
         Route("/threads/search", threads_search, methods=["POST"]),
         Route("/threads/count", threads_count, methods=["POST"]),

@@ -23,7 +23,15 @@ from wayline.control.keys import Principal, authenticate
 from wayline.effects.retry import RetryPolicy
 from wayline.errors import AuthError, WaylineError
 from wayline.graph.compiled import CompiledGraph
-from wayline.server import api, crons, data_routes, operator, store_routes
+from wayline.server import (
+    api,
+    assistant_routes,
+    crons,
+    data_routes,
+    info_route,
+    operator,
+    store_routes,
+)
 from wayline.server.http import ApiError, call, error_response
 from wayline.server.registry import Registry, UnknownAssistant
 from wayline.server.service import Service
@@ -182,6 +190,7 @@ def create_app(
 
     routes = crons.routes() + api.routes() + operator.routes() + data_routes.routes()
     routes += store_routes.routes()  # /store/*: long-term memory (wayline.memory)
+    routes += assistant_routes.routes() + info_route.routes()
     if config.ui:
         from wayline.server.ui import routes as ui_routes
 

@@ -18,8 +18,10 @@ from wayline.control.keys import Principal
 from wayline.graph.checkpoint import BreakpointNames, Breakpoints, encode_inbox
 from wayline.graph.types import Command, StateSnapshot
 from wayline.ids import RunRef
+from wayline.server.assistant_book import AssistantBook, merged_config
 from wayline.server.http import ApiError
 from wayline.server.registry import Assistant, Registry, UnknownAssistant
+from wayline.server.stream import recorded_modes
 from wayline.server.views import (
     FINAL,
     checkpoint_step,
@@ -31,15 +33,15 @@ from wayline.server.views import (
     thread_json,
     thread_status,
 )
+from wayline.store.assistant_tables import AssistantTables
 from wayline.store.base import Store
 from wayline.store.records import RunRecord
 from wayline.store.server_tables import ServerTables, ThreadRecord, ThreadRunRecord
-from wayline.worker.emitted import EMITTED_MODES
 
 __all__ = ["STREAM_MODES", "RunStart", "Service", "page"]
 
-STREAM_MODES = ("values", "updates", "custom")
-QUIET_MODES = ("messages", "messages-tuple", "events", "debug", "tasks", "checkpoints")
+STREAM_MODES = ("values", "updates", "custom", "messages", "messages-tuple", "events", "debug")
+QUIET_MODES = ("tasks", "checkpoints")
 """Accepted so that chat UIs asking for them work, but they carry nothing yet: the graph
 API emits custom and token events in process, and the server's streams are read from the
 store, where those are not written (docs/server.md says what it takes)."""
@@ -66,6 +68,8 @@ class Service:
         self.registry = registry
         self.webhooks = False
         """Whether the server signs webhook POSTs (``ServerConfig.webhook_secret``)."""
+        self.assistants = AssistantBook(registry, AssistantTables(tables.store))
+        """The served graphs and the assistants made over the API."""
         self._locks = [threading.Lock() for _ in range(64)]
         """Striped: starting a run on a thread is checked and queued under its stripe."""
 
@@ -229,13 +233,17 @@ class Service:
         """Validate, record and queue a run; refuse (409) if the thread is busy."""
         who.require("execute")
         try:
-            assistant = self.registry.get(str(body.get("assistant_id") or ""))
+            assistant, stored = self.assistants.resolve(
+                who.tenant, str(body.get("assistant_id") or "")
+            )
         except UnknownAssistant as exc:
             raise ApiError(422, str(exc.args[0])) from None
         _check_options(body)
         self._check_webhook(body)
         _object(body, "metadata")  # both read later, once the thread is held: checked now
         _subject(body)
+        _object(body, "context")
+        run_config = merged_config(stored, body)
         command = body.get("command")
         if command is not None and not isinstance(command, dict):
             raise ApiError(422, "command must be an object like {'resume': ...}")
@@ -270,6 +278,7 @@ class Service:
                 status="pending",
                 start_step=run.step if run is not None else -1,
                 metadata={
+                    **(stored.metadata if stored is not None else {}),
                     **(body.get("metadata") or {}),
                     "graph_id": assistant.name,
                     "assistant_id": assistant.assistant_id,
@@ -300,7 +309,9 @@ class Service:
             self.tables.insert_run(record)
             self._tag_thread(who, thread_id, assistant)
             try:
-                self._queue(who, thread_id, run, assistant, body, durability, breakpoints)
+                self._queue(
+                    who, thread_id, run, assistant, body, durability, breakpoints, run_config
+                )
             except BaseException:
                 self.tables.settle_run(who.tenant, record.run_id, "error")
                 raise
@@ -384,6 +395,7 @@ class Service:
         body: dict[str, Any],
         durability: str,
         breakpoints: Breakpoints,
+        run_config: dict[str, Any] | None = None,
     ) -> None:
         command = body.get("command") or {}
         inbox: Any = None if "resume" in command else body.get("input")
@@ -396,7 +408,12 @@ class Service:
             who.tenant,
             thread_id,
             encode_inbox(
-                graph.codec, inbox, breakpoints, _emitted_modes(body), webhook=body.get("webhook")
+                graph.codec,
+                inbox,
+                breakpoints,
+                _emitted_modes(body),
+                webhook=body.get("webhook"),
+                run_config=run_config,
             ),
             graph_name=graph.name,
             graph_version=graph.version,
@@ -577,7 +594,8 @@ def _check_options(body: dict[str, Any]) -> None:
                 f"{name} is not supported by wayline serve yet; run without it "
                 "(see docs/server.md for the supported subset)",
             )
-    if body.get("input") is not None and body.get("command") is not None:
+    if body.get("input") not in (None, {}) and body.get("command") is not None:
+        # an empty input beside a command is what useStream's submit({}, {command}) sends
         raise ApiError(422, "send either input or command, not both")
 
 
@@ -596,4 +614,4 @@ def _names(body: dict[str, Any], field: str) -> BreakpointNames:
 def _emitted_modes(body: dict[str, Any]) -> list[str]:
     """The asked stream modes a worker records as nodes emit them (the rest are read back
     from committed steps): queued with the input, so only a run that asked pays for them."""
-    return [m for m in _modes(body) if m in EMITTED_MODES]
+    return sorted(recorded_modes(_modes(body)))

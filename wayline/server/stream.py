@@ -27,16 +27,45 @@ from wayline.graph.algo import apply_step, values_of
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct
 from wayline.graph.compiled import CompiledGraph
 from wayline.graph.types import START, Interrupt
+from wayline.server.chat_events import ChatEvents
 from wayline.server.http import call
 from wayline.server.jsonable import interrupt_json, to_jsonable
+from wayline.server.run_events import StepEvents
 from wayline.server.views import settled
 from wayline.store.base import Store
+from wayline.store.server_tables import ThreadRunRecord
+from wayline.worker.emitted import ATTEMPT, EMITTED_MODES
 
-__all__ = ["RunWatch", "open_watch", "sse_events"]
+__all__ = ["RunWatch", "open_watch", "reads_emitted", "recorded_modes", "run_meta", "sse_events"]
 
 Event = tuple[str, Any]
+FINISH = "__finish__"
+STEP = "__step__"
+"""A committed step: (step, [(node, path, writes)], values before, values after)."""
 MIN_POLL = 0.01
 MAX_POLL = 0.1
+
+
+def reads_emitted(modes: Any) -> bool:
+    """Whether a stream of ``modes`` reads what nodes emitted (beside committed steps)."""
+    return bool(recorded_modes(modes))
+
+
+def recorded_modes(modes: Any) -> set[str]:
+    """The modes a worker records for a stream of ``modes``: chat-model tokens for
+    ``messages``, ``messages-tuple`` and ``events``; ``custom`` chunks."""
+    asked = {"messages" if m in ("messages-tuple", "events") else m for m in modes}
+    return asked & EMITTED_MODES
+
+
+def run_meta(rec: ThreadRunRecord, graph_id: str) -> dict[str, Any]:
+    """The run's keys in each chat message's metadata, as ``langgraph dev`` sends them."""
+    return {
+        "graph_id": graph_id,
+        "assistant_id": rec.assistant_id,
+        "run_id": rec.run_id,
+        "thread_id": rec.thread_id,
+    }
 
 
 class RunWatch:
@@ -64,10 +93,16 @@ class RunWatch:
         self.end_step = end_step
         """A run a later run followed ends at that run's start: its own steps only."""
         self.emitted = emitted
+        self.meta: dict[str, Any] = {}
+        """The run's keys a chat client finds in each message's metadata (graph, run)."""
         """Whether to read what nodes emitted (``custom``) from the store, beside the steps."""
         self.start_step = start_step
         self.seq = 0
         """The last node-emitted event sent (its number in the run)."""
+        self.steps = False
+        """Whether to send each committed step whole (``STEP``: for ``debug``, ``events``)."""
+        self.attempts = 0
+        """Claims that recorded this run's events so far (a new one: a new attempt)."""
 
     def poll(self) -> list[Event]:
         """Events since the last poll; sets ``done`` once the run has stopped and every
@@ -94,13 +129,18 @@ class RunWatch:
                 while emitted and emitted[0][0] <= delta.step:  # emitted while it ran
                     events.append(emitted.pop(0)[1])
                 results = decode_results(codec, delta.payload, resolve)
+                before = values_of(self.channels) if self.steps else None
+                done: list[tuple[str, Any, dict[str, Any]]] = []
                 for r in results:
+                    writes = {k: v for k, v in r.writes if k in self.keys}
+                    done.append((r.name, r.path, writes))
                     if r.name == START or r.name.startswith("__"):
                         continue  # the input step (LangGraph sends no update for it)
-                    writes = {k: v for k, v in r.writes if k in self.keys}
                     events.append(("updates", {r.name: writes or None}))
                 apply_step(self.channels, results)
                 events.append(("values", values_of(self.channels)))
+                if self.steps:
+                    events.append((STEP, (delta.step, done, before, values_of(self.channels))))
                 self.step = delta.step
             events.extend(event for _, event in emitted)  # none left, bar a gap in steps
         if self.end_step is not None and self.step >= self.end_step:
@@ -110,6 +150,8 @@ class RunWatch:
             # a step that committed no delta (it paused on an interrupt) may have emitted
             events.extend(event for _, event in self._emitted(run.step + 1))
             events.extend(self._ending(run.status, run.error, run.step))
+        elif self.step >= run.step:  # the step running now: its tokens so far
+            events.extend(event for _, event in self._emitted(run.step + 1))
         return events
 
     def _emitted(self, to_step: int) -> list[tuple[int, Event]]:
@@ -127,7 +169,16 @@ class RunWatch:
         if rows:
             self.seq = rows[-1].seq
         codec = self.graph.codec
-        return [(r.step, (r.mode, codec.loads(r.payload))) for r in rows]
+        out: list[tuple[int, Event]] = []
+        for r in rows:
+            if r.mode != ATTEMPT:
+                if self.attempts:  # before this run's first mark: an earlier run's, in the
+                    out.append((r.step, (r.mode, codec.loads(r.payload))))  # step it resumes
+                continue
+            self.attempts += 1  # a worker's claim began recording here
+            if self.attempts > 1:  # another worker took over (the stream opened with 1)
+                out.append((r.step, (ATTEMPT, self.attempts)))
+        return out
 
     def _ending(self, status: str, error: str | None, step: int) -> list[Event]:
         if status == "interrupted":
@@ -179,13 +230,32 @@ async def sse_events(
     yield {"event": "metadata", "data": _dump({"run_id": run_id, "attempt": 1})}
     wait = MIN_POLL
     seq = 0
-    while not watch.done:
+    chat = ChatEvents(modes, watch.meta)
+    steps = StepEvents(modes, run_id, watch.thread_id, watch.meta)
+    watch.steps = steps.debug or steps.events
+    while True:
         events = await call(watch.poll)
+        if watch.done:
+            events.append((FINISH, None))
         for kind, data in events:
-            if kind in modes or kind == "error":
+            if kind == ATTEMPT:
+                sent: list[Event] = [("metadata", {"run_id": run_id, "attempt": data})]
+                chat.attempt = int(data)
+                steps.run_meta = {**steps.run_meta, "run_attempt": int(data)}
+            elif kind == "messages":
+                sent = chat.events(data) + steps.message(*data)
+            elif kind == STEP:
+                sent = steps.step(data)
+            elif kind == FINISH:
+                sent = steps.finish()
+            elif kind in modes or kind == "error":
+                sent = [(kind, data)]
+            else:
+                continue
+            for event, payload in sent:
                 seq += 1
                 if seq > after:
-                    yield {"event": kind, "data": _dump(to_jsonable(data)), "id": str(seq)}
+                    yield {"event": event, "data": _dump(to_jsonable(payload)), "id": str(seq)}
         if watch.done:
             break
         wait = MIN_POLL if events else min(MAX_POLL, wait * 1.5)

@@ -352,6 +352,10 @@ class Store(Protocol):
         """Events numbered after ``after_seq``, of steps in (``after_step``, ``to_step``]."""
         ...
 
+    def last_stream_event(self, tenant_id: str, run_id: str, mode: str) -> StreamEvent | None:
+        """The run's last event of ``mode`` (None: none)."""
+        ...
+
     # -- LangGraph threads (wayline.langgraph.WaylineSaver; a thread is a run) -----------
 
     def lg_put(

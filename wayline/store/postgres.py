@@ -70,10 +70,12 @@ RLS_TABLES = (
     "thread_runs",
     "api_keys",
     *MEMORY_TABLES,
+    "assistants",
+    "assistant_versions",
 )
 """Every table with a tenant_id: the tables a run owns, the tenant's shared blobs and its
 long-term memory, and the server's threads and API keys (a key is found before its tenant
-by ``wayline_find_key``)."""
+by ``wayline_find_key``), and the assistants made over the API."""
 Q_TABLES = """
 SELECT table_name FROM information_schema.tables
 WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name

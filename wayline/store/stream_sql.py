@@ -89,3 +89,14 @@ class StreamEventsSQL:
             data = self.payloads.get(ident, tenant_id, f"{run_id}|v", stored, crc)
             out.append(StreamEvent(int(step), node, mode, data, int(seq)))
         return out
+
+    def last_stream_event(self, tenant_id: str, run_id: str, mode: str) -> StreamEvent | None:
+        """The run's last event of ``mode`` (None: none): one read of the run's rows, made
+        by a worker that takes a run over without its queued input."""
+        rows = self._read(self.q.Q_LAST_STREAM_MARK, (tenant_id, run_id, mode), tenant=tenant_id)
+        if not rows:
+            return None
+        seq, step, node, mode, stored, crc = rows[0]
+        ident = stream_event_ident(tenant_id, run_id, int(seq))
+        data = self.payloads.get(ident, tenant_id, f"{run_id}|v", stored, crc)
+        return StreamEvent(int(step), node, mode, data, int(seq))

@@ -29,6 +29,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from wayline.graph.checkpoint import (
     encode_inbox,
     inbox_breakpoints,
+    inbox_run_config,
     inbox_stream_modes,
 )
 from wayline.graph.compiled import CompiledGraph
@@ -36,7 +37,7 @@ from wayline.graph.loop import RunLoop
 from wayline.ids import RunRef
 from wayline.store.base import Store
 from wayline.store.records import CommitBatch, RunRecord
-from wayline.worker.emitted import EMITTED_MODES, EmitSink
+from wayline.worker.emitted import ATTEMPT, EMITTED_MODES, EmitSink
 
 __all__ = [
     "Engine",
@@ -141,8 +142,11 @@ class WaylineEngine:
         commit = lease.committer
         if sink is not None and commit is not None:
             commit = sink.wrap(commit)
+        ref = RunRef(run.tenant_id, run.run_id)
+        queued = {} if run.inbox is None else inbox_run_config(graph.codec, run.inbox)
         loop = graph.open_loop(
-            RunRef(run.tenant_id, run.run_id),
+            ref,
+            **_run_config(ref, queued.get("config")),
             durability=run.durability,
             owner=lease.owner,
             lease_seconds=lease.lease_seconds,
@@ -151,9 +155,13 @@ class WaylineEngine:
             claimed_run=run,
             committer=commit,
         )
+        if queued.get("context") is not None:
+            loop.invocation.context = queued["context"]
         if sink is not None:
             loop.invocation.emit = sink
+            loop.invocation.chat_callbacks = _chat_stream(sink)
             sink.step_of = lambda: loop.step + 1
+            sink.mark(run.step + 1)  # what follows is this attempt's
         loop.step_events = False  # nothing reads them here (a traced graph turns them on)
         return _WaylineExecution(graph, run, loop, sink)
 
@@ -173,7 +181,7 @@ class _WaylineExecution:
         for _ in self.graph.run_loop(self.loop, None, breakpoints=breakpoints):
             pass
         if self.sink is not None:
-            self.sink.flush()  # emitted in a step that committed nothing after (an interrupt)
+            self.sink.close()  # emitted in a step that committed nothing after (an interrupt)
         run = self.graph.store.get_run(self.record.tenant_id, self.record.run_id)
         return "unknown" if run is None else run.status
 
@@ -209,10 +217,40 @@ def engines_for(graphs: Any) -> list[Engine]:
 
 def _emit_sink(store: Store, graph: CompiledGraph, run: RunRecord, token: int) -> EmitSink | None:
     """The sink recording what nodes emit, when the queued input asked for it (None: not)."""
-    modes = frozenset() if run.inbox is None else inbox_stream_modes(graph.codec, run.inbox)
+    if run.inbox is not None:
+        modes = inbox_stream_modes(graph.codec, run.inbox)
+    else:  # taken over (or continued) after the input was consumed: what its claim asked
+        mark = store.last_stream_event(run.tenant_id, run.run_id, ATTEMPT)
+        modes = frozenset() if mark is None else frozenset(graph.codec.loads(mark.payload))
     if not modes & EMITTED_MODES:
         return None
     return EmitSink(store, graph.codec, run.tenant_id, run.run_id, token, modes)
+
+
+def _chat_stream(sink: EmitSink) -> Any:
+    """Chat-model tokens to ``sink``, through the mechanism ``stream_mode="messages"``
+    uses in process (None: not asked, or no langchain-core, so no chat model to stream)."""
+    if "messages" not in sink.modes:
+        return None
+    try:
+        from wayline.interop.lc_stream import ChatStream
+    except ImportError:
+        return None
+    return ChatStream(sink)
+
+
+def _run_config(ref: RunRef, given: Any) -> dict[str, Any]:
+    """``open_loop``'s config and step limit for a config queued with the input (an
+    assistant's, with the run's over it): the run's own ids win over any it names."""
+    if not isinstance(given, dict) or not given:
+        return {}
+    own = ref.config()
+    configurable = {**(given.get("configurable") or {}), **own["configurable"]}
+    out: dict[str, Any] = {"config": {**given, "configurable": configurable}}
+    limit = given.get("recursion_limit")
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+        out["step_limit"] = limit
+    return out
 
 
 def _queued_breakpoints(

@@ -448,3 +448,8 @@ Q_LOAD_STREAM_EVENTS = """
 SELECT seq, step, node, mode, payload, crc FROM stream_events
 WHERE tenant_id = ? AND run_id = ? AND seq > ? AND step > ? AND step <= ? ORDER BY seq
 """
+Q_LAST_STREAM_MARK = """
+SELECT seq, step, node, mode, payload, crc FROM stream_events
+WHERE tenant_id = ? AND run_id = ? AND mode = ? ORDER BY seq DESC LIMIT 1
+"""
+"""The last attempt mark of a run (a worker taking it over records what the first asked)."""

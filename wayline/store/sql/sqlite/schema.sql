@@ -391,3 +391,26 @@ CREATE INDEX IF NOT EXISTS schedules_due ON schedules (graph_name, graph_version
 -- 'notify', written with the commit that moves their run; senders find the undelivered.
 CREATE INDEX IF NOT EXISTS effects_outbox ON effects (updated_at)
     WHERE kind = 'notify' AND status IN ('PENDING', 'EXECUTING');
+-- 0016: assistants made over the API, and every version of each.
+CREATE TABLE IF NOT EXISTS assistants (
+    tenant_id    TEXT NOT NULL,
+    assistant_id TEXT NOT NULL,
+    graph_id     TEXT NOT NULL,
+    version      INTEGER NOT NULL,
+    created_at   REAL NOT NULL,
+    updated_at   REAL NOT NULL,
+    PRIMARY KEY (tenant_id, assistant_id)
+);
+CREATE TABLE IF NOT EXISTS assistant_versions (
+    tenant_id    TEXT NOT NULL,
+    assistant_id TEXT NOT NULL,
+    version      INTEGER NOT NULL,
+    graph_id     TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    description  TEXT,
+    config       TEXT NOT NULL DEFAULT '{}',
+    context      TEXT NOT NULL DEFAULT '{}',
+    metadata     TEXT NOT NULL DEFAULT '{}',
+    created_at   REAL NOT NULL,
+    PRIMARY KEY (tenant_id, assistant_id, version)
+);
