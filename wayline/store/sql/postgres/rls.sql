@@ -99,6 +99,7 @@ CREATE OR REPLACE FUNCTION wayline_find_key(wanted TEXT) RETURNS SETOF api_keys
 ALTER TABLE schedules ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS wayline_tenant ON schedules;
 CREATE POLICY wayline_tenant ON schedules USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
 ALTER TABLE assistants ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS wayline_tenant ON assistants;
 CREATE POLICY wayline_tenant ON assistants USING (tenant_id = current_setting('wayline.tenant', true))
