@@ -577,8 +577,9 @@ def runs_verify(
 def runs_retry(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "default") -> None:
     """Put a failed (dead-lettered) or parked run back in the queue."""
     _require("execute", "retry a run")
-    run_id = _run_id(_open(db), tenant, run_id)
-    if not _client(db, tenant).retry(run_id):
+    client = _client(db, tenant)
+    run_id = _run_id(client.store, tenant, run_id)
+    if not client.retry(run_id):
         _fail(f"run {run_id!r} is not failed or parked (or does not exist)")
     console.print(f"run {run_id} queued again")
 
@@ -587,8 +588,9 @@ def runs_retry(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "d
 def runs_cancel(run_id: str, db: DbOption = DEFAULT_DB, tenant: TenantOption = "default") -> None:
     """Cancel a run (at its worker's next step if one holds it)."""
     _require("execute", "cancel a run")
-    run_id = _run_id(_open(db), tenant, run_id)
-    if not _client(db, tenant).cancel(run_id):
+    client = _client(db, tenant)
+    run_id = _run_id(client.store, tenant, run_id)
+    if not client.cancel(run_id):
         _fail(f"run {run_id!r} is finished, cancelled or unknown")
     console.print(f"run {run_id}: cancellation requested")
 
