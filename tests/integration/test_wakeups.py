@@ -103,11 +103,12 @@ def test_a_sleep_holds_no_worker_slot(url: str, side: Path) -> None:
     serving = Serving(app.store, app, concurrency=1)  # one slot
     try:
         client.start(app, {"seconds": 3600}, run_id="long-nap")
+        # The sleep is committed with the step; the worker lets the lease go just after.
         asleep = wait_until(
-            lambda: (r := client.get("long-nap")).wake_at is not None and r,
-            "the sleep to be committed",
+            lambda: (r := client.get("long-nap")).wake_at is not None and not r.lease_owner and r,
+            "the sleep to be committed and the lease let go",
         )
-        assert asleep.status == "pending" and asleep.lease_owner is None
+        assert asleep.status == "pending"
         assert asleep.wake_at > time.time() + 3000
         client.start(app, {"seconds": 0}, run_id="awake")
         assert client.wait("awake", timeout=30).status == "done"  # the one slot was free

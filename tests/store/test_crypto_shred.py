@@ -63,9 +63,9 @@ class VaultKeys(StaticKeys, MemoryVault):
         MemoryVault.__init__(self)
 
 
+# Encryption at rest is a property of a database file or schema: not of ``:memory:``.
+@pytest.mark.parametrize("store_url", ["sqlite-file", "postgres"], indirect=True)
 def test_rows_copied_before_the_erasure_read_back_as_tombstones(store_url: str) -> None:
-    if store_url.endswith(":memory:"):
-        pytest.skip("encryption is a property of a database file or schema")
     store = wayline.connect(store_url, keys=StaticKeys({"default": {"k1": KEY}}, {"default": "k1"}))
     try:
         app = build(store)
