@@ -1,7 +1,9 @@
 """The instrument by data class: per tenant and class, what the store holds and what the
 retention policy does next (``wayline store report``). Built from the meter (bytes as
 written, per channel) and each run's recorded classes; a class already redacted from a
-run no longer counts for it."""
+run no longer counts for it. Long-term memory has rows of its own, named as its policy
+rules are (``memory.<class>``): its live items (``rows``), their value bytes, the oldest
+last write."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ class ClassRow:
     """Meter rows: one per commit and channel that wrote a value of the class."""
     bytes: int = 0
     oldest: float = 0.0
-    """Creation time of the oldest run holding the class."""
+    """Creation time of the oldest run holding the class (memory: the oldest last write)."""
     next: str = "keep"
 
 
@@ -55,6 +57,12 @@ def store_report(store: Store, policy: DataPolicy | None = None) -> list[ClassRo
                 step = None if policy is None else next_action(policy, cls, run.updated_at, {})
                 if step is not None and ((tenant, cls) not in due or step[1] < due[tenant, cls][1]):
                     due[tenant, cls] = step
+        for cls, items, size, oldest in store.memory_classes(tenant):
+            name = f"memory.{cls}"
+            out[tenant, name] = ClassRow(tenant, name, rows=items, bytes=size, oldest=oldest)
+            rule = None if policy is None else policy.memory.get(cls)
+            if rule is not None:
+                due[tenant, name] = (rule.then, oldest + rule.days * 86400)
     for key, (action, when) in due.items():
         at = dt.datetime.fromtimestamp(when, dt.UTC).strftime("%Y-%m-%d %H:%M")
         out[key].next = f"{action} from {at}"

@@ -873,7 +873,10 @@ app.add_typer(store_app, name="store")
 
 @retention_app.command("apply")
 def retention_apply(
-    policy: Annotated[str, typer.Option(help="Rules by class: pii=30d:redact,default=365d:purge")],
+    policy: Annotated[
+        str,
+        typer.Option(help="Rules by class: pii=30d:redact,default=365d:purge,memory.pii=90d:purge"),
+    ],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what it would do.")] = False,
     db: DbOption = DEFAULT_DB,
     tenant: Annotated[str | None, typer.Option(help="Only this tenant (default: all).")] = None,
@@ -903,9 +906,18 @@ def retention_apply(
         what = (
             f"[red]{escape(a['error'])}[/]" if a["action"] == "failed" else ",".join(a["classes"])
         )
-        console.print(f"  {a['tenant']}/{a['run_id']}: {a['action']} {what}", highlight=False)
+        if a.get("target") == "memory":
+            rows = ", ".join(f"{n} {t}" for t, n in sorted(a["rows"].items()))
+            what = f"{what} ({rows})"
+        where = a["run_id"] or "memory"
+        console.print(f"  {a['tenant']}/{where}: {a['action']} {what}", highlight=False)
     failed = sum(a["action"] == "failed" for a in actions)
-    console.print(f"{'would act on' if dry_run else 'acted on'} {len(actions) - failed} run(s)")
+    runs = sum(a.get("target") != "memory" for a in actions) - failed
+    classes = len(actions) - failed - runs
+    acted = "would act on" if dry_run else "acted on"
+    console.print(
+        f"{acted} {runs} run(s)" + (f" and {classes} memory class(es)" if classes else "")
+    )
     if failed:
         _fail(f"{failed} run(s) could not be read, so the policy was not applied to them")
 

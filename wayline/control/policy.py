@@ -6,6 +6,12 @@ class of a run is older than its rule's ``days``: ``redact`` erases that class's
 (``wayline.control.erasure``) and keeps the rest of the run; ``purge`` deletes the whole
 run. Classes without a rule are kept. ``wayline retention apply`` and workers (with
 ``WorkerConfig(data_policy=...)``) apply it; ``dry_run`` says what it would do.
+
+Long-term memory (``wayline.memory``) is named separately: ``memory={"pii": Retain(days=90,
+then="purge")}`` (the CLI's ``memory.pii=90d:purge``) deletes a tenant's items of that class
+last written more than 90 days ago, with their embeddings and kept versions, and the kept
+versions of the class that ended that long ago. An item holds one class, so its rule can
+only purge. Each pass that deletes something leaves a receipt under ``OPERATOR_LOG``.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from wayline.control.audit import audit_operator
 from wayline.control.erasure import held_classes, redact_run
 from wayline.errors import ConfigError, CorruptionError
 from wayline.store.base import Store
@@ -42,26 +49,41 @@ class Retain:
 
 @dataclasses.dataclass(frozen=True)
 class DataPolicy:
-    """What is kept how long, by data class."""
+    """What is kept how long, by data class: in runs (``rules``) and in long-term memory
+    (``memory``), each named on its own."""
 
     rules: Mapping[str, Retain]
+    memory: Mapping[str, Retain] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, rule in self.memory.items():
+            if rule.then != "purge":
+                raise ConfigError(
+                    f"memory rule for {name!r} must purge (memory.{name}={rule.days:g}d:purge): "
+                    "a memory item holds one class, so there is nothing to redact it to"
+                )
 
     @classmethod
     def parse(cls, text: str) -> DataPolicy:
-        """``pii=30d:redact,default=365d:purge`` (the CLI's form)."""
+        """``pii=30d:redact,default=365d:purge,memory.pii=90d:purge`` (the CLI's form)."""
         from wayline.control.retention import parse_age
 
-        rules = {}
+        rules: dict[str, Retain] = {}
+        memory: dict[str, Retain] = {}
         for part in filter(None, (p.strip() for p in text.split(","))):
             try:
                 name, rest = part.split("=", 1)
-                age, then = rest.split(":", 1) if ":" in rest else (rest, "redact")
+                age, then = rest.split(":", 1) if ":" in rest else (rest, "")
             except ValueError:
                 raise ConfigError(
-                    f"policy rule {part!r} must look like pii=30d:redact or default=365d:purge"
+                    f"policy rule {part!r} must look like pii=30d:redact, default=365d:purge "
+                    "or memory.pii=90d:purge"
                 ) from None
-            rules[name.strip()] = Retain(parse_age(age) / 86400, then.strip())  # type: ignore[arg-type]
-        return cls(rules)
+            name = name.strip()
+            into, default = (memory, "purge") if name.startswith("memory.") else (rules, "redact")
+            name = name.removeprefix("memory.")
+            into[name] = Retain(parse_age(age) / 86400, then.strip() or default)  # type: ignore[arg-type]
+        return cls(rules, memory)
 
 
 def next_action(
@@ -91,6 +113,7 @@ def apply_policy(
     actions: list[dict[str, Any]] = []
     tenants = [tenant_id] if tenant_id is not None else store.tenants()
     for tenant in tenants:
+        actions += _apply_to_memory(store, policy, tenant, now, dry_run, actor)
         for run_id in store.run_ids(tenant):
             try:
                 action = _apply_to_run(store, policy, tenant, run_id, now, dry_run, actor)
@@ -143,3 +166,21 @@ def _apply_to_run(
     if not dry_run:
         redact_run(store, tenant, run_id, due, actor=actor, at=now, scrub=False)
     return {"tenant": tenant, "run_id": run_id, "action": "redact", "classes": sorted(due)}
+
+
+def _apply_to_memory(
+    store: Store, policy: DataPolicy, tenant: str, now: float, dry_run: bool, actor: str
+) -> list[dict[str, Any]]:
+    """The memory rules for one tenant: one action per class with rows due (``run_id`` is
+    empty: memory belongs to the tenant, not to a run)."""
+    actions = []
+    for cls, rule in sorted(policy.memory.items()):
+        before = now - rule.days * 86400
+        rows = store.memory_purge_class(tenant, cls, before, dry_run=dry_run)
+        if not any(rows.values()):
+            continue
+        action = {"tenant": tenant, "run_id": "", "action": "purge", "classes": [cls]}
+        actions.append({**action, "target": "memory", "rows": rows})
+        if not dry_run:
+            audit_operator(store, tenant, actor, "retention.memory", "erased", cls=cls, rows=rows)
+    return actions

@@ -502,4 +502,15 @@ class Store(Protocol):
 
     def memory_bytes(self, tenant_id: str) -> dict[str, int]: ...
 
+    def memory_classes(self, tenant_id: str) -> list[tuple[str, int, int, float]]:
+        """(class, items, value bytes, oldest last write) per data class of live items."""
+        ...
+
+    def memory_purge_class(
+        self, tenant_id: str, cls: str, before: float, *, dry_run: bool = False
+    ) -> dict[str, int]:
+        """Delete a class's items last written before ``before`` (and its versions ended
+        before it); rows per table."""
+        ...
+
     def close(self) -> None: ...

@@ -95,6 +95,23 @@ DELETE FROM memory_vectors WHERE tenant_id = ? AND EXISTS (SELECT 1 FROM memory_
     AND i.key = memory_vectors.key AND i.subject = ?)
 """
 Q_ERASE_METER = "DELETE FROM meter WHERE tenant_id = ? AND tbl = 'memory_items' AND channel = ?"
+_CLASS = "COALESCE(cls, 'default')"  # an item with no class is of wayline's default class
+Q_CLASSES = f"""
+SELECT {_CLASS}, COUNT(*), COALESCE(SUM(LENGTH(value)), 0), MIN(updated_at) FROM memory_items
+WHERE tenant_id = ? GROUP BY {_CLASS}
+"""
+Q_AGED_ITEMS = f"WHERE tenant_id = ? AND {_CLASS} = ? AND updated_at < ?"
+"""Items of a class last written before a time (a retention rule's age is since the last write)."""
+Q_AGED_HISTORY = f"""WHERE tenant_id = ? AND (EXISTS (SELECT 1 FROM memory_items i
+    WHERE i.tenant_id = memory_history.tenant_id AND i.namespace = memory_history.namespace
+    AND i.key = memory_history.key AND COALESCE(i.cls, 'default') = ? AND i.updated_at < ?)
+    OR ({_CLASS} = ? AND ended_at < ?))"""
+"""Kept versions of those items, and of the class's versions that ended before that time."""
+Q_AGED_VECTORS = """
+DELETE FROM memory_vectors WHERE tenant_id = ? AND EXISTS (SELECT 1 FROM memory_items i
+    WHERE i.tenant_id = memory_vectors.tenant_id AND i.namespace = memory_vectors.namespace
+    AND i.key = memory_vectors.key AND COALESCE(i.cls, 'default') = ? AND i.updated_at < ?)
+"""
 Q_BYTES = """
 SELECT 'memory_items', COALESCE(SUM(LENGTH(value)), 0) FROM memory_items WHERE tenant_id = ?
 UNION ALL
@@ -465,6 +482,37 @@ class MemorySQL:
             # the write log names the namespaces (often the subject's id): it goes too
             db.executemany(self._mq(Q_ERASE_METER), [(tenant_id, ns) for (ns,) in spaces])
         return deleted
+
+    def memory_classes(self, tenant_id: str) -> list[tuple[str, int, int, float]]:
+        """Per data class of a tenant's live items: (class, items, value bytes, the oldest
+        last write), for the store report and retention."""
+        rows = self._read(self._mq(Q_CLASSES), (tenant_id,), tenant=tenant_id)
+        return sorted((str(c), int(n), int(b), float(t)) for c, n, b, t in rows)
+
+    def memory_purge_class(
+        self, tenant_id: str, cls: str, before: float, *, dry_run: bool = False
+    ) -> dict[str, int]:
+        """Delete the items of ``cls`` last written before ``before`` (with their embeddings
+        and kept versions) and the kept versions of ``cls`` that ended before it; rows per
+        table (with ``dry_run``, the rows it would delete)."""
+        params = (tenant_id, cls, before)
+        versions = (*params, cls, before)
+        q = self._mq
+        if dry_run:
+            count = "SELECT COUNT(*) FROM {} {}"
+            items = self._read(q(count.format("memory_items", Q_AGED_ITEMS)), params, tenant_id)
+            kept = self._read(
+                q(count.format("memory_history", Q_AGED_HISTORY)), versions, tenant_id
+            )
+            return {"memory_items": int(items[0][0]), "memory_history": int(kept[0][0])}
+        with self._tx(tenant_id) as db:
+            vectors = int(db.execute(q(Q_AGED_VECTORS), params).rowcount)
+            history = int(
+                db.execute(q(f"DELETE FROM memory_history {Q_AGED_HISTORY}"), versions).rowcount
+            )
+            items = int(db.execute(q(f"DELETE FROM memory_items {Q_AGED_ITEMS}"), params).rowcount)
+        counts = {"memory_items": items, "memory_history": history, "memory_vectors": vectors}
+        return {t: n for t, n in counts.items() if n}
 
     def memory_bytes(self, tenant_id: str) -> dict[str, int]:
         """Value bytes a tenant's memory holds now, live items and kept versions."""
