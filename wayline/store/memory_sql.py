@@ -500,11 +500,11 @@ class MemorySQL:
         q = self._mq
         if dry_run:
             count = "SELECT COUNT(*) FROM {} {}"
-            items = self._read(q(count.format("memory_items", Q_AGED_ITEMS)), params, tenant_id)
+            live = self._read(q(count.format("memory_items", Q_AGED_ITEMS)), params, tenant_id)
             kept = self._read(
                 q(count.format("memory_history", Q_AGED_HISTORY)), versions, tenant_id
             )
-            return {"memory_items": int(items[0][0]), "memory_history": int(kept[0][0])}
+            return {"memory_items": int(live[0][0]), "memory_history": int(kept[0][0])}
         with self._tx(tenant_id) as db:
             vectors = int(db.execute(q(Q_AGED_VECTORS), params).rowcount)
             history = int(
