@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -61,10 +62,23 @@ class LocalPostgres:
             time.sleep(0.01)
         self.kills += 1
 
-    def restart(self) -> None:
-        """Start the server again; it runs crash recovery from the WAL on disk."""
-        with self.server._lock:
-            self.server.ensure_postgres_running()
+    def restart(self, timeout: float = 180.0) -> None:
+        """Start the server again; it runs crash recovery from the WAL on disk. The wheel
+        gives ``pg_ctl start`` ten seconds, which crash recovery on a busy machine can
+        outlast (the postmaster goes on starting): poll until it is ready, to a deadline."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with self.server._lock:
+                    self.server.ensure_postgres_running()
+                return
+            except (subprocess.TimeoutExpired, AssertionError) as exc:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"PostgreSQL in {self.pgdata} did not finish crash recovery within "
+                        f"{timeout:.0f}s (its log: {self.pgdata / 'log'})"
+                    ) from exc
+                time.sleep(0.2)
 
 
 def _alive(pid: int) -> bool:
