@@ -17,13 +17,13 @@ import struct
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, Protocol
 
 from wayline.errors import CorruptionError, WaylineError
 from wayline.store.memory_records import MemoryRow, MemoryWrite, join_namespace, split_namespace
 from wayline.store.payloads import Payloads
 
-__all__ = ["MEMORY_TABLES", "MemorySQL", "memory_ident"]
+__all__ = ["MEMORY_TABLES", "MemoryContract", "MemorySQL", "memory_ident"]
 
 MEMORY_TABLES = ("memory_items", "memory_history", "memory_vectors")
 
@@ -121,6 +121,75 @@ def _prefix_clause(prefix: tuple[str, ...], ph: str) -> tuple[str, list[Any]]:
         f" AND namespace >= {ph} AND namespace < {ph} AND (namespace = {ph} OR namespace >= {ph})"
     )
     return clause, [joined, joined + "/", joined, joined + "."]
+
+
+class MemoryContract(Protocol):
+    """Long-term memory (``wayline.memory``): items, their kept versions and embeddings."""
+
+    def memory_put(
+        self, tenant_id: str, writes: Sequence[MemoryWrite], *, run_id: str | None = None
+    ) -> None:
+        """Puts and deletes of a caller outside a run, in one transaction of their own (a
+        node's go into its step's ``CommitBatch.memory``)."""
+        ...
+
+    def memory_get(
+        self, tenant_id: str, namespace: tuple[str, ...], key: str
+    ) -> MemoryRow | None: ...
+
+    def memory_scan(
+        self,
+        tenant_id: str,
+        prefix: tuple[str, ...],
+        *,
+        include_invalidated: bool = False,
+        where: Callable[[dict[str, Any]], bool] | None = None,
+        limit: int | None = None,
+    ) -> list[MemoryRow]: ...
+
+    def memory_nearest(
+        self,
+        tenant_id: str,
+        prefix: tuple[str, ...],
+        query: Sequence[float],
+        *,
+        limit: int,
+        offset: int,
+    ) -> list[tuple[MemoryRow, float]] | None:
+        """Items nearest ``query`` ranked by the database (pgvector), or None: scan."""
+        ...
+
+    def memory_vectors(
+        self, tenant_id: str, prefix: tuple[str, ...]
+    ) -> dict[tuple[str, str], list[list[float]]]: ...
+
+    def memory_namespaces(self, tenant_id: str) -> list[tuple[str, ...]]: ...
+
+    def memory_refresh(
+        self, tenant_id: str, keys: Sequence[tuple[tuple[str, ...], str]]
+    ) -> None: ...
+
+    def memory_history(
+        self, tenant_id: str, namespace: tuple[str, ...], key: str
+    ) -> list[MemoryRow]: ...
+
+    def memory_invalidate(
+        self, tenant_id: str, namespace: tuple[str, ...], key: str, reason: str
+    ) -> bool: ...
+
+    def memory_sweep(self, now: float | None = None) -> int:
+        """Delete every expired item; how many (workers call it)."""
+        ...
+
+    def memory_of_subject(self, tenant_id: str, subject: str) -> list[dict[str, Any]]: ...
+
+    def memory_erase_subject(
+        self, tenant_id: str, subject: str, classes: Collection[str] | None = None
+    ) -> int:
+        """Delete a subject's items, kept versions and embeddings (of ``classes`` or all)."""
+        ...
+
+    def memory_bytes(self, tenant_id: str) -> dict[str, int]: ...
 
 
 class MemorySQL:
