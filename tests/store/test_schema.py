@@ -140,12 +140,13 @@ def test_a_store_opened_while_another_process_creates_it_is_not_refused_as_old(
     # test_workers.py starts two worker processes on a new file.)
     import threading
 
+    import wayline.store.sql_core as sql_core
     import wayline.store.sql_store as sql_store
 
     url = pg_url
     halfway, looked = threading.Event(), threading.Event()
     names: dict[int, str] = {}
-    split, inspect = sql_store.split_statements, sql_store.SQLStore._inspect_schema
+    split, inspect = sql_core.split_statements, sql_store.SQLStore._inspect_schema
     applied = []
 
     def pausing_split(sql: str) -> list[str]:
@@ -163,7 +164,7 @@ def test_a_store_opened_while_another_process_creates_it_is_not_refused_as_old(
             if names.get(threading.get_ident()) == "second":
                 looked.set()
 
-    monkeypatch.setattr(sql_store, "split_statements", pausing_split)
+    monkeypatch.setattr(sql_core, "split_statements", pausing_split)
     monkeypatch.setattr(sql_store.SQLStore, "_inspect_schema", watched_inspect)
     opened: dict[str, Any] = {}
 

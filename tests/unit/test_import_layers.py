@@ -3,11 +3,14 @@ wayline.errors or wayline.codec (nor wayline.interop and wayline.forks, which th
 the effect ledger use) imports wayline.graph, wayline.worker, wayline.server or
 wayline.cli, directly or through any chain of imports, at the top of a module, inside a
 function, or under ``TYPE_CHECKING``. Read from the source (``ast``), so an import that
-runs only on some path is seen too; a failure prints the chain."""
+runs only on some path is seen too; a failure prints the chain. The store's modules import
+one another without a circle, and each stays small enough to read (one record family a
+file, under ``STORE_MAX_LINES``)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 from collections import deque
 from pathlib import Path
 
@@ -19,6 +22,7 @@ LOW = (
     *("wayline.interop", "wayline.forks"),  # what the codec and the ledger use
 )
 HIGH = ("wayline.graph", "wayline.worker", "wayline.server", "wayline.cli")
+STORE_MAX_LINES = 600
 
 
 def _modules() -> dict[str, Path]:
@@ -87,9 +91,16 @@ def _chain_up(start: str, graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+@functools.cache
+def _graph() -> dict[str, set[str]]:
+    """Every wayline module's wayline imports (read once for the tests of this file)."""
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
 def test_the_low_layers_import_nothing_above_them() -> None:
     modules = _modules()
-    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    graph = _graph()
     low = sorted(m for m in modules if _within(m, LOW))
     assert "wayline.store.sql_store" in low and "wayline.errors" in low  # the scan sees them
     found = [" -> ".join(c) for m in low if (c := _chain_up(m, graph)) is not None]
@@ -107,3 +118,50 @@ def test_the_scan_sees_imports_inside_functions_and_type_checking(tmp_path: Path
     modules = _modules()
     seen = _imports("wayline.store.probe", path, modules)
     assert {"wayline.graph.types", "wayline.worker.worker", "wayline.cli.main"} <= seen
+
+
+def _cycle(graph: dict[str, set[str]], within: str) -> list[str] | None:
+    """A circle of imports among the modules of package ``within`` (None: there is none)."""
+    nodes = {m for m in graph if _within(m, (within,)) and m != within}
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(here: str) -> list[str] | None:
+        state[here] = 1
+        path.append(here)
+        for nxt in sorted(graph[here] & nodes):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)) is not None:
+                return found
+        path.pop()
+        state[here] = 2
+        return None
+
+    for start in sorted(nodes):
+        if start not in state and (found := visit(start)) is not None:
+            return found
+    return None
+
+
+def test_the_store_modules_import_one_another_without_a_circle() -> None:
+    graph = _graph()
+    assert "wayline.store.sql_steps" in graph["wayline.store.sql_store"]  # the scan sees it
+    found = _cycle(graph, "wayline.store")
+    assert found is None, "the store's modules import each other: " + " -> ".join(found or [])
+
+
+def test_the_scan_finds_a_circle() -> None:
+    graph = {"p": set(), "p.a": {"p.b"}, "p.b": {"p.c"}, "p.c": {"p.a"}, "p.d": {"p.a"}}
+    assert _cycle(graph, "p") == ["p.a", "p.b", "p.c", "p.a"]
+    assert _cycle({"p": set(), "p.a": {"p.b"}, "p.b": set()}, "p") is None
+
+
+def test_no_store_module_is_longer_than_a_family() -> None:
+    sizes = {
+        str(path.relative_to(ROOT.parent)): len(path.read_text().splitlines())
+        for path in sorted((ROOT / "store").rglob("*.py"))
+    }
+    print("\n".join(f"{n:5d} {name}" for name, n in sizes.items()))
+    long = {name: n for name, n in sizes.items() if n > STORE_MAX_LINES}
+    assert not long, f"store modules over {STORE_MAX_LINES} lines (split by family): {long}"

@@ -15,30 +15,30 @@ import json
 import math
 import struct
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, Protocol
 
 from wayline.errors import CorruptionError, WaylineError
 from wayline.store.memory_records import MemoryRow, MemoryWrite, join_namespace, split_namespace
 from wayline.store.payloads import Payloads
 
-__all__ = ["MEMORY_TABLES", "MemorySQL", "memory_ident"]
+__all__ = ["MEMORY_TABLES", "MemoryContract", "MemorySQL", "memory_ident"]
 
 MEMORY_TABLES = ("memory_items", "memory_history", "memory_vectors")
 
-_COLUMNS = (
+ITEM_COLUMNS = (
     "namespace, key, value, crc, created_at, updated_at, expires_at, ttl_minutes, run_id, "
     "step, node, source, observed_at, subject, cls, invalidated_at, invalid_reason"
 )
-_HISTORY_COLUMNS = (
+HISTORY_COLUMNS = (
     "namespace, key, value, crc, updated_at, updated_at, NULL, NULL, run_id, step, node, "
     "source, observed_at, subject, cls, NULL, NULL, version, end_reason"
 )
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
 
-Q_GET = f"SELECT {_COLUMNS} FROM memory_items WHERE tenant_id = ? AND namespace = ? AND key = ?"
-Q_SCAN = f"SELECT {_COLUMNS} FROM memory_items WHERE tenant_id = ? AND {_LIVE}"
+Q_GET = f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE tenant_id = ? AND namespace = ? AND key = ?"
+Q_SCAN = f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE tenant_id = ? AND {_LIVE}"
 Q_UPSERT = """
 INSERT INTO memory_items (tenant_id, namespace, key, value, crc, created_at, updated_at,
     ttl_minutes, expires_at, run_id, step, node, source, observed_at, subject, cls)
@@ -79,45 +79,10 @@ UPDATE memory_items SET invalidated_at = ?, invalid_reason = ?
 WHERE tenant_id = ? AND namespace = ? AND key = ? AND invalidated_at IS NULL
 """
 Q_HISTORY = (
-    f"SELECT {_HISTORY_COLUMNS} FROM memory_history WHERE tenant_id = ? AND namespace = ? "
+    f"SELECT {HISTORY_COLUMNS} FROM memory_history WHERE tenant_id = ? AND namespace = ? "
     "AND key = ? ORDER BY version"
 )
 Q_EXPIRED = "SELECT tenant_id, namespace, key FROM memory_items WHERE expires_at <= ?"
-Q_SUBJECT_ITEMS = f"SELECT {_COLUMNS} FROM memory_items WHERE tenant_id = ? AND subject = ?"
-Q_SUBJECT_HISTORY = (
-    f"SELECT {_HISTORY_COLUMNS} FROM memory_history WHERE tenant_id = ? AND subject = ?"
-)
-Q_ERASE_ITEMS = "DELETE FROM memory_items WHERE tenant_id = ? AND subject = ?"
-Q_ERASE_HISTORY = "DELETE FROM memory_history WHERE tenant_id = ? AND subject = ?"
-Q_ERASE_VECTORS = """
-DELETE FROM memory_vectors WHERE tenant_id = ? AND EXISTS (SELECT 1 FROM memory_items i
-    WHERE i.tenant_id = memory_vectors.tenant_id AND i.namespace = memory_vectors.namespace
-    AND i.key = memory_vectors.key AND i.subject = ?)
-"""
-Q_ERASE_METER = "DELETE FROM meter WHERE tenant_id = ? AND tbl = 'memory_items' AND channel = ?"
-_CLASS = "COALESCE(cls, 'default')"  # an item with no class is of wayline's default class
-Q_CLASSES = f"""
-SELECT {_CLASS}, COUNT(*), COALESCE(SUM(LENGTH(value)), 0), MIN(updated_at) FROM memory_items
-WHERE tenant_id = ? GROUP BY {_CLASS}
-"""
-Q_AGED_ITEMS = f"WHERE tenant_id = ? AND {_CLASS} = ? AND updated_at < ?"
-"""Items of a class last written before a time (a retention rule's age is since the last write)."""
-Q_AGED_HISTORY = f"""WHERE tenant_id = ? AND (EXISTS (SELECT 1 FROM memory_items i
-    WHERE i.tenant_id = memory_history.tenant_id AND i.namespace = memory_history.namespace
-    AND i.key = memory_history.key AND COALESCE(i.cls, 'default') = ? AND i.updated_at < ?)
-    OR ({_CLASS} = ? AND ended_at < ?))"""
-"""Kept versions of those items, and of the class's versions that ended before that time."""
-Q_AGED_VECTORS = """
-DELETE FROM memory_vectors WHERE tenant_id = ? AND EXISTS (SELECT 1 FROM memory_items i
-    WHERE i.tenant_id = memory_vectors.tenant_id AND i.namespace = memory_vectors.namespace
-    AND i.key = memory_vectors.key AND COALESCE(i.cls, 'default') = ? AND i.updated_at < ?)
-"""
-Q_BYTES = """
-SELECT 'memory_items', COALESCE(SUM(LENGTH(value)), 0) FROM memory_items WHERE tenant_id = ?
-UNION ALL
-SELECT 'memory_history', COALESCE(SUM(LENGTH(value)), 0) FROM memory_history
-WHERE tenant_id = ?
-"""
 
 
 def memory_ident(tenant_id: str, namespace: str, key: str) -> tuple[str, ...]:
@@ -138,6 +103,65 @@ def _prefix_clause(prefix: tuple[str, ...], ph: str) -> tuple[str, list[Any]]:
         f" AND namespace >= {ph} AND namespace < {ph} AND (namespace = {ph} OR namespace >= {ph})"
     )
     return clause, [joined, joined + "/", joined, joined + "."]
+
+
+class MemoryContract(Protocol):
+    """Long-term memory (``wayline.memory``): items, their kept versions and embeddings."""
+
+    def memory_put(
+        self, tenant_id: str, writes: Sequence[MemoryWrite], *, run_id: str | None = None
+    ) -> None:
+        """Puts and deletes of a caller outside a run, in one transaction of their own (a
+        node's go into its step's ``CommitBatch.memory``)."""
+        ...
+
+    def memory_get(
+        self, tenant_id: str, namespace: tuple[str, ...], key: str
+    ) -> MemoryRow | None: ...
+
+    def memory_scan(
+        self,
+        tenant_id: str,
+        prefix: tuple[str, ...],
+        *,
+        include_invalidated: bool = False,
+        where: Callable[[dict[str, Any]], bool] | None = None,
+        limit: int | None = None,
+    ) -> list[MemoryRow]: ...
+
+    def memory_nearest(
+        self,
+        tenant_id: str,
+        prefix: tuple[str, ...],
+        query: Sequence[float],
+        *,
+        limit: int,
+        offset: int,
+    ) -> list[tuple[MemoryRow, float]] | None:
+        """Items nearest ``query`` ranked by the database (pgvector), or None: scan."""
+        ...
+
+    def memory_vectors(
+        self, tenant_id: str, prefix: tuple[str, ...]
+    ) -> dict[tuple[str, str], list[list[float]]]: ...
+
+    def memory_namespaces(self, tenant_id: str) -> list[tuple[str, ...]]: ...
+
+    def memory_refresh(
+        self, tenant_id: str, keys: Sequence[tuple[tuple[str, ...], str]]
+    ) -> None: ...
+
+    def memory_history(
+        self, tenant_id: str, namespace: tuple[str, ...], key: str
+    ) -> list[MemoryRow]: ...
+
+    def memory_invalidate(
+        self, tenant_id: str, namespace: tuple[str, ...], key: str, reason: str
+    ) -> bool: ...
+
+    def memory_sweep(self, now: float | None = None) -> int:
+        """Delete every expired item; how many (workers call it)."""
+        ...
 
 
 class MemorySQL:
@@ -429,95 +453,6 @@ class MemorySQL:
             with self._tx(tenant_id) as db:
                 self._memory_write(db, tenant_id, None, writes, now)
         return len(expired)
-
-    def memory_of_subject(self, tenant_id: str, subject: str) -> list[dict[str, Any]]:
-        """Every item and kept version about a data subject, opened (export by subject)."""
-        out = []
-        for query in (Q_SUBJECT_ITEMS, Q_SUBJECT_HISTORY):
-            for r in self._read(self._mq(query), (tenant_id, subject), tenant=tenant_id):
-                row = self._row(tenant_id, r)
-                out.append(
-                    {
-                        "namespace": list(row.namespace),
-                        "key": row.key,
-                        "value": row.value,
-                        "version": row.version,
-                        "ended": row.ended,
-                        "run_id": row.run_id,
-                        "step": row.step,
-                        "node": row.node,
-                        "source": row.source,
-                        "observed_at": row.observed_at,
-                        "cls": row.cls,
-                        "invalid_reason": row.invalid_reason,
-                    }
-                )
-        return out
-
-    def memory_erase_subject(
-        self, tenant_id: str, subject: str, classes: Collection[str] | None = None
-    ) -> int:
-        """Delete every item, kept version and embedding about a subject (only those of
-        ``classes`` when given); rows deleted."""
-        deleted = 0
-        only, params = "", [tenant_id, subject]
-        if classes is not None:
-            if not classes:
-                return 0
-            only = f" AND cls IN ({', '.join(['?'] * len(classes))})"
-            params += sorted(classes)
-        spaces = self._read(
-            self._mq(
-                "SELECT DISTINCT namespace FROM memory_items WHERE tenant_id = ? AND subject = ?"
-            ),
-            (tenant_id, subject),
-            tenant=tenant_id,
-        )
-        vectors = Q_ERASE_VECTORS.replace(
-            "AND i.subject = ?)", f"AND i.subject = ?{only.replace('cls', 'i.cls')})"
-        )
-        with self._tx(tenant_id) as db:
-            for query in (vectors, Q_ERASE_ITEMS + only, Q_ERASE_HISTORY + only):
-                deleted += int(db.execute(self._mq(query), params).rowcount)
-            # the write log names the namespaces (often the subject's id): it goes too
-            db.executemany(self._mq(Q_ERASE_METER), [(tenant_id, ns) for (ns,) in spaces])
-        return deleted
-
-    def memory_classes(self, tenant_id: str) -> list[tuple[str, int, int, float]]:
-        """Per data class of a tenant's live items: (class, items, value bytes, the oldest
-        last write), for the store report and retention."""
-        rows = self._read(self._mq(Q_CLASSES), (tenant_id,), tenant=tenant_id)
-        return sorted((str(c), int(n), int(b), float(t)) for c, n, b, t in rows)
-
-    def memory_purge_class(
-        self, tenant_id: str, cls: str, before: float, *, dry_run: bool = False
-    ) -> dict[str, int]:
-        """Delete the items of ``cls`` last written before ``before`` (with their embeddings
-        and kept versions) and the kept versions of ``cls`` that ended before it; rows per
-        table (with ``dry_run``, the rows it would delete)."""
-        params = (tenant_id, cls, before)
-        versions = (*params, cls, before)
-        q = self._mq
-        if dry_run:
-            count = "SELECT COUNT(*) FROM {} {}"
-            live = self._read(q(count.format("memory_items", Q_AGED_ITEMS)), params, tenant_id)
-            kept = self._read(
-                q(count.format("memory_history", Q_AGED_HISTORY)), versions, tenant_id
-            )
-            return {"memory_items": int(live[0][0]), "memory_history": int(kept[0][0])}
-        with self._tx(tenant_id) as db:
-            vectors = int(db.execute(q(Q_AGED_VECTORS), params).rowcount)
-            history = int(
-                db.execute(q(f"DELETE FROM memory_history {Q_AGED_HISTORY}"), versions).rowcount
-            )
-            items = int(db.execute(q(f"DELETE FROM memory_items {Q_AGED_ITEMS}"), params).rowcount)
-        counts = {"memory_items": items, "memory_history": history, "memory_vectors": vectors}
-        return {t: n for t, n in counts.items() if n}
-
-    def memory_bytes(self, tenant_id: str) -> dict[str, int]:
-        """Value bytes a tenant's memory holds now, live items and kept versions."""
-        rows = self._read(self._mq(Q_BYTES), (tenant_id, tenant_id), tenant=tenant_id)
-        return {str(t): int(n) for t, n in rows}
 
     def _row(self, tenant_id: str, r: Sequence[Any]) -> MemoryRow:
         ns, key, stored, crc = r[0], r[1], r[2], r[3]

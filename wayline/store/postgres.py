@@ -35,14 +35,9 @@ from wayline.errors import (
 from wayline.store.memory_sql import MEMORY_TABLES
 from wayline.store.payloads import checksum as crc
 from wayline.store.records import CommitBatch
-from wayline.store.sql_store import (
-    Executor,
-    SQLStore,
-    created_params,
-    fence_params,
-    load_queries,
-    split_statements,
-)
+from wayline.store.sql_core import Executor, load_queries, split_statements
+from wayline.store.sql_fence import created_params, fence_params
+from wayline.store.sql_store import SQLStore
 from wayline.store.urls import redact_url
 
 try:

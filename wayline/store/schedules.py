@@ -32,7 +32,8 @@ from cronsim import CronSim, CronSimError
 from wayline.errors import ConfigError
 from wayline.store.payloads import json_column
 from wayline.store.sql import schedule_queries, server_queries
-from wayline.store.sql_store import Executor, SQLStore
+from wayline.store.sql_core import Executor
+from wayline.store.sql_store import SQLStore
 
 __all__ = ["Fired", "ScheduleRecord", "Schedules", "next_tick", "schedules"]
 

@@ -27,26 +27,47 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from types import SimpleNamespace
+from typing import Any, Protocol
 
 from wayline.errors import LeaseLost, StoreError, WaylineError
 from wayline.store.records import CommitBatch
+from wayline.store.sql_core import Executor
+from wayline.store.sql_fence import first_fence
 
-if TYPE_CHECKING:
-    from wayline.store.sql_store import Executor, SQLStore
-
-__all__ = ["commit_group"]
+__all__ = ["GroupCommitter", "commit_group"]
 
 log = logging.getLogger("wayline.store")
 
 Item = tuple[str, str, int, CommitBatch]
+Fenced = tuple[tuple[str, str], int, CommitBatch]
+
+
+class GroupCommitter(Protocol):
+    """What a group commit needs of the store (``StepsSQL`` has it): the one-run commit's
+    parts, so that a group writes its rows exactly as that many single commits would."""
+
+    q: SimpleNamespace
+
+    def _tx(self, tenant: str | None = None) -> AbstractContextManager[Executor]: ...
+
+    def _rescope(self, db: Executor, tenant: str) -> None: ...
+
+    def _create(self, db: Executor, tenant_id: str, run_id: str, batch: CommitBatch) -> None: ...
+
+    def _fence(
+        self, db: Executor, tenant_id: str, run_id: str, token: int, batch: CommitBatch, now: float
+    ) -> None: ...
+
+    def _write(self, db: Executor, fenced: Sequence[Fenced], now: float) -> None: ...
 
 
 class _Diverged(Exception):
     """The fast path's read no longer matches the rows: redo the group run by run."""
 
 
-def commit_group(store: SQLStore, items: Sequence[Item]) -> list[BaseException | None]:
+def commit_group(store: GroupCommitter, items: Sequence[Item]) -> list[BaseException | None]:
     """Commit ``items`` in one transaction; each run's error (None: committed)."""
     if not items:
         return []
@@ -60,9 +81,7 @@ def commit_group(store: SQLStore, items: Sequence[Item]) -> list[BaseException |
     return _isolated(store, items)
 
 
-def _fast(store: SQLStore, db: Executor, items: Sequence[Item], now: float) -> list[Any]:
-    from wayline.store.sql_store import first_fence
-
+def _fast(store: GroupCommitter, db: Executor, items: Sequence[Item], now: float) -> list[Any]:
     q = store.q
     fenced = []
     updates: dict[str, list[tuple[Any, ...]]] = {}
@@ -83,7 +102,7 @@ def _rowcount(result: Any) -> int:
     return int(result.rowcount)
 
 
-def _isolated(store: SQLStore, items: Sequence[Item]) -> list[BaseException | None]:
+def _isolated(store: GroupCommitter, items: Sequence[Item]) -> list[BaseException | None]:
     """The slow path: a savepoint per run, so one run's failure rolls back only its rows."""
     errors: list[BaseException | None] = []
     now = time.time()

@@ -15,13 +15,12 @@ import time
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Protocol
 
 from wayline.errors import LeaseConflictError
-from wayline.store.base import RowRewriter
 from wayline.store.payloads import Payloads
 
-__all__ = ["RewriteMixin"]
+__all__ = ["ErasureContract", "RewriteMixin", "RowRewriter"]
 
 Q_INBOX = "SELECT inbox, inbox_crc FROM runs WHERE tenant_id = ? AND run_id = ?"
 Q_LEASE = "SELECT lease_owner, lease_expires_at FROM runs WHERE tenant_id = ? AND run_id = ?"
@@ -47,6 +46,59 @@ Q_EFFECTS = (
 Q_SET_EFFECT = (
     "UPDATE effects SET result = ?, result_crc = ? WHERE tenant_id = ? AND effect_key = ?"
 )
+
+
+class RowRewriter(Protocol):
+    """What an erasure does to each payload of a run (``wayline.control.erasure``): each
+    method gets the opened payload and returns it unchanged (same bytes: nothing written),
+    rewritten, or None (runs' inbox only: dropped)."""
+
+    def inbox(self, data: bytes) -> bytes | None: ...
+
+    def results(self, data: bytes) -> bytes: ...
+
+    def snapshot(self, data: bytes) -> bytes: ...
+
+    def drop_segment(self, channel: str) -> bool: ...
+
+    def erase_value(self, cls: str, data: bytes) -> bytes:
+        """A whole payload of class ``cls`` (an interrupt's question or answer, an effect's
+        result): its tombstone when the class is erased, else the same bytes."""
+        ...
+
+    def referenced(self) -> set[str]:
+        """Blob digests the rewritten rows still refer to (the others are dropped)."""
+        ...
+
+
+class ErasureContract(Protocol):
+    """Erasure of a class of values from a run's rows, and the lookups that find the runs."""
+
+    def runs_of_subject(self, tenant_id: str, subject: str) -> list[str]:
+        """Ids of the tenant's runs about this data subject, oldest first."""
+        ...
+
+    def tenants(self) -> list[str]:
+        """Every tenant that has runs (for store-wide reports and policies)."""
+        ...
+
+    def run_ids(self, tenant_id: str) -> list[str]:
+        """Every run id of a tenant, oldest first."""
+        ...
+
+    def rewrite_run(
+        self, tenant_id: str, run_id: str, rewriter: RowRewriter, redacted: Mapping[str, float]
+    ) -> dict[str, int]:
+        """Rewrite a run's payload rows through ``rewriter`` in one transaction (each row
+        opened, rewritten, sealed and checksummed again), drop the segments it names and
+        the blobs no kept value refers to, and record ``redacted`` on the run. Returns the
+        rows changed per table (the erasure's receipt)."""
+        ...
+
+    def scrub(self) -> dict[str, Any]:
+        """Make erased bytes unrecoverable from the database files where the backend can
+        (SQLite: secure_delete is on, and the WAL is checkpointed and truncated)."""
+        ...
 
 
 class RewriteMixin:

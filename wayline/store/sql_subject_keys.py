@@ -9,12 +9,12 @@ from __future__ import annotations
 import time
 from collections.abc import Collection
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, Protocol
 
 from wayline.store.payloads import Payloads
 from wayline.store.subject_keys import SubjectVault, new_key, subject_digest
 
-__all__ = ["SubjectKeysMixin"]
+__all__ = ["SubjectKeysContract", "SubjectKeysMixin"]
 
 Q_FIND = (
     "SELECT key_id, wrapped, erased_at FROM subject_keys "
@@ -30,6 +30,25 @@ UPDATE subject_keys SET wrapped = NULL, erased_at = ?
 WHERE tenant_id = ? AND subject_digest = ? AND wrapped IS NOT NULL
 """
 Q_ERASE_CLASS = Q_ERASE.strip() + " AND cls = ?"
+
+
+class SubjectKeysContract(Protocol):
+    """Per-subject data keys of an encrypted store (crypto-shredding)."""
+
+    def subject_key(self, tenant_id: str, subject: str, cls: str) -> tuple[str, bytes] | None:
+        """(key id, data key) of a subject's class, made on first use; None on a plaintext
+        store or once erased (``wayline.store.subject_keys``)."""
+        ...
+
+    def data_key(self, tenant_id: str, key_id: str) -> bytes | float | None:
+        """A data key by id; the time it was erased (float); None if unknown."""
+        ...
+
+    def destroy_subject_keys(
+        self, tenant_id: str, subject: str, classes: Collection[str] | None = None
+    ) -> int:
+        """Destroy a subject's data keys (of ``classes`` or all); returns how many."""
+        ...
 
 
 class SubjectKeysMixin:

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import StoreError, StoreFullError, StoreNotFoundError, StoreURLError
-from wayline.store.sql_store import SQLStore, load_queries
+from wayline.store.sql_core import load_queries
+from wayline.store.sql_store import SQLStore
 from wayline.store.sqlite_turns import WriterTurns
 
 if TYPE_CHECKING:

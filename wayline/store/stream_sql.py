@@ -16,11 +16,11 @@ import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Protocol
 
 from wayline.store.payloads import Payloads
 
-__all__ = ["StreamEvent", "StreamEventsSQL", "stream_event_ident"]
+__all__ = ["StreamEvent", "StreamEventsContract", "StreamEventsSQL", "stream_event_ident"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -36,6 +36,27 @@ class StreamEvent:
 
 def stream_event_ident(tenant_id: str, run_id: str, seq: int) -> tuple[Any, ...]:
     return ("stream_events", tenant_id, run_id, seq)
+
+
+class StreamEventsContract(Protocol):
+    """Node-emitted stream events (custom, messages) for the server's streams."""
+
+    def append_stream_events(
+        self, tenant_id: str, run_id: str, token: int, events: Sequence[StreamEvent]
+    ) -> int:
+        """Append a step's events after the run's last, fenced by the lease ``token``;
+        returns how many were stored (0: the lease is gone)."""
+        ...
+
+    def load_stream_events(
+        self, tenant_id: str, run_id: str, *, after_seq: int, after_step: int, to_step: int
+    ) -> list[StreamEvent]:
+        """Events numbered after ``after_seq``, of steps in (``after_step``, ``to_step``]."""
+        ...
+
+    def last_stream_event(self, tenant_id: str, run_id: str, mode: str) -> StreamEvent | None:
+        """The run's last event of ``mode`` (None: none)."""
+        ...
 
 
 class StreamEventsSQL:

@@ -411,9 +411,7 @@ Q_RUNS_OF_SUBJECT = """
 SELECT run_id FROM runs WHERE tenant_id = ? AND subject = ? ORDER BY created_at, run_id
 """
 Q_ALL_RUN_IDS = "SELECT run_id FROM runs WHERE tenant_id = ? ORDER BY created_at, run_id"
-Q_TENANTS = (
-    "SELECT tenant_id FROM runs UNION SELECT tenant_id FROM memory_items ORDER BY tenant_id"
-)
+Q_TENANTS = "SELECT tenant_id FROM runs UNION SELECT tenant_id FROM memory_items ORDER BY tenant_id"
 """Every tenant holding a run or a memory (retention and the store report visit each)."""
 Q_SET_REDACTED = "UPDATE runs SET redacted = ? WHERE tenant_id = ? AND run_id = ?"
 Q_REDACTED_OF = "SELECT redacted FROM runs WHERE tenant_id = ? AND run_id = ?"
