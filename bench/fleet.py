@@ -89,7 +89,7 @@ a step, an intent and an outcome)."""
 SERVE_CPUS = ("auto", "all")
 """Cells of ``wayline serve`` draining the runs with ``--workers 8`` in-process workers:
 placed (``--cpus auto``, the default) and left to the OS."""
-PG_PROCESSES = (1, 2, 4)
+PG_PROCESSES: tuple[int, ...] = (1, 2, 4)
 CELL_FIGURES = ("steps_s", "commits_per_tx", "p50_ms", "p99_ms")
 PLACED = {"auto": ", a CPU each", "all": ", CPUs left to the OS"}
 PG_CONCURRENCY = 8
@@ -409,6 +409,8 @@ def process_cell(
         fsync0 = None if base is None else wal_fsyncs(base)
         t0 = time.time()
         ids = ids or [client.start(app, {"n": 0}, run_id=f"r{i}") for i in range(runs)]
+        if base is not None and PG_ANALYZE:  # as autovacuum would, on a young table
+            _analyze(url)
         deadline = time.monotonic() + 600
         while len(store.list_runs("default", status="done", limit=runs + 1)) < runs:
             if time.monotonic() > deadline:
@@ -420,6 +422,7 @@ def process_cell(
     if base is not None:
         time.sleep(1.2)  # backends report their I/O statistics at most once a second
     fsync1 = None if base is None else wal_fsyncs(base)
+    scans = None if base is None else runs_scans(base, url)
     starts = []
     for f in side.glob("fleet-*.log"):
         for line in f.read_text().splitlines():
@@ -437,7 +440,40 @@ def process_cell(
         "commits_per_tx": commits / txs if txs else float("nan"),
         "steps_per_wal_fsync": steps / fsyncs if fsyncs else float("nan"),
         **latencies(starts),
+        **(scans or {}),
     }
+
+
+PG_ANALYZE = False
+"""``--pg-analyze``: ANALYZE a PostgreSQL cell's tables once its runs are started (what
+autovacuum does to a young table), so the workers' statements are planned on those
+statistics (issue 31: a fenced lookup planned as a sequential scan of ``runs``)."""
+
+
+def _analyze(url: str) -> None:
+    store = wayline.connect(url)
+    try:
+        with store._pool.connection() as conn:  # type: ignore[attr-defined]
+            conn.execute("ANALYZE runs, deltas, meter, effects")
+    finally:
+        store.close()
+
+
+def runs_scans(base: str, url: str) -> dict[str, float]:
+    """How the cell's statements reached ``runs``: sequential scans and the rows they read,
+    index scans (the server's statistics for the schema's table)."""
+    import psycopg
+
+    schema = url.rsplit("schema=", 1)[1].split("&")[0]
+    with psycopg.connect(base, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT seq_scan, seq_tup_read, idx_scan FROM pg_stat_user_tables "
+            "WHERE schemaname = %s AND relname = 'runs'",
+            (schema,),
+        ).fetchone()
+    if row is None:
+        return {}
+    return {"runs_seq_scans": row[0], "runs_seq_rows": row[1], "runs_idx_scans": row[2]}
 
 
 def pg_raw_rate(base: str, commits: int = 500) -> float:
@@ -618,11 +654,17 @@ def scale_section(tmp: Path, base: str | None, queued: int, waiting: int) -> dic
 
 
 def main(argv: list[str] | None = None) -> int:
+    global PG_ANALYZE, PG_PROCESSES
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--only", default="sqlite,pg,single,scale")
     p.add_argument("--pg-url", default=None)
+    p.add_argument("--pg-analyze", action="store_true", help="ANALYZE each PG cell's tables")
+    p.add_argument("--pg-processes", default=None, help="e.g. 1,4 (default 1,2,4)")
     args = p.parse_args(argv)
+    PG_ANALYZE = args.pg_analyze
+    if args.pg_processes:
+        PG_PROCESSES = tuple(int(x) for x in args.pg_processes.split(","))
     only = set(args.only.split(","))
     runs, rounds, n = (64, 1, 100) if args.quick else (256, 3, 300)
     queued, waiting = (20_000, 2_000) if args.quick else (100_000, 10_000)

@@ -168,7 +168,7 @@ WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
 """Never assigns ``step``: a run that could not be read keeps its committed step."""
 Q_REQUEUE = """
 UPDATE runs SET status = 'pending', attempts = 0, wake_at = NULL, updated_at = ?, queued_at = ?
-WHERE tenant_id = ? AND run_id = ? AND status IN ('failed', 'parked')
+WHERE tenant_id = ? AND run_id = ? AND (status IN ('failed', 'parked')) IS TRUE
 """
 Q_GET_RUN = f"SELECT {_RUN_COLUMNS} FROM runs WHERE tenant_id = ? AND run_id = ?"
 Q_LIST_RUNS = f"""
@@ -199,11 +199,15 @@ Q_FENCE_STEP = """
 UPDATE runs SET step = ?, next_nodes = ?, error = ?,
     state_digest = COALESCE(?, state_digest), updated_at = ?,
     inbox = CASE WHEN ? = 1 THEN NULL ELSE inbox END
-WHERE tenant_id = ? AND run_id = ? AND fencing_token = ? AND status = ?
+WHERE tenant_id = ? AND run_id = ? AND fencing_token = ? AND (status = ?) IS TRUE
 """
 """The common step commit: the status is unchanged, so it is not assigned, and SQLite does
 not rewrite the two indexes on status (measured: 3 WAL pages for the run row with it, 1
-without)."""
+without). The status test is wrapped (``(...) IS TRUE``: the same rows, the column is NOT
+NULL) so that no index on status can serve it: on a young table PostgreSQL's estimates made
+``runs_claimable``, skipped through by its graph names, look cheaper than the primary key
+(issue 31; ``tests/store/test_pg_plans.py``). Every lookup of a run by its key that tests
+the status does the same."""
 _SETTLED = "('done', 'failed', 'cancelled', 'interrupted', 'parked')"
 Q_FENCE_UPDATE = f"""
 UPDATE runs SET status = ?, step = ?, next_nodes = ?, error = ?,

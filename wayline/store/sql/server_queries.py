@@ -57,7 +57,7 @@ WHERE tenant_id = ? AND run_id = ? AND status IN ('pending', 'running')
 """
 Q_REOPEN = """
 UPDATE runs SET status = 'done', cancel_requested = 0, updated_at = ?
-WHERE tenant_id = ? AND run_id = ? AND status = 'cancelled'
+WHERE tenant_id = ? AND run_id = ? AND (status = 'cancelled') IS TRUE
 """
 """A run cancelled through the API (``action=interrupt``) keeps its steps and its thread
 goes on: the next API run reopens it before handing it new input."""

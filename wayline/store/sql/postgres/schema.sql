@@ -1,4 +1,4 @@
--- The current wayline PostgreSQL schema (version 17): what the numbered migrations
+-- The current wayline PostgreSQL schema (version 20): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -39,11 +39,11 @@ CREATE TABLE IF NOT EXISTS runs (
     PRIMARY KEY (tenant_id, run_id)
 );
 
-CREATE INDEX IF NOT EXISTS runs_by_status ON runs (tenant_id, status);
 CREATE INDEX IF NOT EXISTS runs_claimable ON runs (graph_name, status, lease_expires_at);
 CREATE INDEX IF NOT EXISTS runs_queued ON runs (graph_name, graph_version, fingerprint, queued_at)
     WHERE status = 'pending';
-CREATE INDEX IF NOT EXISTS runs_by_subject ON runs (tenant_id, subject);
+CREATE INDEX IF NOT EXISTS runs_by_subject ON runs (tenant_id, subject)
+    WHERE subject IS NOT NULL;
 CREATE INDEX IF NOT EXISTS runs_waking ON runs (graph_name, graph_version, wake_at)
     WHERE status = 'interrupted' AND wake_at IS NOT NULL;
 

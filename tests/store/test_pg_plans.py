@@ -1,0 +1,102 @@
+"""On PostgreSQL every lookup of a run row by its key is an index scan of the primary key,
+whatever the statistics say (issue 31): on a young table that ANALYZE saw empty (a tenant
+it never saw looks rare, and any index led by ``tenant_id`` seemed as good as the key: the
+fences ran on ``runs_by_subject`` with the tenant as their only index condition), and on
+one analyzed small (a sequential scan of a few pages looked cheaper: the group statement's
+fenced update read every run of the table, a step of each). Checked by the plans
+PostgreSQL makes for the statements the store sends, on its own connections: a custom plan
+(the first executions of a prepared statement) and the generic one (those after)."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import psycopg
+
+import wayline
+from wayline.store import sql_rewrite
+from wayline.store.postgres import Q_STEP_ONE_TRIP, PostgresStore, group_one_trip
+from wayline.store.sql import assistant_queries, schedule_queries, server_queries
+
+T = "acme"
+_KEYED = re.compile(r"\b(FROM|UPDATE) runs\b[^;]*?WHERE tenant_id = %s AND run_id = %s", re.S)
+
+
+def _keyed_statements(store: PostgresStore) -> dict[str, str]:
+    """Every named statement that finds a run row by its key (the store's, the server's,
+    the schedules', the erasure's), and the one-trip commits."""
+    named = {**vars(store.q)}
+    for module in (server_queries, schedule_queries, assistant_queries, sql_rewrite):
+        named.update(
+            (f"{module.__name__.rsplit('.', 1)[1]}.{k}", v.replace("?", "%s"))
+            for k, v in vars(module).items()
+            if k.startswith("Q_") and isinstance(v, str)
+        )
+    found = {
+        name: text
+        for name, text in named.items()
+        if isinstance(text, str) and "{" not in text and _KEYED.search(text)
+    }
+    found.update(Q_STEP_ONE_TRIP=Q_STEP_ONE_TRIP, group_one_trip=group_one_trip(3))
+    return found
+
+
+def _scans_of_runs(conn: psycopg.Connection[Any], query: str, params: Any = None) -> set[str]:
+    if params is None:  # the generic plan: parameters as $n, planned without their values
+        numbers = iter(range(1, 1000))
+        text = re.sub(r"%[sb]", lambda _: f"${next(numbers)}", query)
+        explained = "EXPLAIN (GENERIC_PLAN, COSTS OFF) " + text
+        rows = psycopg.ClientCursor(conn).execute(explained).fetchall()
+    else:
+        rows = conn.execute("EXPLAIN (COSTS OFF) " + query, params).fetchall()
+    plan = "\n".join(row[0] for row in rows)
+    return set(re.findall(r"(?:Seq Scan|Index Scan using \w+|Bitmap Heap Scan) on runs", plan))
+
+
+def _check(store: PostgresStore, run_id: str, token: int) -> dict[str, set[str]]:
+    """Each keyed statement's scans of ``runs`` that are not the primary key's."""
+    q, now = store.q, time.time()
+    custom = {  # the fences a worker sends every step, with real values
+        "Q_FENCE_STEP": (1, "[]", None, None, now, 0, T, run_id, token, "running"),
+        "Q_FENCE_UPDATE": ("done", 1, "[]", None, None, now, 0, "done", "done", T, run_id, token),
+        "Q_FENCE_TOUCH": (now, 0, T, run_id, token),
+        "Q_HEARTBEAT": (now, T, run_id, token, "w"),
+    }
+    wrong: dict[str, set[str]] = {}
+    pool: Any = store._pool
+    with pool.connection() as conn:  # the store's session: its settings apply
+        for name, query in _keyed_statements(store).items():
+            plans = [_scans_of_runs(conn, query)]
+            if name in custom:
+                plans.append(_scans_of_runs(conn, getattr(q, name), custom[name]))
+            for scans in plans:
+                if scans != {"Index Scan using runs_pkey on runs"}:
+                    wrong.setdefault(name, set()).update(scans)
+    return wrong
+
+
+def test_every_keyed_lookup_of_a_run_is_a_primary_key_scan_whatever_the_statistics(
+    pg_url: str,
+) -> None:
+    store = wayline.connect(pg_url)
+    assert isinstance(store, PostgresStore)
+    pool: Any = store._pool
+    try:
+        keyed = set(_keyed_statements(store))  # the scan finds the fences
+        assert {"Q_FENCE_STEP", "Q_HEARTBEAT", "Q_CLAIM_TAKE", "sql_rewrite.Q_LEASE"} <= keyed
+        with pool.connection() as conn:
+            conn.execute("ANALYZE runs")  # a young table: analyzed empty
+        tokens = {}
+        for i in range(40):
+            run_id = f"{i:04d}-8f0c2a5e-3b1d-4e7a-9c6b-{i:012d}"
+            store.create_run(T, run_id, graph_name="g", graph_version="1", durability="sync")
+            tokens[run_id] = store.claim(T, run_id, owner="w", lease_seconds=60)
+        run_id = sorted(tokens)[7]
+        assert _check(store, run_id, tokens[run_id]) == {}
+        with pool.connection() as conn:
+            conn.execute("ANALYZE runs")  # and analyzed small: a page or two
+        assert _check(store, run_id, tokens[run_id]) == {}
+    finally:
+        store.close()
