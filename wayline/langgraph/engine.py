@@ -38,9 +38,11 @@ from langgraph.types import Command
 from wayline.codec import default_codec
 from wayline.errors import CodecError, ConfigError, RunParkedError
 from wayline.graph import probe
+from wayline.graph.identity import check_identity, fingerprint_of, shape_json
 from wayline.graph.interrupts import Asked, ask
 from wayline.graph.types import Interrupt
 from wayline.langgraph.fence import FENCE_KEY, RunFence
+from wayline.langgraph.identity import lg_shape
 from wayline.langgraph.saver import WaylineSaver
 from wayline.store.base import Store
 from wayline.store.records import CommitBatch, RunRecord, RunStatus, RunUpdate
@@ -53,17 +55,15 @@ log = logging.getLogger("wayline.langgraph")
 
 class LangGraphEngine:
     """A LangGraph graph a worker serves. ``name`` defaults to the graph's name, ``version``
-    to a fingerprint of its structure (nodes and edges), so a worker with another shape of
-    the graph does not take its runs. ``approvers``: per node, the actor ids or roles who
-    may answer its interrupts (an approval, decided through ``Wayline.resume`` with an
-    actor and the proposal's digest); other interrupts may be answered by anyone of the
-    run's tenant."""
+    to a digest of its nodes and edges; its ``fingerprint`` is its whole structure (nodes,
+    edges, channels with their reducers: ``wayline.langgraph.identity``), recorded on each
+    run, so a worker with another shape of the graph does not take its runs. ``approvers``:
+    per node, the actor ids or roles who may answer its interrupts (an approval, decided
+    through ``Wayline.resume`` with an actor and the proposal's digest); other interrupts
+    may be answered by anyone of the run's tenant."""
 
     kind: EngineKind = "langgraph"
     schema_version = ""
-    fingerprint = ""
-    """LangGraph graphs carry their structure in their version (``graph_version``)."""
-    shape_json: str | None = None
 
     def __init__(
         self,
@@ -83,6 +83,9 @@ class LangGraphEngine:
         self.graph = graph
         self.name = name or graph.name or "LangGraph"
         self.version = version or graph_version(graph)
+        self.shape: dict[str, Any] = lg_shape(graph)
+        self.fingerprint = fingerprint_of(self.shape)
+        self.shape_json: str | None = shape_json(self.shape)
         self.approvers = {k: tuple(v) for k, v in (approvers or {}).items()}
         self.store = store
         self.saver = saver if saver is not None else (WaylineSaver(store) if store else None)
@@ -139,6 +142,7 @@ class LangGraphEngine:
             raise ConfigError("a LangGraphEngine runs on a store: bind(store) first")
         if run.durability not in ("sync", "async", "exit"):
             raise ConfigError(f"durability {run.durability!r} of run {run.run_id!r} is unknown")
+        check_identity(run, self)  # a run of another shape of the graph: refused, untouched
         return LangGraphExecution(self, run, lease)
 
 
