@@ -1,4 +1,4 @@
--- The current wayline SQLite schema (version 17): what the numbered migrations
+-- The current wayline SQLite schema (version 19): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -381,6 +381,9 @@ CREATE TABLE IF NOT EXISTS schedules (
     metadata       TEXT    NOT NULL DEFAULT '{}',
     created_at     REAL    NOT NULL,
     updated_at     REAL    NOT NULL,
+    fingerprint    TEXT    NOT NULL DEFAULT '',
+    shape          TEXT,
+    engine         TEXT    NOT NULL DEFAULT 'wayline',
     PRIMARY KEY (tenant_id, schedule_id)
 );
 
