@@ -36,11 +36,12 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from wayline.codec import default_codec
-from wayline.errors import CodecError, ConfigError, RunParkedError
+from wayline.errors import CodecError, ConfigError, LeaseLost, RunParkedError
 from wayline.graph import probe
 from wayline.graph.identity import check_identity, fingerprint_of, shape_json
 from wayline.graph.interrupts import Asked, ask
 from wayline.graph.types import Interrupt
+from wayline.langgraph.emitting import emitter_for
 from wayline.langgraph.fence import FENCE_KEY, RunFence
 from wayline.langgraph.identity import lg_shape
 from wayline.langgraph.saver import WaylineSaver
@@ -199,6 +200,10 @@ class LangGraphExecution:
         }
         if given is None and answers:  # a decision recorded through Wayline.resume
             given = Command(resume=answers)
+        queued = options.get("run_config") or {}
+        self.config = _run_config(self.config, queued.get("config"))
+        if queued.get("context") is not None:
+            options = {**options, "context": queued["context"]}
         self.loaded = True
         stopped = asyncio.run(self._stream(given, options))
         if stopped and self.cancelled:
@@ -212,23 +217,34 @@ class LangGraphExecution:
         Always ``astream``: it runs async nodes and tools (a template's ``async def``
         nodes) and sync ones alike, the sync ones in threads, as LangGraph's server does."""
         app = self.engine._bound
+        emitter = emitter_for(self.store, self.record, self.lease.token, options)
+        modes = ["updates", *(emitter.modes if emitter is not None else ())]
         stream = app.astream(
             given,
             self.config,
-            stream_mode="updates",
+            stream_mode=modes,
             durability=self.record.durability,
             interrupt_before=options.get("interrupt_before"),
             interrupt_after=options.get("interrupt_after"),
             context=_context(app, options.get("context")),
         )
         try:
-            async for _ in stream:
+            async for mode, chunk in stream:
+                if mode != "updates":
+                    assert emitter is not None
+                    emitter.chunk(mode, chunk)
+                    continue
                 self.steps += 1
+                if emitter is not None:
+                    emitter.updated()
                 if self.lease.stop.is_set():
                     return True
         finally:
             with contextlib.suppress(Exception):
                 await stream.aclose()
+            if emitter is not None:
+                with contextlib.suppress(Exception, LeaseLost):  # the run's error says
+                    emitter.close()
         return False
 
     def _settle(self, before: Sequence[Any]) -> str:
@@ -295,6 +311,18 @@ def graph_version(graph: Any) -> str:
         shape = {"nodes": sorted(graph.nodes)}
     digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
     return f"lg-{digest[:12]}"
+
+
+def _run_config(own: dict[str, Any], given: Any) -> dict[str, Any]:
+    """The run's LangGraph config with the one queued with its input (an assistant's
+    config, the run's over it: ``wayline serve``): its ``configurable`` keys, tags,
+    metadata and recursion limit reach the graph; the run's own ids and fence win."""
+    if not isinstance(given, dict) or not given:
+        return own
+    out = {**given, **own}
+    out["configurable"] = {**(given.get("configurable") or {}), **own["configurable"]}
+    out["metadata"] = {**(given.get("metadata") or {}), **own["metadata"]}
+    return out
 
 
 def _context(graph: Any, given: Any) -> Any:
