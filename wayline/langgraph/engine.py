@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -83,8 +84,9 @@ class LangGraphEngine:
             )
         self.graph = graph
         self.name = name or graph.name or "LangGraph"
-        self.version = version or graph_version(graph)
-        self.shape: dict[str, Any] = lg_shape(graph)
+        drawn = _identity(graph)
+        self.version = version or drawn[0]
+        self.shape: dict[str, Any] = drawn[1]
         self.fingerprint = fingerprint_of(self.shape)
         self.shape_json: str | None = shape_json(self.shape)
         self.approvers = {k: tuple(v) for k, v in (approvers or {}).items()}
@@ -297,6 +299,24 @@ class LangGraphExecution:
         )
         self.store.commit(self.record.tenant_id, self.record.run_id, self.lease.token, batch)
         return status
+
+
+_IDENTITIES: weakref.WeakKeyDictionary[Any, tuple[str, dict[str, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""(default version, shape) per compiled graph: drawn once, not at every ``Wayline.start``
+(drawing a small graph twice costs about a millisecond)."""
+
+
+def _identity(graph: Any) -> tuple[str, dict[str, Any]]:
+    try:
+        return _IDENTITIES[graph]
+    except (KeyError, TypeError):
+        pass
+    found = (graph_version(graph), lg_shape(graph))
+    with contextlib.suppress(TypeError):  # a graph that cannot be weakly referenced
+        _IDENTITIES[graph] = found
+    return found
 
 
 def graph_version(graph: Any) -> str:
