@@ -155,6 +155,8 @@ class LangGraphExecution:
     def __init__(self, engine: LangGraphEngine, run: RunRecord, lease: Lease) -> None:
         self.engine, self.record, self.lease = engine, run, lease
         self.loaded = False
+        self.closed = False
+        """Ended or paused: its lease given up (a heartbeat that finds it gone: no loss)."""
         self.cancelled = False
         self.steps = 0
         self.fence = RunFence(lease.token, lease.owner, take_inbox=run.inbox is not None)
@@ -191,7 +193,8 @@ class LangGraphExecution:
                 self._report("failed", error=f"{type(exc).__name__}: {exc}")
             raise
         finally:
-            self.store.release(run.tenant_id, run.run_id, token)
+            self.closed = True  # set first: a heartbeat finding the lease given up now
+            self.store.release(run.tenant_id, run.run_id, token)  # knows it is no loss
 
     def _run(self) -> str:
         engine, run = self.engine, self.record
