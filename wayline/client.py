@@ -134,7 +134,7 @@ class Wayline:
 
     def schedule(
         self,
-        graph: CompiledGraph,
+        graph: Any,
         input: Any,
         *,
         cron: str,
@@ -150,24 +150,34 @@ class Wayline:
         each tick hands that run new input (one thread, many turns); without, each tick
         starts a run of its own (id ``<schedule_id>-<tick, UTC>``). Any worker serving the
         graph fires a tick, once however many serve it; a tick missed while no worker ran
-        fires once when one next does (docs/wakeups.md). Returns the stored schedule."""
+        fires once when one next does (docs/wakeups.md). ``graph``: a wayline graph or a
+        LangGraph one, as for ``start``; each tick's run carries its fingerprint, so only a
+        worker serving that shape of the graph claims it. Returns the stored schedule."""
         require(self.scope, "execute", "schedule runs")
         check_durability(durability)
         book = schedules(self.store)
         if book is None:
             raise ConfigError(f"the store {self.store.url!r} keeps no schedules")
+        engine = engine_for(graph)
         return book.create(
             self._tenant(tenant),
             schedule_id or uuid.uuid4().hex,
-            graph_name=graph.name,
-            graph_version=graph.version,
-            schema_version=graph.schema_version,
-            inbox=encode_inbox(self.codec, input, (None, None)),
+            graph_name=engine.name,
+            graph_version=engine.version,
+            schema_version=engine.schema_version,
+            inbox=(
+                encode_inbox(self.codec, input, (None, None))
+                if isinstance(graph, CompiledGraph)
+                else engine.encode_input(input)
+            ),
             cron=cron,
             timezone=timezone,
             thread_id=thread,
             durability=durability,
             end_at=end_at,
+            fingerprint=engine.fingerprint,
+            shape=engine.shape_json,
+            engine=engine.kind,
         )
 
     def schedules(self, *, tenant: str | None = None) -> list[ScheduleRecord]:

@@ -141,3 +141,28 @@ def test_real_drift_names_the_first_channel_that_differs_with_both_values(
     wide = Console(record=True, width=200, force_terminal=False)
     wide.print(render(report, every_column=True))
     assert "replayed" in wide.export_text()
+
+
+LG_GRAPH = f"{Path(__file__).resolve().parent / 'lg_killtest_graph.py'}:graph"
+
+
+def test_a_langgraph_graph_costs_only_the_node_in_flight(tmp_path: Path) -> None:
+    """``wayline killtest`` takes a LangGraph graph: LangGraph's engine, run as a worker
+    runs it (leased, every write fenced), killed at a task boundary and at random."""
+    import lg_killtest_graph
+
+    db = f"sqlite:///{tmp_path / 'lg.db'}"
+    console = Console(record=True, width=200, force_terminal=False)
+    out = tmp_path / "lg.json"
+    given = json.dumps(lg_killtest_graph.INPUT)
+    code = run_killtest(
+        console, graph=LG_GRAPH, db=db, input=given, json_path=out, trials=1, modes=["sync"], seed=3
+    )
+    text = console.export_text()
+    assert code == 0, text
+    (t,) = json.loads(out.read_text())["trials"]
+    assert t["kill"].startswith(("start", "finish")) and t["note"] != "ended first", t
+    assert t["unknown"] <= 1 and t["beyond"] == 0 and t["duplicate_effects"] == 0, t
+    assert t["status"] == "done" and t["state_equal"] is True, t
+    assert t["executions"] > 0  # the kill landed mid-run
+    assert wayline.connect(db).list_runs("default") == []  # the user's store as it was

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 import threading
+import time
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -213,3 +214,73 @@ def test_a_requested_cancel_stops_the_run_as_cancelled(
     assert execution.run() == "cancelled"
     run = client.get("c")
     assert (run.status, run.lease_owner) == ("cancelled", None)
+
+
+def _extend(old: list[int], new: list[int]) -> list[int]:
+    return [*old, *new]
+
+
+class OtherS(TypedDict, total=False):
+    log: Annotated[list[int], _extend]  # another reducer: the same nodes, another shape
+    n: int
+    decision: Any
+
+
+def other_count(kind: str, store: Store) -> Engine:
+    """``count`` with another reducer on ``log``: same name, same version, other shape."""
+    if kind == "wayline":
+        g = wayline.StateGraph(OtherS, name="count")
+        g.add_node("step", _step)
+        g.add_edge(wayline.START, "step")
+        g.add_conditional_edges("step", _route)
+        return engine_for(g.compile(store))
+    lgg = lg.StateGraph(OtherS)
+    lgg.add_node("step", lambda s: _step(s))  # unannotated: LangGraph reads S from _step
+    lgg.add_edge(lg.START, "step")
+    lgg.add_conditional_edges("step", lambda s: _route(s))
+    return engine_for(lgg.compile(name="count")).bind(store)
+
+
+def test_a_run_of_another_shape_is_not_claimed_nor_opened(
+    kind: str, store: Store, graphs: dict[str, Engine]
+) -> None:
+    other = other_count(kind, store)
+    mine = graphs["count"]
+    assert (other.name, other.version) == (mine.name, mine.version)
+    assert other.fingerprint and other.fingerprint != mine.fingerprint
+    Wayline(store).start(other, INPUT, run_id="o")
+    run = store.get_run("default", "o")
+    assert run is not None and (run.fingerprint, run.engine) == (other.fingerprint, kind)
+    worker = worker_for(store, graphs)
+    assert store.claim_next(owner=worker.owner, lease_seconds=30, graphs=worker.claims) is None
+    token = store.claim("default", "o", owner="test", lease_seconds=30)
+    lease = Lease(owner="test", lease_seconds=30, token=token, stop=threading.Event())
+    claimed = store.get_run("default", "o")
+    assert claimed is not None
+    with pytest.raises(wayline.errors.GraphMismatchError, match="'log'"):
+        mine.open(claimed, lease).run()
+    store.release("default", "o", token)
+    assert claim_and_execute(worker_for(store, {"count": other})) == "o"  # its own graph runs it
+    assert Wayline(store).get("o").status == "done"
+
+
+def test_a_schedule_fired_run_carries_the_graphs_fingerprint(
+    kind: str, store: Store, graphs: dict[str, Engine]
+) -> None:
+    from wayline.store.schedules import schedules
+
+    client = Wayline(store)
+    made = client.schedule(graphs["count"], INPUT, cron="0 9 * * *", schedule_id="daily")
+    assert (made.fingerprint, made.engine) == (graphs["count"].fingerprint, kind)
+    book = schedules(store)
+    assert book is not None
+    ph = store.placeholder  # type: ignore[attr-defined]
+    with store._tx("default") as db:  # type: ignore[attr-defined]  # due now, not at 09:00
+        db.execute(f"UPDATE schedules SET next_at = {ph}", (time.time() - 1,))
+    (fired,) = book.fire_due([(made.graph_name, made.graph_version)])
+    run = client.get(fired.run_id)
+    assert (run.fingerprint, run.engine) == (graphs["count"].fingerprint, kind)
+    other = worker_for(store, {"count": other_count(kind, store)})
+    assert store.claim_next(owner="o", lease_seconds=30, graphs=other.claims) is None
+    assert claim_and_execute(worker_for(store, graphs)) == fired.run_id
+    assert values(kind, store, graphs, "count", fired.run_id) == {"log": [0, 1, 2], "n": 3}

@@ -303,4 +303,11 @@ def compiled(store: Any) -> dict[str, Any]:
             "configured": configured,
             "reply_then_ask": reply_then_ask,
         }.items()
-    }
+    } | _langgraph(store)
+
+
+def _langgraph(store: Any) -> dict[str, Any]:
+    """LangGraph's own graphs beside them (``lg_graphs``: LangGraph's engine on workers)."""
+    import lg_graphs
+
+    return lg_graphs.served_graphs(store)

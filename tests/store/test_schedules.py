@@ -144,3 +144,20 @@ def test_another_tenant_sees_no_schedule(store: Store) -> None:
     _make(book)
     assert book.get("other", "s1") is None and book.search("other") == []
     assert book.fire_due([G], tenant_id="other") == []
+
+
+def test_a_fired_run_carries_the_schedules_graph_identity(store: Store) -> None:
+    """A tick's run records the fingerprint (and shape, engine) of the graph the schedule
+    was made for, so a worker serving another shape of ``g@1`` does not claim it."""
+    book = _book(store)
+    made = _make(book, fingerprint="fp-made", shape='{"nodes":{}}', engine="langgraph")
+    assert (made.fingerprint, made.shape, made.engine) == ("fp-made", '{"nodes":{}}', "langgraph")
+    _due(store, "s1", time.time() - 1)
+    (fired,) = book.fire_due([G])
+    run = store.get_run(T, fired.run_id)
+    assert run is not None
+    assert (run.fingerprint, run.shape, run.engine) == ("fp-made", '{"nodes":{}}', "langgraph")
+    other = [(*G, "fp-other"), (*G, "")]  # another shape, and runs recorded before 0013
+    assert store.claim_next(owner="w", lease_seconds=5, graphs=other, tenant_id=T) is None
+    claimed = store.claim_next(owner="w", lease_seconds=5, graphs=[(*G, "fp-made")], tenant_id=T)
+    assert claimed is not None and claimed[0].run_id == fired.run_id

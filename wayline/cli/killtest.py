@@ -13,6 +13,11 @@ committed history says:
   effect is counted apart: its provider deduplicates);
 - whether the final state equals an uninterrupted run's (by state digest).
 
+The graph may be a LangGraph one (a ``CompiledStateGraph``, an ``@entrypoint``): it runs on
+LangGraph's own engine the way a worker runs it (claimed, every write fenced:
+``wayline.langgraph.probed``), its task starts and finishes reported from LangChain's
+callbacks, its committed history its newest checkpoint and that checkpoint's writes.
+
 ``--kill-db`` kills the database server too (a PostgreSQL the test starts itself,
 ``--db embedded-postgres[?synchronous_commit=off]``). ``--runs R --concurrency C`` is
 the fleet version: one worker holding R runs is killed, a fresh one takes them over, and
@@ -40,13 +45,11 @@ from rich.console import Console
 from rich.progress import Progress
 
 import wayline
-from wayline.cli.killtest_child import parse_event
+from wayline.cli.killtest_child import Target, load_target, parse_event
 from wayline.cli.killtest_pg import LocalPostgres, is_embedded
 from wayline.cli.killtest_report import detail_lines, drift_lines, render, summary
-from wayline.cli.loading import load_graph
 from wayline.client import Wayline
 from wayline.errors import WaylineError
-from wayline.graph.compiled import CompiledGraph
 from wayline.store.records import RunRecord
 
 __all__ = ["KillPlan", "Setup", "TrialResult", "analyse", "first_difference", "run_killtest"]
@@ -146,7 +149,7 @@ class Baseline:
     seconds: float
 
 
-def _baseline(setup: Setup, app: CompiledGraph, mode: str) -> Baseline:
+def _baseline(setup: Setup, app: Target, mode: str) -> Baseline:
     run_id = f"kt-base-{mode}-{setup.seed}-{os.getpid()}"
     setup.created.append(run_id)
     events = setup.workdir / f"{run_id}.events"
@@ -192,7 +195,7 @@ def _plans(base: Baseline, trials: int, rng: random.Random) -> list[KillPlan]:
 
 def run_trial(
     setup: Setup,
-    app: CompiledGraph,
+    app: Target,
     base: Baseline,
     mode: str,
     index: int,
@@ -208,7 +211,7 @@ def run_trial(
     with _store(setup) as store:
         run = store.get_run(setup.tenant, run_id)
         result.committed_step = run.step if run else None
-        committed = _committed(store, setup.tenant, [run_id])
+        committed = _committed(store, setup.tenant, [run_id], app.with_store(store))
     if finished or (run is not None and run.status == base.status and run.inbox is None):
         result.note = "ended first"  # the kill came after the run had finished
     if result.committed_step is not None or not finished:
@@ -228,7 +231,7 @@ def run_trial(
 
 
 def _compare(
-    setup: Setup, app: CompiledGraph, store: wayline.Store, run: RunRecord, mode: str
+    setup: Setup, app: Target, store: wayline.Store, run: RunRecord, mode: str
 ) -> tuple[bool, dict[str, Any] | None]:
     """Whether the killed and resumed run ended in the state of an unkilled reference run
     of the same identity (tenant, run id, incarnation: so the same task ids and effect
@@ -243,7 +246,7 @@ def _compare(
     return False, first_difference(mine.get_state(cfg).values, reference.get_state(cfg).values)
 
 
-def _reference(setup: Setup, app: CompiledGraph, run: RunRecord, mode: str) -> CompiledGraph:
+def _reference(setup: Setup, app: Target, run: RunRecord, mode: str) -> Target:
     """The reference run of ``run``'s identity, on the scratch store, run to its end."""
     ref = setup.reference
     assert ref is not None, "run_killtest opens the reference store"
@@ -293,10 +296,16 @@ def _plain(value: Any, missing: object) -> Any:
     return json.loads(json.dumps(value, default=repr))
 
 
-def _committed(store: wayline.Store, tenant: str, run_ids: Sequence[str]) -> dict[str, Any]:
+def _committed(
+    store: wayline.Store, tenant: str, run_ids: Sequence[str], app: Target = None
+) -> dict[str, Any]:
     """Per run: (committed step, ids of the next step's saved peers)."""
     out: dict[str, Any] = {}
+    own = getattr(app, "committed", None)
     for run_id in run_ids:
+        if own is not None:  # a LangGraph thread: its newest checkpoint and its writes
+            out[run_id] = own(tenant, run_id)
+            continue
         run = store.get_run(tenant, run_id)
         step = run.step if run is not None else -1
         saved = {p.task_id for p in store.load_pending(tenant, run_id, step + 1)}
@@ -306,7 +315,7 @@ def _committed(store: wayline.Store, tenant: str, run_ids: Sequence[str]) -> dic
 
 def analyse(
     result: TrialResult,
-    app: CompiledGraph,
+    app: Target,
     killed: list[dict[str, Any]],
     resumed: list[dict[str, Any]],
     committed: dict[str, tuple[int, set[str]]],
@@ -346,7 +355,7 @@ def analyse(
 
 def run_fleet(
     setup: Setup,
-    app: CompiledGraph,
+    app: Target,
     base: Baseline,
     mode: str,
     index: int,
@@ -371,7 +380,7 @@ def run_fleet(
     if _kill(setup, child, ev1, plan, pg, result):
         result.note = "ended first"
     with _store(setup) as store:
-        committed = _committed(store, setup.tenant, ids)
+        committed = _committed(store, setup.tenant, ids, app.with_store(store))
     resumer = _spawn(setup, ev2, worker=True, until=ids)
     _wait(resumer, ev2)
     statuses: Counter[str] = Counter()
@@ -570,7 +579,7 @@ def run_killtest(
         )
         try:
             with _store(setup) as store:
-                app = load_graph(graph, store)
+                app = load_target(graph, store)
             results = _run_all(console, setup, app, modes, trials, runs, rng, pg)
         except WaylineError as exc:
             console.print(f"[red]{exc}[/]")
@@ -593,7 +602,7 @@ def run_killtest(
 def _run_all(
     console: Console,
     setup: Setup,
-    app: CompiledGraph,
+    app: Target,
     modes: Sequence[str],
     trials: int,
     runs: int,

@@ -17,11 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import wayline
-from wayline.cli.loading import load_graph
+from wayline.cli.loading import load_engine
 from wayline.graph import probe
 from wayline.graph.probe import ProbeEvent
 
-__all__ = ["EventLog", "main", "parse_event"]
+__all__ = ["EventLog", "Target", "load_target", "main", "parse_event"]
+
+Target = Any
+"""What a kill test runs: a wayline ``CompiledGraph``, or a LangGraph graph as
+``wayline.langgraph.probed.LangGraphKillTarget`` (the same methods: ``with_store``,
+``invoke``, ``state_digest``, ``get_state``, ``max_lag_steps``, and ``committed``)."""
 
 FIELDS = ("pid", "kind", "run", "step", "node", "task", "key", "idempotent", "t")
 """``t``: ``time.monotonic()``, one clock for every process on the machine (Linux)."""
@@ -90,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
 
     probe.install(EventLog(args.events, args.stop_kind, args.stop_at, args.hold))
     store = wayline.connect(args.db)
-    app = load_graph(args.graph, store)
+    app = load_target(args.graph, store)
     report: dict[str, Any] = {"pid": os.getpid(), "error": None}
     try:
         if args.worker:
@@ -106,6 +111,21 @@ def main(argv: list[str] | None = None) -> int:
         Path(f"{args.out}.tmp").write_text(json.dumps(report))
         os.replace(f"{args.out}.tmp", args.out)
     return 0 if report["error"] is None else 3
+
+
+def load_target(spec: str, store: wayline.Store) -> Target:
+    """The graph a kill test runs: a wayline graph, or a LangGraph graph run by LangGraph's
+    engine the way a worker runs it (leased, every write fenced: ``wayline.langgraph.probed``)."""
+    from wayline.worker.engine import WaylineEngine
+
+    engine = load_engine(spec, store)
+    if isinstance(engine, WaylineEngine):
+        return engine.graph
+    from wayline.langgraph.engine import LangGraphEngine
+    from wayline.langgraph.probed import LangGraphKillTarget
+
+    assert isinstance(engine, LangGraphEngine)
+    return LangGraphKillTarget(engine.graph, name=engine.name, version=engine.version, store=store)
 
 
 def _serve(store: wayline.Store, app: Any, args: argparse.Namespace) -> None:

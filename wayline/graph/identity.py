@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from wayline.errors import GraphMismatchError
 
@@ -83,7 +83,17 @@ def shape_json(shape: Mapping[str, Any]) -> str:
     return json.dumps(shape, sort_keys=True, separators=(",", ":"))
 
 
-def check_identity(run: RunRecord, graph: CompiledGraph) -> None:
+class Shaped(Protocol):
+    """What an identity check reads of a graph (a wayline graph, a LangGraph engine)."""
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    @property
+    def shape(self) -> Mapping[str, Any]: ...
+
+
+def check_identity(run: RunRecord, graph: Shaped) -> None:
     """Refuse to continue ``run`` on ``graph`` unless the graph has the shape that started it
     (runs recorded before fingerprints, with '', are taken by name and version alone)."""
     if not run.fingerprint or run.fingerprint == graph.fingerprint:

@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,11 +37,14 @@ from langgraph.pregel import Pregel
 from langgraph.types import Command
 
 from wayline.codec import default_codec
-from wayline.errors import CodecError, ConfigError, RunParkedError
+from wayline.errors import CodecError, ConfigError, LeaseLost, RunParkedError
 from wayline.graph import probe
+from wayline.graph.identity import check_identity, fingerprint_of, shape_json
 from wayline.graph.interrupts import Asked, ask
 from wayline.graph.types import Interrupt
+from wayline.langgraph.emitting import emitter_for
 from wayline.langgraph.fence import FENCE_KEY, RunFence
+from wayline.langgraph.identity import lg_shape
 from wayline.langgraph.saver import WaylineSaver
 from wayline.store.base import Store
 from wayline.store.records import CommitBatch, RunRecord, RunStatus, RunUpdate
@@ -53,17 +57,15 @@ log = logging.getLogger("wayline.langgraph")
 
 class LangGraphEngine:
     """A LangGraph graph a worker serves. ``name`` defaults to the graph's name, ``version``
-    to a fingerprint of its structure (nodes and edges), so a worker with another shape of
-    the graph does not take its runs. ``approvers``: per node, the actor ids or roles who
-    may answer its interrupts (an approval, decided through ``Wayline.resume`` with an
-    actor and the proposal's digest); other interrupts may be answered by anyone of the
-    run's tenant."""
+    to a digest of its nodes and edges; its ``fingerprint`` is its whole structure (nodes,
+    edges, channels with their reducers: ``wayline.langgraph.identity``), recorded on each
+    run, so a worker with another shape of the graph does not take its runs. ``approvers``:
+    per node, the actor ids or roles who may answer its interrupts (an approval, decided
+    through ``Wayline.resume`` with an actor and the proposal's digest); other interrupts
+    may be answered by anyone of the run's tenant."""
 
     kind: EngineKind = "langgraph"
     schema_version = ""
-    fingerprint = ""
-    """LangGraph graphs carry their structure in their version (``graph_version``)."""
-    shape_json: str | None = None
 
     def __init__(
         self,
@@ -82,7 +84,11 @@ class LangGraphEngine:
             )
         self.graph = graph
         self.name = name or graph.name or "LangGraph"
-        self.version = version or graph_version(graph)
+        drawn = _identity(graph)
+        self.version = version or drawn[0]
+        self.shape: dict[str, Any] = drawn[1]
+        self.fingerprint = fingerprint_of(self.shape)
+        self.shape_json: str | None = shape_json(self.shape)
         self.approvers = {k: tuple(v) for k, v in (approvers or {}).items()}
         self.store = store
         self.saver = saver if saver is not None else (WaylineSaver(store) if store else None)
@@ -139,6 +145,7 @@ class LangGraphEngine:
             raise ConfigError("a LangGraphEngine runs on a store: bind(store) first")
         if run.durability not in ("sync", "async", "exit"):
             raise ConfigError(f"durability {run.durability!r} of run {run.run_id!r} is unknown")
+        check_identity(run, self)  # a run of another shape of the graph: refused, untouched
         return LangGraphExecution(self, run, lease)
 
 
@@ -148,6 +155,8 @@ class LangGraphExecution:
     def __init__(self, engine: LangGraphEngine, run: RunRecord, lease: Lease) -> None:
         self.engine, self.record, self.lease = engine, run, lease
         self.loaded = False
+        self.closed = False
+        """Ended or paused: its lease given up (a heartbeat that finds it gone: no loss)."""
         self.cancelled = False
         self.steps = 0
         self.fence = RunFence(lease.token, lease.owner, take_inbox=run.inbox is not None)
@@ -184,7 +193,8 @@ class LangGraphExecution:
                 self._report("failed", error=f"{type(exc).__name__}: {exc}")
             raise
         finally:
-            self.store.release(run.tenant_id, run.run_id, token)
+            self.closed = True  # set first: a heartbeat finding the lease given up now
+            self.store.release(run.tenant_id, run.run_id, token)  # knows it is no loss
 
     def _run(self) -> str:
         engine, run = self.engine, self.record
@@ -195,6 +205,10 @@ class LangGraphExecution:
         }
         if given is None and answers:  # a decision recorded through Wayline.resume
             given = Command(resume=answers)
+        queued = options.get("run_config") or {}
+        self.config = _run_config(self.config, queued.get("config"))
+        if queued.get("context") is not None:
+            options = {**options, "context": queued["context"]}
         self.loaded = True
         stopped = asyncio.run(self._stream(given, options))
         if stopped and self.cancelled:
@@ -208,23 +222,34 @@ class LangGraphExecution:
         Always ``astream``: it runs async nodes and tools (a template's ``async def``
         nodes) and sync ones alike, the sync ones in threads, as LangGraph's server does."""
         app = self.engine._bound
+        emitter = emitter_for(self.store, self.record, self.lease.token, options)
+        modes = ["updates", *(emitter.modes if emitter is not None else ())]
         stream = app.astream(
             given,
             self.config,
-            stream_mode="updates",
+            stream_mode=modes,
             durability=self.record.durability,
             interrupt_before=options.get("interrupt_before"),
             interrupt_after=options.get("interrupt_after"),
             context=_context(app, options.get("context")),
         )
         try:
-            async for _ in stream:
+            async for mode, chunk in stream:
+                if mode != "updates":
+                    assert emitter is not None
+                    emitter.chunk(mode, chunk)
+                    continue
                 self.steps += 1
+                if emitter is not None:
+                    emitter.updated()
                 if self.lease.stop.is_set():
                     return True
         finally:
             with contextlib.suppress(Exception):
                 await stream.aclose()
+            if emitter is not None:
+                with contextlib.suppress(Exception, LeaseLost):  # the run's error says
+                    emitter.close()
         return False
 
     def _settle(self, before: Sequence[Any]) -> str:
@@ -279,6 +304,24 @@ class LangGraphExecution:
         return status
 
 
+_IDENTITIES: weakref.WeakKeyDictionary[Any, tuple[str, dict[str, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""(default version, shape) per compiled graph: drawn once, not at every ``Wayline.start``
+(drawing a small graph twice costs about a millisecond)."""
+
+
+def _identity(graph: Any) -> tuple[str, dict[str, Any]]:
+    try:
+        return _IDENTITIES[graph]
+    except (KeyError, TypeError):
+        pass
+    found = (graph_version(graph), lg_shape(graph))
+    with contextlib.suppress(TypeError):  # a graph that cannot be weakly referenced
+        _IDENTITIES[graph] = found
+    return found
+
+
 def graph_version(graph: Any) -> str:
     """A fingerprint of a LangGraph graph's structure: its nodes and edges (not its code)."""
     try:
@@ -291,6 +334,18 @@ def graph_version(graph: Any) -> str:
         shape = {"nodes": sorted(graph.nodes)}
     digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
     return f"lg-{digest[:12]}"
+
+
+def _run_config(own: dict[str, Any], given: Any) -> dict[str, Any]:
+    """The run's LangGraph config with the one queued with its input (an assistant's
+    config, the run's over it: ``wayline serve``): its ``configurable`` keys, tags,
+    metadata and recursion limit reach the graph; the run's own ids and fence win."""
+    if not isinstance(given, dict) or not given:
+        return own
+    out = {**given, **own}
+    out["configurable"] = {**(given.get("configurable") or {}), **own["configurable"]}
+    out["metadata"] = {**(given.get("metadata") or {}), **own["metadata"]}
+    return out
 
 
 def _context(graph: Any, given: Any) -> Any:

@@ -107,6 +107,8 @@ class LangGraphKillTarget(LangGraphEngine):
                 graph_version=self.version,
                 durability=durability,
                 engine=self.kind,
+                fingerprint=self.fingerprint,
+                shape=self.shape_json,
             )
         owner = default_owner()
         token = self.store.claim(tenant, run_id, owner=owner, lease_seconds=60, steal=True)
@@ -116,6 +118,10 @@ class LangGraphKillTarget(LangGraphEngine):
         stop = threading.Event()
         lease = Lease(owner=owner, lease_seconds=60, token=token, stop=stop)
         return LangGraphExecution(self, run, lease).run()
+
+    def get_state(self, config: Mapping[str, Any]) -> Any:
+        """The thread's newest state (LangGraph's ``StateSnapshot``)."""
+        return self._bound.get_state(_lg_config(config))
 
     def state_digest(self, config: Mapping[str, Any]) -> str:
         """sha256 of the thread's newest state (values and next nodes), as LangGraph's

@@ -7,7 +7,11 @@ carries its step). A LangGraph thread's step ``s`` is its newest root checkpoint
 metadata says step ``s``; its state is LangGraph's own (``get_state`` on the checkpoint,
 through ``WaylineSaver``), with each interrupt's approvers and digest from wayline's
 records. Streams follow the thread's committed checkpoints (``LangGraphWatch``): ``values``
-is the state at each new step, ``updates`` the results of the tasks that made it.
+is the state at each new step, ``updates`` the results of the tasks that made it, ``debug``
+and ``events`` are built from both (``wayline.server.run_events``), and what nodes emitted
+(``custom`` chunks, chat-model tokens for ``messages``/``messages-tuple``/``events``) is read
+from the rows the worker recorded (``wayline.langgraph.emitting``), each step's ahead of
+that step's updates.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from wayline.codec import default_codec
 from wayline.errors import ConfigError, RunNotFoundError
 from wayline.graph.types import Interrupt, PregelTask, StateSnapshot
 from wayline.langgraph.engine import LangGraphEngine
-from wayline.server.stream import RunWatch
+from wayline.server.stream import STEP, RunWatch
 from wayline.store.base import Store
 from wayline.store.records import CommitBatch, RunUpdate
 
@@ -169,26 +173,40 @@ class LangGraphWatch(RunWatch):
                 events.append(("values", dict(self.channels)))
         top = run.step if self.end_step is None else min(run.step, self.end_step)
         if top > self.step:
+            emitted = self._emitted(top)
             by_step = self._checkpoints(self.step - 1, top)
             for step in range(self.step + 1, top + 1):
                 if step not in by_step:
                     continue
+                while emitted and emitted[0][0] <= step:  # emitted while it ran
+                    events.append(emitted.pop(0)[1])
                 before = by_step.get(step - 1)
+                done: list[tuple[str, Any, Any]] = []
                 if before is not None:
                     for task in served._snapshot(self.tenant, self.thread_id, before).tasks:
-                        if task.name.startswith("__") or task.result is None:
+                        if task.result is None:
                             continue
-                        events.append(("updates", {task.name: task.result}))
+                        done.append((task.name, tuple(task.path), task.result))
+                        if not task.name.startswith("__"):
+                            events.append(("updates", {task.name: task.result}))
+                previous = dict(self.channels)
                 snap = served._snapshot(self.tenant, self.thread_id, by_step[step])
                 self.channels = dict(snap.values)
                 if snap.metadata.get("source") != "input":  # input not applied yet: as
                     events.append(("values", dict(self.channels)))  # LangGraph, no event
+                    if self.steps:  # debug, events: the step whole
+                        events.append((STEP, (step, done, previous, dict(self.channels))))
                 self.step = step
+            events.extend(event for _, event in emitted)  # none left, bar a gap in steps
         if self.end_step is not None and self.step >= self.end_step:
             self.done = True
         elif _settled(run) and self.step >= run.step:
             self.done = True
+            # a step that committed no checkpoint (it paused on an interrupt) may have emitted
+            events.extend(event for _, event in self._emitted(run.step + 1))
             events.extend(self._ending(run.status, run.error, run.step))
+        elif self.step >= run.step:  # the step running now: what it emitted so far
+            events.extend(event for _, event in self._emitted(run.step + 1))
         return events
 
     def _values(self, step: int) -> dict[str, Any]:

@@ -164,6 +164,9 @@ def create(who: Principal, svc: Service, thread_id: str | None, body: dict[str, 
             end_at=_end_at(body),
             api=_api(who, assistant, body),
             metadata=_object(body, "metadata"),
+            fingerprint=getattr(graph, "fingerprint", ""),
+            shape=getattr(graph, "shape_json", None),
+            engine=getattr(graph, "kind", "wayline"),
         )
     except ConfigError as exc:
         raise ApiError(422, str(exc)) from None

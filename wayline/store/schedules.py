@@ -73,7 +73,9 @@ def next_tick(cron: str, timezone: str, after: float) -> float:
 class ScheduleRecord:
     """A schedule as stored. ``thread_id`` None: each tick starts a new run; else each tick
     hands that run (thread) new input. ``api``: what the server records for each tick's
-    run (a cron made through the LangGraph API), None for a client's schedule."""
+    run (a cron made through the LangGraph API), None for a client's schedule.
+    ``fingerprint``, ``shape``, ``engine``: the identity of the graph it was made for,
+    recorded on every run a tick queues ('' for a schedule made before 0019)."""
 
     tenant_id: str
     schedule_id: str
@@ -95,6 +97,9 @@ class ScheduleRecord:
     metadata: dict[str, Any]
     created_at: float
     updated_at: float
+    fingerprint: str = ""
+    shape: str | None = None
+    engine: str = "wayline"
 
     def run_for(self, tick: float) -> str:
         """The run (thread) id of a tick: derived, so every process computes the same."""
@@ -159,6 +164,9 @@ class Schedules:
             metadata=json_column(ident, row["metadata"], "metadata", _mapping),
             created_at=float(row["created_at"]),
             updated_at=float(row["updated_at"]),
+            fingerprint=row["fingerprint"],
+            shape=row["shape"],
+            engine=row["engine"],
         )
 
     def _sealed(self, tenant_id: str, schedule_id: str, inbox: bytes) -> tuple[bytes, int]:
@@ -188,9 +196,14 @@ class Schedules:
         end_at: float | None = None,
         api: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
+        fingerprint: str = "",
+        shape: str | None = None,
+        engine: str = "wayline",
     ) -> ScheduleRecord:
         """Store a schedule (its first tick is the first after now); creating the same id
-        twice returns the first one unchanged."""
+        twice returns the first one unchanged. ``fingerprint``, ``shape`` and ``engine``:
+        the graph's identity, carried by every run a tick queues (so only a worker with
+        that shape of the graph claims it)."""
         now = time.time()
         first = next_tick(cron, timezone, now)
         stored, crc = self._sealed(tenant_id, schedule_id, inbox)
@@ -213,6 +226,9 @@ class Schedules:
             json.dumps(metadata or {}),
             now,
             now,
+            fingerprint,
+            shape,
+            engine,
         )
         with self.store._tx(tenant_id) as db:
             db.execute(self.q.Q_INSERT, params)
@@ -372,7 +388,10 @@ class Schedules:
             graph_version=sched.graph_version,
             durability=sched.durability,
             schema_version=sched.schema_version,
+            identity=(sched.fingerprint, sched.shape),
         )
+        if sched.engine != "wayline":  # a LangGraph graph's schedule: its runs say so
+            db.execute(self.store.q.Q_SET_ENGINE, (sched.engine, t, run_id, sched.engine))
         api = sched.api
         if api is None:
             return

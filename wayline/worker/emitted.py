@@ -80,8 +80,12 @@ class EmitSink:
         if namespace or mode not in self.modes:
             return  # a subgraph's events: not recorded yet
         scope = _SCOPE.get(None)
-        node = "" if scope is None else scope.node
-        event = StreamEvent(self.step_of(), node, mode, self.codec.dumps(chunk))
+        self.add(self.step_of(), "" if scope is None else scope.node, mode, chunk)
+
+    def add(self, step: int, node: str, mode: str, chunk: Any) -> None:
+        """Record ``chunk`` of ``mode``, emitted by ``node`` in ``step`` (an engine that knows
+        both itself: LangGraph's, ``wayline.langgraph.emitting``)."""
+        event = StreamEvent(step, node, mode, self.codec.dumps(chunk))
         with self._lock:
             self._pending.append(event)
             if mode != "messages" or self._timer is not None:

@@ -93,8 +93,8 @@ class Engine(Protocol):
     version: str
     schema_version: str
     fingerprint: str
-    """The graph's structural fingerprint, recorded on its runs ('' where the version
-    is itself one: LangGraph graphs)."""
+    """The graph's structural fingerprint (nodes, edges, channels), recorded on its runs;
+    a worker claims only runs of the fingerprints it serves."""
     shape_json: str | None
 
     def bind(self, store: Store) -> Engine:

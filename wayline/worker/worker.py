@@ -440,8 +440,9 @@ class Worker:
             except Exception as exc:  # the store is away: the lease may lapse; fencing holds
                 log.warning("heartbeat for run %s failed: %s", h.run.run_id, exc)
                 continue
-            loop = getattr(h.execution, "loop", None)
-            if not alive and loop is not None and loop.closed:
+            loop = getattr(h.execution, "loop", None)  # wayline's loop; else the engine's own
+            closed = loop.closed if loop is not None else getattr(h.execution, "closed", False)
+            if not alive and closed:
                 continue  # it suspended or ended and gave its lease up: not a loss
             if not alive:
                 with self._lock:  # not a loss if the run ended (and let go) meanwhile

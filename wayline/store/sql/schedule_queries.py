@@ -5,11 +5,11 @@ worker serving every tenant (``CAST(? AS TEXT) IS NULL``), as the claim query do
 SCHEDULE_COLUMNS = (
     "tenant_id, schedule_id, graph_name, graph_version, schema_version, durability, cron, "
     "timezone, thread_id, inbox, inbox_crc, next_at, enabled, end_at, fires, last_fired_at, "
-    "last_run_id, api, metadata, created_at, updated_at"
+    "last_run_id, api, metadata, created_at, updated_at, fingerprint, shape, engine"
 )
 Q_INSERT = f"""
 INSERT INTO schedules ({SCHEDULE_COLUMNS})
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, NULL, NULL, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (tenant_id, schedule_id) DO NOTHING
 """
 Q_GET = f"SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE tenant_id = ? AND schedule_id = ?"

@@ -381,6 +381,9 @@ CREATE TABLE IF NOT EXISTS schedules (
     metadata       TEXT    NOT NULL DEFAULT '{}',
     created_at     DOUBLE PRECISION    NOT NULL,
     updated_at     DOUBLE PRECISION    NOT NULL,
+    fingerprint    TEXT    NOT NULL DEFAULT '',
+    shape          TEXT,
+    engine         TEXT    NOT NULL DEFAULT 'wayline',
     PRIMARY KEY (tenant_id, schedule_id)
 );
 

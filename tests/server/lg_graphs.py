@@ -1,0 +1,72 @@
+"""LangGraph graphs the server tests serve (LangGraph's own engine on the server's
+workers): ``lg_configured`` says which config and context it ran with; ``lg_chatty``
+writes ``custom`` chunks and calls a chat model (tokens for ``messages`` streams)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+from langgraph.config import get_config, get_stream_writer
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.runtime import Runtime
+
+REPLY = "tokens from a LangGraph node"
+
+
+class Said(TypedDict, total=False):
+    items: Annotated[list[str], operator.add]
+
+
+def _say(state: Said, runtime: Runtime[Any]) -> dict[str, Any]:
+    config = get_config()
+    model = (config.get("configurable") or {}).get("model")
+    tags = sorted(config.get("tags") or [])
+    return {"items": [f"model={model}", f"context={runtime.context}", f"tags={tags}"]}
+
+
+def lg_configured() -> Any:
+    g = StateGraph(Said)
+    g.add_node("say", _say)
+    g.add_edge(START, "say")
+    g.add_edge("say", END)
+    return g.compile(name="lg_configured")
+
+
+class Chat(TypedDict, total=False):
+    messages: Annotated[list[Any], add_messages]
+    n: int
+
+
+def _prepare(state: Chat) -> dict[str, Any]:
+    get_stream_writer()({"progress": "prepared"})
+    return {"n": 1}
+
+
+def _model(state: Chat) -> dict[str, Any]:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    get_stream_writer()({"progress": "calling the model"})
+    model = GenericFakeChatModel(messages=iter([AIMessage(REPLY)]))
+    return {"messages": [model.invoke(state["messages"])], "n": 2}
+
+
+def lg_chatty() -> Any:
+    g = StateGraph(Chat)
+    g.add_node("prepare", _prepare)
+    g.add_node("model", _model)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "model")
+    g.add_edge("model", END)
+    return g.compile(name="lg_chatty")
+
+
+def served_graphs(store: Any) -> dict[str, Any]:
+    from wayline.langgraph.served import served
+
+    return {
+        "lg_configured": served(lg_configured(), store),
+        "lg_chatty": served(lg_chatty(), store),
+    }

@@ -1,0 +1,56 @@
+"""LangGraph graphs served beside wayline's (``lg_graphs``), run by LangGraph's own engine
+on the server's workers, through the real ``langgraph-sdk``: the config and context of an
+assistant and of a run reach the graph; every stream mode a wayline run streams
+(``custom``, ``messages``, ``messages-tuple``, ``events``, ``debug``) streams too, from
+what the worker recorded and the thread's checkpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lg_graphs
+from harness import Running, as_dict
+from langgraph_sdk import get_sync_client
+
+
+def _client(running: Running) -> Any:
+    return get_sync_client(url=running.url, api_key=running.keys["alice"], timeout=30.0)
+
+
+def test_an_assistants_config_and_context_reach_the_langgraph_graph(server: Running) -> None:
+    c = _client(server)
+    a = c.assistants.create("lg_configured", config={"tags": ["t"]}, context={"model": "small"})
+    tid = c.threads.create()["thread_id"]
+    out = as_dict(c.runs.wait(tid, a["assistant_id"], input={"items": []}))
+    assert out["items"] == ["model=small", "context={'model': 'small'}", "tags=['t']"]
+    tid2 = c.threads.create()["thread_id"]  # the run's own config and context win
+    given = {"configurable": {"model": "mine"}}
+    out = as_dict(c.runs.wait(tid2, a["assistant_id"], input={}, config=given, context={"k": 1}))
+    assert out["items"] == ["model=mine", "context={'k': 1}", "tags=['t']"]
+
+
+def test_a_langgraph_run_streams_every_mode(server: Running) -> None:
+    c = _client(server)
+    tid = c.threads.create()["thread_id"]
+    modes = ["updates", "custom", "messages-tuple", "debug", "events"]
+    hi = {"messages": [{"role": "user", "content": "hi"}]}
+    stream = c.runs.stream(tid, "lg_chatty", input=hi, stream_mode=modes)
+    parts = [(p.event, p.data) for p in stream]
+    kinds = [e for e, _ in parts]
+    custom = [d for e, d in parts if e == "custom"]
+    assert custom == [{"progress": "prepared"}, {"progress": "calling the model"}]
+    tokens = [d for e, d in parts if e == "messages"]
+    assert "".join(chunk["content"] for chunk, _ in tokens) == lg_graphs.REPLY
+    assert {meta["langgraph_node"] for _, meta in tokens} == {"model"}
+    assert all("wayline_token" not in meta and meta["thread_id"] == tid for _, meta in tokens)
+    # each step's emitted chunks come ahead of that step's update, as in process
+    updates = [i for i, (e, d) in enumerate(parts) if e == "updates"]
+    assert kinds.index("custom") < updates[0] < kinds.index("messages") < updates[1]
+    debug = [d["type"] for e, d in parts if e == "debug"]
+    assert debug.count("task") == 2 and debug.count("task_result") == 2
+    assert "checkpoint" in debug
+    events = {d["event"] for e, d in parts if e == "events"}
+    assert {"on_chain_start", "on_chat_model_stream", "on_chain_end"} <= events
+    run = c.runs.list(tid)[0]  # a join after the end replays what was recorded
+    joined = [p.event for p in c.runs.join_stream(tid, run["run_id"], stream_mode=modes)]
+    assert joined.count("custom") == 2 and joined.count("messages") == len(tokens)
