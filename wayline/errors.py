@@ -7,6 +7,7 @@
     │   └── NoPathToEndError
     ├── InvalidUpdateError          a node wrote something the state does not declare
     ├── ReducerError                a reducer raised while folding writes
+    ├── NodeTimeoutError            a node attempt ran past its TimeoutPolicy
     ├── CodecError                  a value cannot be encoded or decoded
     ├── GraphDrained                a RunControl asked the run to stop between steps
     ├── StepLimitError              the run took more supersteps than its limit
@@ -88,6 +89,7 @@ __all__ = [
     "LeaseLost",
     "NewerSchemaError",
     "NoPathToEndError",
+    "NodeTimeoutError",
     "ParentCommand",
     "RedactedRunError",
     "ReducerError",
@@ -165,6 +167,49 @@ class ReducerError(WaylineError):
 
 class CodecError(WaylineError):
     """A value cannot be encoded, or stored bytes cannot be decoded."""
+
+
+class NodeTimeoutError(WaylineError):
+    """A node attempt ran past its ``TimeoutPolicy`` (``add_node(..., timeout=...)``): its
+    idle timeout without progress, or its run timeout. An ordinary node failure: the node's
+    retry policy sees it (a plain ``Exception``, not the built-in ``TimeoutError``, so the
+    default ``retry_on`` retries it), then its error handler, then the run fails. What the
+    attempt had done durably (effects) stays recorded: a retry reuses the same effect keys.
+    The fields are LangGraph's (``langgraph.errors.NodeTimeoutError``)."""
+
+    def __init__(
+        self,
+        node: str,
+        elapsed: float,
+        *,
+        kind: str,
+        idle_timeout: float | None = None,
+        run_timeout: float | None = None,
+    ) -> None:
+        if kind == "idle":
+            if idle_timeout is None:
+                raise ValueError("idle_timeout is required when kind='idle'")
+            self.timeout = idle_timeout
+            message = (
+                f"Node '{node}' exceeded its idle timeout of {idle_timeout:.3f}s without "
+                f"making progress (elapsed: {elapsed:.3f}s)."
+            )
+        elif kind == "run":
+            if run_timeout is None:
+                raise ValueError("run_timeout is required when kind='run'")
+            self.timeout = run_timeout
+            message = (
+                f"Node '{node}' exceeded its run timeout of {run_timeout:.3f}s "
+                f"(elapsed: {elapsed:.3f}s)."
+            )
+        else:
+            raise ValueError("kind must be 'idle' or 'run'")
+        super().__init__(
+            message + " Raise the node's TimeoutPolicy, call runtime.heartbeat() while it "
+            "works, or give it a RetryPolicy with retry_on=NodeTimeoutError."
+        )
+        self.node, self.elapsed, self.kind = node, elapsed, kind
+        self.idle_timeout, self.run_timeout = idle_timeout, run_timeout
 
 
 class StepLimitError(WaylineError):

@@ -3,6 +3,7 @@ ported program changes only its imports."""
 
 from wayline.effects.retry import RetryPolicy
 from wayline.graph.context import interrupt
+from wayline.graph.timeouts import TimeoutPolicy
 from wayline.graph.types import (
     Command,
     Durability,
@@ -26,5 +27,6 @@ __all__ = [
     "StateUpdate",
     "StreamMode",
     "StreamWriter",
+    "TimeoutPolicy",
     "interrupt",
 ]

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from wayline.graph.algo import PULL, values_of
+from wayline.graph.timeouts import Pulse
 from wayline.managed import managed_value
 from wayline.runtime import ExecutionInfo, Runtime
 
@@ -59,6 +60,9 @@ def node_call(
     scope.config = task.ctx
     scope.node = task.spec.name
     scope.writer = _writer(loop, task)
+    scope.pulse = None if spec.timeout is None else Pulse(spec.timeout)
+    if scope.pulse is not None and scope.writer is not _drop:  # a write is progress
+        scope.writer = _pulsed(scope.writer, scope.pulse)
     scope.runtime = None  # built on first use (get_runtime or a runtime parameter)
     args = (arg, task.ctx) if spec.takes_ctx else (arg,)
     kwargs = {param: _injected(what, task, scope) for param, what in spec.inject}
@@ -90,6 +94,8 @@ def runtime_of(scope: TaskScope) -> Runtime[Any]:
             execution_info=_execution_info(loop, scope),
             control=loop.invocation.control,
         )
+        if scope.pulse is not None:  # runtime.heartbeat() refreshes the idle timeout
+            scope.runtime = dataclasses.replace(scope.runtime, heartbeat=scope.pulse.beat)
     return scope.runtime
 
 
@@ -136,6 +142,14 @@ def _writer(loop: RunLoop, task: ExecTask) -> Callable[[Any], None]:
         emit(namespace, "custom", chunk)
 
     return write
+
+
+def _pulsed(write: Callable[[Any], None], pulse: Pulse) -> Callable[[Any], None]:
+    def pulsed(chunk: Any) -> None:
+        pulse.progress()
+        write(chunk)
+
+    return pulsed
 
 
 def _drop(chunk: Any) -> None:

@@ -52,6 +52,7 @@ from wayline.graph.streaming import (
     task_start,
 )
 from wayline.graph.subgraph import run_child
+from wayline.graph.timeouts import check_async
 from wayline.graph.types import Command, Send
 from wayline.graph.updates import StateUpdates
 from wayline.ids import RunRef
@@ -108,6 +109,8 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         self.schema_version = builder.schema_version
         self.migrations = dict(builder.migrations)
         self.nodes = builder.final_nodes()
+        for spec in self.nodes.values():
+            check_async(spec.name, spec.timeout, spec.is_async)
         self.branches = {k: tuple(v) for k, v in builder.branches.items()}
         edges: dict[str, list[str]] = {}
         for src, dst in sorted(builder.edges):

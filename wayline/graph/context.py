@@ -52,6 +52,8 @@ class TaskScope:
     """The node the task runs (recorded with what it emits for the server's streams)."""
     error: Any = None
     """In a node's error handler: the ``NodeError`` it handles."""
+    pulse: Any = None
+    """The attempt's progress clock when its node has a timeout (``timeouts.Pulse``)."""
 
     def interrupt_id(self, idx: int) -> str:
         return derive_id(self.task_id, "interrupt", idx)

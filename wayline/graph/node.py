@@ -14,6 +14,7 @@ from typing import Any
 from wayline.effects.retry import RetryPolicy
 from wayline.errors import InvalidUpdateError, ParentCommand, UnknownNodeError
 from wayline.graph.algo import ROUTE, SEND
+from wayline.graph.timeouts import TimeoutPolicy
 from wayline.graph.types import END, Command, Send
 
 __all__ = ["Branch", "NodeSpec", "possible_ends"]
@@ -28,8 +29,9 @@ class NodeSpec:
     ends: tuple[str, ...] | None
     """Targets a returned ``Command(goto=...)`` may name, from a ``Command[Literal[...]]``
     return annotation; None when the node may route anywhere (or never returns a Command)."""
-    retry: RetryPolicy | None = None
-    """Re-run the node in place when it raises (``add_node(..., retry_policy=...)``)."""
+    retry: RetryPolicy | tuple[RetryPolicy, ...] | None = None
+    """Re-run the node in place when it raises (``add_node(..., retry_policy=...)``); of a
+    sequence, the first policy whose ``retry_on`` matches the error applies (LangGraph's)."""
     inject: tuple[tuple[str, str], ...] = ()
     """Keyword parameters filled as LangGraph fills them: (parameter, what) where what is
     ``config``, ``runtime``, ``writer`` or ``store``."""
@@ -38,6 +40,18 @@ class NodeSpec:
     error_handler: NodeSpec | None = None
     """Called with the node's input and a ``NodeError`` once the node failed for good (its
     retries spent); what it returns is the node's output (``add_node(error_handler=)``)."""
+    timeout: TimeoutPolicy | None = None
+    """Caps on each attempt's time (``add_node(..., timeout=...)``, ``wayline.graph.timeouts``)."""
+    defer: bool = False
+    """Runs only when the run would otherwise end (``add_node(..., defer=True)``)."""
+    cache: Any = None
+    """The node's ``CachePolicy`` (``add_node(..., cache_policy=...)``; ``wayline.graph.cache``)."""
+
+    def policies(self) -> tuple[RetryPolicy, ...]:
+        """The node's retry policies, in the order they are tried."""
+        if self.retry is None:
+            return ()
+        return self.retry if isinstance(self.retry, tuple) else (self.retry,)
 
     @property
     def bound(self) -> Callable[..., Any]:
@@ -56,7 +70,7 @@ class NodeSpec:
         cls,
         name: str,
         fn: Callable[..., Any],
-        retry: RetryPolicy | None = None,
+        retry: RetryPolicy | tuple[RetryPolicy, ...] | None = None,
         *,
         input_schema: type | None = None,
         destinations: Sequence[str] | Mapping[str, str] | None = None,

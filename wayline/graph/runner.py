@@ -1,16 +1,19 @@
 """Running one task: its attempts under the node's retry policy, then its error handler,
 on a thread (``run_task``) or as a coroutine (``arun_task``). What an attempt's output or
-failure means is the loop's to say (``tasks.TaskSteps``)."""
+failure means is the loop's to say (``tasks.TaskSteps``); a node's ``TimeoutPolicy`` bounds
+each coroutine attempt (``timeouts``)."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 import time
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import EffectOutcomeUnknown, GraphInterrupt
 from wayline.graph.context import reset_scope, set_scope
+from wayline.graph.timeouts import timed
 
 if TYPE_CHECKING:
     from wayline.graph.loop import RunLoop
@@ -28,7 +31,7 @@ def run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
             fn, args = loop.node_call(task)
             output = fn(*args)
             if type(output) is not dict and inspect.isawaitable(output):  # an ABC check
-                output = asyncio.run(_await(output))
+                output = asyncio.run(_await(_bounded(loop, task, output)))
             return loop.outcome(task, output)
         except (GraphInterrupt, EffectOutcomeUnknown) as exc:
             return loop.failed(task, exc)
@@ -76,7 +79,7 @@ async def arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
         try:
             fn, args = loop.node_call(task)
             if loop.graph.nodes[task.spec.name].is_async:
-                output = await fn(*args)
+                output = await _bounded(loop, task, fn(*args))
             else:
                 output = await asyncio.to_thread(fn, *args)
             return loop.outcome(task, output)
@@ -89,6 +92,15 @@ async def arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
         finally:
             reset_scope(token)
         await asyncio.sleep(delay)
+
+
+def _bounded(loop: RunLoop, task: ExecTask, attempt: Awaitable[Any]) -> Awaitable[Any]:
+    """The attempt under its node's ``TimeoutPolicy`` (a timeout raises ``NodeTimeoutError``
+    into the retry loop above, as any failure of the node would)."""
+    policy = loop.graph.nodes[task.spec.name].timeout
+    if policy is None or task.scope.pulse is None:
+        return attempt
+    return timed(attempt, policy, task.spec.name, task.scope.pulse)
 
 
 async def _await(awaitable: Any) -> Any:

@@ -5,11 +5,13 @@ routing, a failure, a retry, an error handler."""
 from __future__ import annotations
 
 import dataclasses
+import random
 import typing
 from typing import TYPE_CHECKING, Any
 
 from wayline.effects.ledger import EffectLedger
 from wayline.effects.replay import replay_ledger
+from wayline.effects.retry import RetryPolicy
 from wayline.errors import CodecError, GraphInterrupt, NodeError
 from wayline.graph import probe
 from wayline.graph.algo import TaskResult, TaskSpec, derive_id
@@ -169,8 +171,9 @@ class TaskSteps:
         """Seconds to wait before running a failed task again, or None to give up; the
         task starts over with the same interrupt indexes and effect keys."""
         loop = _loop(self)
-        policy = loop.graph.nodes[task.spec.name].retry
-        if policy is None or not policy.should_retry(attempt, exc):
+        policies = loop.graph.nodes[task.spec.name].policies()
+        policy = next((p for p in policies if p.matches(exc)), None)  # the first that applies
+        if policy is None or attempt >= policy.max_attempts:
             return None
         task.scope.counter = 0
         task.scope.calls = 0  # subgraph calls and @task calls get the same keys again
@@ -179,7 +182,7 @@ class TaskSteps:
             loop._memory.discard(task.id)
         if task.ctx.ledger is not None:
             task.ctx.ledger.restart()
-        return policy.delay(attempt)
+        return node_delay(policy, attempt)
 
     def task_done(self, outcome: TaskOutcome) -> None:
         """Save a finished peer's writes as it finishes (invariant 5): durable at once in
@@ -192,6 +195,16 @@ class TaskSteps:
             loop._save_pending([outcome])
         except CodecError as exc:  # its own writes cannot be stored: this task failed, and
             outcome.result, outcome.error = None, exc  # the peers still finish and save
+
+
+def node_delay(policy: RetryPolicy, attempt: int) -> float:
+    """LangGraph's wait before a node's next attempt: exponential backoff capped at
+    ``max_interval``, plus up to a second of jitter (an effect's retries use the policy's
+    full jitter instead, ``RetryPolicy.delay``)."""
+    interval = min(
+        policy.max_interval, policy.initial_interval * policy.backoff_factor ** (attempt - 1)
+    )
+    return interval + random.uniform(0, 1) if policy.jitter else interval
 
 
 def _loop(mixin: object) -> RunLoop:

@@ -1,0 +1,107 @@
+"""Node execution features: TimeoutPolicy (a timeout is a failure the retry policy sees,
+and a timed-out run resumes from its checkpoint), a list of RetryPolicy (the first whose
+retry_on matches applies), set_node_defaults(timeout=, retry_policy=)."""
+
+import asyncio
+import operator
+from typing import Annotated
+
+from langgraph.errors import NodeTimeoutError
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import RetryPolicy, TimeoutPolicy
+from typing_extensions import TypedDict
+
+
+class State(TypedDict):
+    x: int
+    log: Annotated[list, operator.add]
+
+
+def main(checkpointer):
+    seen = []
+    attempts = []
+
+    async def slow_once(state: State):
+        attempts.append(len(attempts))
+        if len(attempts) == 1:
+            await asyncio.sleep(5)  # the first attempt hangs: cancelled by its timeout
+        return {"x": state["x"] + 1, "log": ["slow"]}
+
+    retry = RetryPolicy(
+        max_attempts=3, initial_interval=0.0, jitter=False, retry_on=NodeTimeoutError
+    )
+    b = StateGraph(State)
+    b.add_node("slow", slow_once, timeout=TimeoutPolicy(idle_timeout=0.05), retry_policy=retry)
+    b.add_edge(START, "slow")
+    b.add_edge("slow", END)
+    g = b.compile(checkpointer=checkpointer)
+    seen.append(asyncio.run(g.ainvoke({"x": 0, "log": []}, {"configurable": {"thread_id": "t1"}})))
+    seen.append(len(attempts))
+
+    # no retry: the timeout fails the run, and the run resumes from its checkpoint
+    attempts.clear()
+    b = StateGraph(State)
+    b.add_node("first", lambda s: {"log": ["first"]})
+    b.add_node("slow", slow_once, timeout=0.05)
+    b.add_edge(START, "first")
+    b.add_edge("first", "slow")
+    g = b.compile(checkpointer=checkpointer)
+    config = {"configurable": {"thread_id": "t2"}}
+    try:
+        asyncio.run(g.ainvoke({"x": 10, "log": []}, config))
+    except NodeTimeoutError as exc:
+        seen.append((exc.node, exc.kind, exc.run_timeout, exc.idle_timeout, exc.timeout))
+    seen.append(g.get_state(config).next)
+    seen.append(asyncio.run(g.ainvoke(None, config)))
+
+    # heartbeats keep an idle timeout from firing
+    async def beating(state: State, runtime):
+        for _ in range(4):
+            await asyncio.sleep(0.03)
+            runtime.heartbeat()
+        return {"log": ["beat"]}
+
+    b = StateGraph(State)
+    b.add_node("beating", beating, timeout=TimeoutPolicy(idle_timeout=0.08, refresh_on="heartbeat"))
+    b.add_edge(START, "beating")
+    seen.append(asyncio.run(b.compile().ainvoke({"x": 0, "log": []})))
+
+    # a list of retry policies: the first that matches the error applies
+    counts = {"ValueError": 0, "KeyError": 0}
+
+    def failing(state: State):
+        kind = "ValueError" if state["x"] == 0 else "KeyError"
+        counts[kind] += 1
+        if counts[kind] < (2 if kind == "ValueError" else 3):
+            raise ValueError("v") if kind == "ValueError" else KeyError("k")
+        return {"log": [kind]}
+
+    policies = (
+        RetryPolicy(max_attempts=2, initial_interval=0.0, jitter=False, retry_on=ValueError),
+        RetryPolicy(max_attempts=3, initial_interval=0.0, jitter=False, retry_on=KeyError),
+    )
+    g = (
+        StateGraph(State)
+        .add_node("n", failing, retry_policy=policies)
+        .add_edge(START, "n")
+        .compile()
+    )
+    seen.append(g.invoke({"x": 0, "log": []}))
+    seen.append(g.invoke({"x": 1, "log": []}))
+    seen.append(dict(counts))
+
+    # set_node_defaults: a default timeout, overridden per node
+    async def quick(state: State):
+        await asyncio.sleep(0.05)
+        return {"log": ["quick"]}
+
+    b = StateGraph(State).set_node_defaults(timeout=TimeoutPolicy(run_timeout=0.01))
+    b.add_node("quick", quick, timeout=TimeoutPolicy(run_timeout=5.0))
+    b.add_node("late", quick)
+    b.add_edge(START, "quick")
+    b.add_edge("quick", "late")
+    try:
+        asyncio.run(b.compile().ainvoke({"x": 0, "log": []}))
+    except NodeTimeoutError as exc:
+        seen.append((exc.node, exc.kind))
+    return seen
