@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,8 @@ def node_call(
     scope.pulse = None if spec.timeout is None else Pulse(spec.timeout)
     if scope.pulse is not None and scope.writer is not _drop:  # a write is progress
         scope.writer = _pulsed(scope.writer, scope.pulse)
+    if scope.first_attempt_at is None:
+        scope.first_attempt_at = time.time()
     scope.runtime = None  # built on first use (get_runtime or a runtime parameter)
     args = (arg, task.ctx) if spec.takes_ctx else (arg,)
     kwargs = {param: _injected(what, task, scope) for param, what in spec.inject}
@@ -110,6 +113,8 @@ def _execution_info(loop: RunLoop, scope: TaskScope) -> ExecutionInfo:
         task_id=scope.task_id,
         thread_id=loop.run_id,
         run_id=config.get("run_id"),
+        node_attempt=scope.attempt,
+        node_first_attempt_time=scope.first_attempt_at,
     )
 
 

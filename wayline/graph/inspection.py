@@ -17,6 +17,7 @@ from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct, sta
 from wayline.graph.run_config import at_step as _at
 from wayline.graph.run_config import run_ids as _ids
 from wayline.graph.subgraph import with_child_states
+from wayline.graph.tasks import defer_split
 from wayline.graph.types import Interrupt, PregelTask, StateSnapshot
 from wayline.graph.updates import history
 from wayline.ids import RunRef, derive_id
@@ -82,7 +83,7 @@ class Inspection:
                 for p in graph.store.load_pending(tenant, run_id, at + 1)
             }
             records = graph.store.load_interrupts(tenant, run_id, at + 1)
-        for spec in rec.next_tasks:
+        for spec in defer_split(rec.next_tasks, graph.nodes)[0]:  # held: not next
             task_id = derive_id(tenant, run_id, at + 1, *spec.path)
             mine = tuple(
                 Interrupt(

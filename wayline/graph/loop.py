@@ -54,7 +54,7 @@ from wayline.graph.interrupts import UnfinishedStep, answer
 from wayline.graph.node import route_writes, split_output
 from wayline.graph.segments import LogIndex
 from wayline.graph.snapshot_policy import SnapshotPolicy
-from wayline.graph.tasks import ExecTask, TaskOutcome, TaskSteps
+from wayline.graph.tasks import ExecTask, TaskOutcome, TaskSteps, defer_split
 from wayline.graph.travel import ForkOrigin, is_fork, load_origin
 from wayline.graph.types import START, Command, Interrupt, Send
 from wayline.graph.wakeups import due
@@ -79,6 +79,8 @@ __all__ = ["ExecTask", "RunLoop", "TaskOutcome"]
 
 Event = tuple[str, Any]
 
+DEFER = "__defer__"
+"""The name of the routing a step commits for the deferred nodes it held back."""
 UPDATE = "__update__"
 """The node name of a step written by ``update_state`` without ``as_node``."""
 
@@ -179,6 +181,8 @@ class RunLoop(TaskSteps, StepCommits):
         self.sleeping_until: float | None = None
         """The run suspended on durable timers only, due at this time (``invoke`` waits
         for it and continues; a worker leaves it to the claim query)."""
+        self.held: list[TaskSpec] = []
+        """Deferred tasks this step holds back (``_runnable``)."""
         self.ended = False
         """An expiry ended the run (``OnExpire.fail``): no step runs."""
 
@@ -417,12 +421,19 @@ class RunLoop(TaskSteps, StepCommits):
             )
         step = self.step + 1
         tasks = []
-        for spec in self.next_tasks:
+        for spec in self._runnable():
             task = self.task_for(spec, step)
             if task is not None:
                 tasks.append(task)
         self.multi_task_step = len(self.next_tasks) > 1
         return tasks
+
+    def _runnable(self) -> list[TaskSpec]:
+        """The next tasks that run this step; deferred ones wait (``defer_split``), and
+        this step's commit routes to them again (``DEFER``), so the wait is in the step's
+        delta and replays as it ran."""
+        run, self.held = defer_split(self.next_tasks, self.graph.nodes)
+        return run
 
     def after_step(self, outcomes: list[TaskOutcome]) -> Iterator[Event]:
         ordered = sorted(outcomes, key=lambda o: fold_order(o.task.spec.path))
@@ -458,6 +469,9 @@ class RunLoop(TaskSteps, StepCommits):
             return
         results = dict(self.unfinished.pending)
         results.update((o.task.id, o.result) for o in done if o.result is not None)
+        if self.held:  # deferred nodes wait for a step without other tasks
+            routes = tuple((ROUTE, t.name) for t in self.held)
+            results[DEFER] = TaskResult(DEFER, (PULL, DEFER), routes)
         alone = done[0].folded if len(results) == 1 and len(done) == 1 else None
         memory = [w for o in done if o.task.id not in self.unfinished.saved for w in o.memory]
         self._commit_step(list(results.values()), alone, memory)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import typing
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from wayline.effects.ledger import EffectLedger
@@ -14,7 +15,7 @@ from wayline.effects.replay import replay_ledger
 from wayline.effects.retry import RetryPolicy
 from wayline.errors import CodecError, GraphInterrupt, NodeError
 from wayline.graph import probe
-from wayline.graph.algo import TaskResult, TaskSpec, derive_id
+from wayline.graph.algo import PULL, TaskResult, TaskSpec, derive_id
 from wayline.graph.calling import node_call
 from wayline.graph.channels import Channel
 from wayline.graph.context import NodeContext, TaskScope, is_scoped
@@ -25,8 +26,9 @@ from wayline.store.memory_records import MemoryWrite
 
 if TYPE_CHECKING:
     from wayline.graph.loop import RunLoop
+    from wayline.graph.node import NodeSpec
 
-__all__ = ["ExecTask", "Folded", "TaskOutcome", "TaskSteps"]
+__all__ = ["ExecTask", "Folded", "TaskOutcome", "TaskSteps", "defer_split", "node_delay"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -175,6 +177,7 @@ class TaskSteps:
         policy = next((p for p in policies if p.matches(exc)), None)  # the first that applies
         if policy is None or attempt >= policy.max_attempts:
             return None
+        task.scope.attempt = attempt + 1
         task.scope.counter = 0
         task.scope.calls = 0  # subgraph calls and @task calls get the same keys again
         task.scope.task_calls.clear()
@@ -195,6 +198,18 @@ class TaskSteps:
             loop._save_pending([outcome])
         except CodecError as exc:  # its own writes cannot be stored: this task failed, and
             outcome.result, outcome.error = None, exc  # the peers still finish and save
+
+
+def defer_split(
+    specs: list[TaskSpec], nodes: Mapping[str, NodeSpec]
+) -> tuple[list[TaskSpec], list[TaskSpec]]:
+    """(the tasks that run, the deferred ones held back): a node added with
+    ``defer=True`` waits while any other task runs, so it runs when the run would
+    otherwise end (LangGraph's deferred nodes)."""
+    held = [t for t in specs if t.path[0] == PULL and nodes[t.name].defer]
+    if not held or len(held) == len(specs):
+        return specs, []
+    return [t for t in specs if t not in held], held
 
 
 def node_delay(policy: RetryPolicy, attempt: int) -> float:

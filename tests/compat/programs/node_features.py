@@ -104,4 +104,23 @@ def main(checkpointer):
         asyncio.run(b.compile().ainvoke({"x": 0, "log": []}))
     except NodeTimeoutError as exc:
         seen.append((exc.node, exc.kind))
+
+    # a deferred node runs once, when the run would otherwise end
+    w = StateGraph(State)
+    w.add_node("fan", lambda s: {"log": ["fan"]})
+    w.add_node("short", lambda s: {"log": ["short"]})
+    w.add_node("long1", lambda s: {"log": ["long1"]})
+    w.add_node("long2", lambda s: {"log": ["long2"]})
+    w.add_node("join", lambda s: {"log": [f"join after {len(s['log'])}"]}, defer=True)
+    w.add_edge(START, "fan")
+    w.add_edge("fan", "short")
+    w.add_edge("fan", "long1")
+    w.add_edge("long1", "long2")
+    w.add_edge("short", "join")
+    w.add_edge("long2", "join")
+    w.add_edge("join", END)
+    g = w.compile(checkpointer=checkpointer)
+    config = {"configurable": {"thread_id": "defer"}}
+    seen.append(list(g.stream({"x": 0, "log": []}, config)))
+    seen.append([sorted(s.next) for s in g.get_state_history(config)][:4])
     return seen
