@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
+from pathlib import Path
 from typing import Annotated, TypedDict
 
 import pytest
@@ -35,7 +36,7 @@ def _deferred(store: wayline.Store, stop: bool) -> wayline.graph.CompiledGraph:
     return w.compile(checkpointer=store, interrupt_before=["b2"] if stop else None)
 
 
-def test_a_deferred_nodes_wait_replays_and_resumes_in_a_fresh_graph(tmp_path):
+def test_a_deferred_nodes_wait_replays_and_resumes_in_a_fresh_graph(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'defer.db'}"
     config = {"configurable": {"thread_id": "d"}}
     store = wayline.connect(url)  # stops at b2 while join is held back
@@ -50,7 +51,7 @@ def test_a_deferred_nodes_wait_replays_and_resumes_in_a_fresh_graph(tmp_path):
     store.close()
 
 
-def test_a_timeout_is_retried_then_fails_the_run_with_its_steps_kept():
+def test_a_timeout_is_retried_then_fails_the_run_with_its_steps_kept() -> None:
     calls: list[int] = []
 
     async def hang(state: State) -> State:
