@@ -2,6 +2,7 @@
 ported program changes only its imports."""
 
 from wayline.effects.retry import RetryPolicy
+from wayline.graph.cache import CachePolicy
 from wayline.graph.context import interrupt
 from wayline.graph.timeouts import TimeoutPolicy
 from wayline.graph.types import (
@@ -17,6 +18,7 @@ from wayline.graph.types import (
 from wayline.graph.updates import StateUpdate
 
 __all__ = [
+    "CachePolicy",
     "Command",
     "Durability",
     "Interrupt",

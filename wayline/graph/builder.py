@@ -332,16 +332,12 @@ class StateGraph:
         before or after those nodes, as LangGraph's breakpoints; ``invoke(None, config)``
         continues it. ``store``: LangGraph's long-term memory (``wayline.memory``; a
         ``DurableStore`` on the run's database commits a node's writes with its step, see
-        docs/memory.md). ``cache`` (LangGraph's node cache) is not supported.
+        docs/memory.md). ``cache``: where nodes with a ``cache_policy`` keep their outputs
+        (``wayline.graph.cache``; a cache is never read by a replay).
         ``continue_without``: data classes whose erasure this graph's nodes handle (they
         read ``Redacted`` tombstones), so a run with those classes redacted may continue;
         any other erased class makes resuming refused.
         """
-        if cache is not None:
-            raise GraphError(
-                "compile(cache=...): wayline has no node cache; keep such data in the state "
-                "or in your own database"
-            )
         from wayline.memory.binding import check_memory_store
 
         check_memory_store(store, "compile(store=...)")
@@ -378,6 +374,7 @@ class StateGraph:
         compiled.requires_thread_id = not (checkpointer is None or isinstance(checkpointer, bool))
         compiled.continue_without = frozenset(continue_without)
         compiled.memory_store = store
+        compiled.cache = cache
         return compiled
 
 

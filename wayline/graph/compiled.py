@@ -18,6 +18,7 @@ from wayline.errors import (
 )
 from wayline.graph import travel
 from wayline.graph.algo import with_pending
+from wayline.graph.cache import NODE_NS
 from wayline.graph.channels import Barrier, Channel
 from wayline.graph.checkpoint import (
     DEFAULT_BLOB_THRESHOLD,
@@ -74,6 +75,8 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
     """A validated graph bound to a store. Thread-safe: one instance serves many runs."""
 
     memory_store: Any = None
+    cache: Any = None
+    """LangGraph's node cache (``compile(cache=...)``; ``wayline.graph.cache``)."""
     """LangGraph's long-term memory store (``compile(store=...)``; ``wayline.memory``)."""
 
     def __init__(
@@ -197,6 +200,15 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         from wayline.graph.drawing import DrawableGraph
 
         return DrawableGraph.of(self)
+
+    def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Forget cached node outputs (of ``nodes``; None: every node's)."""
+        if self.cache is not None:
+            names = self.nodes if nodes is None else nodes
+            self.cache.clear([(NODE_NS, n) for n in names])
+
+    async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        self.clear_cache(nodes)
 
     def new_channels(self) -> dict[str, Channel]:
         channels = self.schema.new_channels()

@@ -79,6 +79,7 @@ __all__ = ["ExecTask", "RunLoop", "TaskOutcome"]
 
 Event = tuple[str, Any]
 
+CACHED = {"cached": True}
 DEFER = "__defer__"
 """The name of the routing a step commits for the deferred nodes it held back."""
 UPDATE = "__update__"
@@ -440,7 +441,10 @@ class RunLoop(TaskSteps, StepCommits):
         done = [o for o in ordered if o.result is not None]
         if self.step_events:
             for o in done:
-                yield ("updates", {o.task.spec.name: o.update})
+                if o.cached:  # as LangGraph: a cached output says so
+                    yield ("updates", {o.task.spec.name: o.update, "__metadata__": CACHED})
+                else:
+                    yield ("updates", {o.task.spec.name: o.update})
         errors = [o for o in ordered if o.error is not None]
         asked = [o for o in ordered if o.interrupts]
         paused = any(o.paused for o in ordered)

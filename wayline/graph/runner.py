@@ -29,10 +29,15 @@ def run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
         token = set_scope(task.scope)
         try:
             fn, args = loop.node_call(task)
+            key = loop.cache_key(task, args[0])
+            if (hit := loop.from_cache(task, key)) is not None:
+                return hit
             output = fn(*args)
             if type(output) is not dict and inspect.isawaitable(output):  # an ABC check
                 output = asyncio.run(_await(_bounded(loop, task, output)))
-            return loop.outcome(task, output)
+            done = loop.outcome(task, output)
+            loop.to_cache(task, key, output)
+            return done
         except (GraphInterrupt, EffectOutcomeUnknown) as exc:
             return loop.failed(task, exc)
         except Exception as exc:
@@ -78,11 +83,16 @@ async def arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
         token = set_scope(task.scope)
         try:
             fn, args = loop.node_call(task)
+            key = loop.cache_key(task, args[0])
+            if (hit := loop.from_cache(task, key)) is not None:
+                return hit
             if loop.graph.nodes[task.spec.name].is_async:
                 output = await _bounded(loop, task, fn(*args))
             else:
                 output = await asyncio.to_thread(fn, *args)
-            return loop.outcome(task, output)
+            done = loop.outcome(task, output)
+            loop.to_cache(task, key, output)
+            return done
         except (GraphInterrupt, EffectOutcomeUnknown) as exc:
             return loop.failed(task, exc)
         except Exception as exc:

@@ -16,6 +16,7 @@ from wayline.effects.retry import RetryPolicy
 from wayline.errors import CodecError, GraphInterrupt, NodeError
 from wayline.graph import probe
 from wayline.graph.algo import PULL, TaskResult, TaskSpec, derive_id
+from wayline.graph.cache import FullKey, node_key
 from wayline.graph.calling import node_call
 from wayline.graph.channels import Channel
 from wayline.graph.context import NodeContext, TaskScope, is_scoped
@@ -64,6 +65,8 @@ class TaskOutcome:
     nothing, until the run is continued."""
     memory: list[MemoryWrite] = dataclasses.field(default_factory=list)
     """The task's long-term memory writes: they commit with its writes, never before."""
+    cached: bool = False
+    """Its output came from the node cache (the node did not run)."""
 
 
 class TaskSteps:
@@ -158,6 +161,33 @@ class TaskSteps:
         result = TaskResult(name, task.spec.path, (*writes, *routing))
         memory = loop._memory.take(task.id) if loop._memory is not None else []
         return TaskOutcome(task, result, update, folded=folded, memory=memory)
+
+    def cache_key(self, task: ExecTask, arg: Any) -> FullKey | None:
+        """The node cache's key of this call (None: not cached)."""
+        loop = _loop(self)
+        policy = loop.graph.nodes[task.spec.name].cache
+        if policy is None or loop.graph.cache is None:
+            return None
+        return node_key(policy, task.spec.name, arg)
+
+    def from_cache(self, task: ExecTask, key: FullKey | None) -> TaskOutcome | None:
+        """The task's outcome from the node cache, if it holds one: the cached output
+        becomes the task's writes, committed with its step like any output."""
+        loop = _loop(self)
+        if key is None:
+            return None
+        hit = loop.graph.cache.get([key])
+        if key not in hit:
+            return None
+        outcome = loop.outcome(task, hit[key])
+        outcome.cached = True
+        return outcome
+
+    def to_cache(self, task: ExecTask, key: FullKey | None, output: Any) -> None:
+        loop = _loop(self)
+        if key is not None:
+            policy = loop.graph.nodes[task.spec.name].cache
+            loop.graph.cache.set({key: (output, policy.ttl)})
 
     def failed(self, task: ExecTask, exc: BaseException) -> TaskOutcome:
         if isinstance(exc, GraphInterrupt):

@@ -1,14 +1,16 @@
 """Node execution features: TimeoutPolicy (a timeout is a failure the retry policy sees,
 and a timed-out run resumes from its checkpoint), a list of RetryPolicy (the first whose
-retry_on matches applies), set_node_defaults(timeout=, retry_policy=)."""
+retry_on matches applies), set_node_defaults(timeout=), defer=True, CachePolicy with
+InMemoryCache."""
 
 import asyncio
 import operator
 from typing import Annotated
 
+from langgraph.cache.memory import InMemoryCache
 from langgraph.errors import NodeTimeoutError
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import RetryPolicy, TimeoutPolicy
+from langgraph.types import CachePolicy, RetryPolicy, TimeoutPolicy
 from typing_extensions import TypedDict
 
 
@@ -123,4 +125,24 @@ def main(checkpointer):
     config = {"configurable": {"thread_id": "defer"}}
     seen.append(list(g.stream({"x": 0, "log": []}, config)))
     seen.append([sorted(s.next) for s in g.get_state_history(config)][:4])
+
+    # a cached node reuses its output for the same input (the step still commits it)
+    calls = []
+
+    def expensive(state: State):
+        calls.append(state["x"])
+        return {"log": [f"computed {state['x']}"]}
+
+    g = (
+        StateGraph(State)
+        .add_node("expensive", expensive, cache_policy=CachePolicy(ttl=60))
+        .add_edge(START, "expensive")
+        .compile(checkpointer=checkpointer, cache=InMemoryCache())
+    )
+    for thread in ("c1", "c2"):
+        seen.append(list(g.stream({"x": 1, "log": []}, {"configurable": {"thread_id": thread}})))
+    seen.append(g.get_state({"configurable": {"thread_id": "c2"}}).values)
+    g.clear_cache()
+    g.invoke({"x": 1, "log": []}, {"configurable": {"thread_id": "c3"}})
+    seen.append(calls)
     return seen
