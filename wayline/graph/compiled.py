@@ -514,11 +514,11 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                     for t in tasks:
                         yield ("tasks", task_start(t, task_input(loop, t)))
                 if bus is not None:
-                    pool = pool or ThreadPoolExecutor(8, thread_name_prefix="wayline-node")
+                    pool = pool or _pool(loop)
                     outcomes = yield from execute_live(loop, tasks, pool, bus, run_task)
                 else:
                     if len(tasks) > 1 and pool is None:
-                        pool = ThreadPoolExecutor(8, thread_name_prefix="wayline-node")
+                        pool = _pool(loop)
                     outcomes = self._execute(loop, tasks, pool)
                 if isinstance(loop.invocation.emit, EventBus) and loop.invocation.emit.wants_tasks:
                     for o in outcomes:
@@ -612,10 +612,31 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         return outcomes
 
     async def _aexecute(self, loop: RunLoop, tasks: list[ExecTask]) -> list[TaskOutcome]:
-        futures = [asyncio.ensure_future(arun_task(loop, t)) for t in tasks]
+        limit = _max_concurrency(loop)
+        if limit is None:
+            futures = [asyncio.ensure_future(arun_task(loop, t)) for t in tasks]
+        else:  # config["max_concurrency"]: at most that many tasks at a time
+            gate = asyncio.Semaphore(limit)
+
+            async def gated(task: ExecTask) -> TaskOutcome:
+                async with gate:
+                    return await arun_task(loop, task)
+
+            futures = [asyncio.ensure_future(gated(t)) for t in tasks]
         outcomes = []
         for next_done in asyncio.as_completed(futures):
             outcome = await next_done
             loop.task_done(outcome)
             outcomes.append(outcome)
         return outcomes
+
+
+def _max_concurrency(loop: RunLoop) -> int | None:
+    """LangGraph's ``config["max_concurrency"]``: how many of a step's tasks run at once."""
+    limit = loop.config.get("max_concurrency")
+    return None if limit is None else max(1, int(limit))
+
+
+def _pool(loop: RunLoop) -> ThreadPoolExecutor:
+    """The threads a sync run's parallel tasks run on (8, or ``max_concurrency``)."""
+    return ThreadPoolExecutor(_max_concurrency(loop) or 8, thread_name_prefix="wayline-node")

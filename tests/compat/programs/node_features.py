@@ -1,7 +1,7 @@
 """Node execution features: TimeoutPolicy (a timeout is a failure the retry policy sees,
 and a timed-out run resumes from its checkpoint), a list of RetryPolicy (the first whose
 retry_on matches applies), set_node_defaults(timeout=), defer=True, CachePolicy with
-InMemoryCache."""
+InMemoryCache, config["max_concurrency"]."""
 
 import asyncio
 import operator
@@ -10,7 +10,7 @@ from typing import Annotated
 from langgraph.cache.memory import InMemoryCache
 from langgraph.errors import NodeTimeoutError
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import CachePolicy, RetryPolicy, TimeoutPolicy
+from langgraph.types import CachePolicy, RetryPolicy, Send, TimeoutPolicy
 from typing_extensions import TypedDict
 
 
@@ -145,4 +145,21 @@ def main(checkpointer):
     g.clear_cache()
     g.invoke({"x": 1, "log": []}, {"configurable": {"thread_id": "c3"}})
     seen.append(calls)
+
+    # config["max_concurrency"] bounds how many of a step's tasks run at once
+    running = [0, 0]
+
+    async def work(state: State):
+        running[0] += 1
+        running[1] = max(running)
+        await asyncio.sleep(0.005)
+        running[0] -= 1
+        return {"log": [state["x"]]}
+
+    def fan_out(state: State):
+        return [Send("work", {"x": i, "log": []}) for i in range(12)]
+
+    g = StateGraph(State).add_node("work", work).add_conditional_edges(START, fan_out).compile()
+    seen.append(asyncio.run(g.ainvoke({"x": 0, "log": []}, {"max_concurrency": 3})))
+    seen.append(running[1])
     return seen
