@@ -550,6 +550,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         before, after = breakpoints or (frozenset(), frozenset())
         resuming = True
         bus = loop.invocation.emit if isinstance(loop.invocation.emit, EventBus) else None
+        loop.as_finished = True
         try:
             for event in loop.begin(input):
                 resuming = resuming and event[0] != "values"

@@ -182,6 +182,11 @@ class RunLoop(TaskSteps, StepCommits):
         self.sleeping_until: float | None = None
         """The run suspended on durable timers only, due at this time (``invoke`` waits
         for it and continues; a worker leaves it to the claim query)."""
+        self.as_finished = False
+        """Stream each task's update in the order the tasks finished (the async driver,
+        as LangGraph): coroutines that finish together finish in the order they started,
+        so the order is reproducible; threads racing would not be, so the sync driver
+        streams them in fold order."""
         self.held: list[TaskSpec] = []
         """Deferred tasks this step holds back (``_runnable``)."""
         self.ended = False
@@ -439,8 +444,8 @@ class RunLoop(TaskSteps, StepCommits):
     def after_step(self, outcomes: list[TaskOutcome]) -> Iterator[Event]:
         ordered = sorted(outcomes, key=lambda o: fold_order(o.task.spec.path))
         done = [o for o in ordered if o.result is not None]
-        if self.step_events:
-            for o in done:
+        if self.step_events:  # the fold keeps fold order, whatever order events go in
+            for o in (o for o in outcomes if o.result is not None) if self.as_finished else done:
                 if o.cached:  # as LangGraph: a cached output says so
                     yield ("updates", {o.task.spec.name: o.update, "__metadata__": CACHED})
                 else:

@@ -162,4 +162,26 @@ def main(checkpointer):
     g = StateGraph(State).add_node("work", work).add_conditional_edges(START, fan_out).compile()
     seen.append(asyncio.run(g.ainvoke({"x": 0, "log": []}, {"max_concurrency": 3})))
     seen.append(running[1])
+
+    # astream yields parallel tasks' updates in the order they finished
+    async def slow_a(state: State):
+        await asyncio.sleep(0.05)
+        return {"log": ["a"]}
+
+    async def quick_b(state: State):
+        return {"log": ["b"]}
+
+    g = (
+        StateGraph(State)
+        .add_node("a", slow_a)
+        .add_node("b", quick_b)
+        .add_edge(START, "a")
+        .add_edge(START, "b")
+        .compile()
+    )
+
+    async def chunks():
+        return [c async for c in g.astream({"x": 0, "log": []})]
+
+    seen.append(asyncio.run(chunks()))
     return seen
