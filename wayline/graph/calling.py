@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from wayline.graph.loop import ExecTask, RunLoop
     from wayline.graph.node import NodeSpec
 
-__all__ = ["Invocation", "node_call"]
+__all__ = ["Invocation", "node_call", "router_args"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -74,6 +74,35 @@ def node_call(
     if chat is not None:
         fn = chat.wrap(fn, task, spec.is_async, loop)
     return fn, args
+
+
+def router_args(loop: RunLoop, inject: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """What a router's ``config``/``runtime``/``writer``/``store`` parameters get: its
+    node's (routing runs in the node's task), or, routing the input, the run's own."""
+    from wayline.graph.context import _SCOPE
+
+    scope = _SCOPE.get(None)
+    if scope is not None and scope.loop is loop and scope.config is not None:
+        values = {
+            "config": scope.config,
+            "runtime": runtime_of(scope),
+            "writer": scope.writer,
+            "store": store_of(scope),
+        }
+    else:
+        runtime = Runtime(
+            context=loop.invocation.context,
+            store=loop.graph.memory_store,
+            previous=loop.invocation.previous,
+            control=loop.invocation.control,
+        )
+        values = {
+            "config": loop.config,
+            "runtime": runtime,
+            "writer": _drop,
+            "store": loop.graph.memory_store,
+        }
+    return {param: values[what] for param, what in inject}
 
 
 def with_managed(loop: RunLoop, values: dict[str, Any]) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from wayline.graph.algo import (
     fold_writes,
     values_of,
 )
-from wayline.graph.calling import Invocation, with_managed
+from wayline.graph.calling import Invocation, router_args, with_managed
 from wayline.graph.channels import Channel
 from wayline.graph.checkpoint import (
     BlobCache,
@@ -619,7 +619,8 @@ class RunLoop(TaskSteps, StepCommits):
                     if branch.input_schema is None
                     else g.schema.as_input(values, branch.input_schema)
                 )
-                targets.extend(branch.resolve(branch.route(arg), name))
+                injected = router_args(self, branch.inject) if branch.inject else {}
+                targets.extend(branch.resolve(branch.route(arg, **injected), name))
         targets.extend(goto)
         routing.extend(route_writes(targets, g.nodes, name))
         return routing, local

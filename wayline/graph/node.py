@@ -150,6 +150,9 @@ class Branch:
     ends: tuple[str, ...] | None
     input_schema: type | None = None
     """The schema the router's first parameter is annotated with: it reads those keys."""
+    inject: tuple[tuple[str, str], ...] = ()
+    """Keyword parameters filled as for a node (``config``, ``runtime``, ``writer``,
+    ``store``): a router may read the run's context, as in LangGraph."""
 
     @classmethod
     def of(
@@ -166,16 +169,23 @@ class Branch:
             mapping = {name: name for name in path_map}
         ends = tuple(mapping.values()) if mapping is not None else possible_ends(path)
         try:
-            params = list(inspect.signature(path).parameters)
+            signature = list(inspect.signature(path).parameters.values())
         except (TypeError, ValueError):
-            params = []
-        schema = _input_annotation(path, params[0]) if params else None
-        return cls(path, mapping, ends, schema)
+            signature = []
+        schema = _input_annotation(path, signature[0].name) if signature else None
+        inject = tuple(
+            (p.name, what)
+            for p in signature[1:]
+            if (what := _injected(p)) is not None
+            and what != "error"
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        )
+        return cls(path, mapping, ends, schema, inject)
 
-    def route(self, state: Any) -> Any:
+    def route(self, state: Any, **injected: Any) -> Any:
         """The router's answer; an async router is awaited (on a thread of its own when an
         event loop is running here, since routing is synchronous)."""
-        result = self.path(state)
+        result = self.path(state, **injected)
         if not inspect.isawaitable(result):
             return result
         try:

@@ -1,17 +1,25 @@
 """Node execution features: TimeoutPolicy (a timeout is a failure the retry policy sees,
 and a timed-out run resumes from its checkpoint), a list of RetryPolicy (the first whose
 retry_on matches applies), set_node_defaults(timeout=), defer=True, CachePolicy with
-InMemoryCache, config["max_concurrency"]."""
+InMemoryCache, config["max_concurrency"],
+the order of parallel updates in astream, routers taking runtime or config (async too)."""
 
 import asyncio
 import operator
+from dataclasses import dataclass
 from typing import Annotated
 
 from langgraph.cache.memory import InMemoryCache
 from langgraph.errors import NodeTimeoutError
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import CachePolicy, RetryPolicy, Send, TimeoutPolicy
 from typing_extensions import TypedDict
+
+
+@dataclass
+class Ctx:
+    go: str
 
 
 class State(TypedDict):
@@ -184,4 +192,24 @@ def main(checkpointer):
         return [c async for c in g.astream({"x": 0, "log": []})]
 
     seen.append(asyncio.run(chunks()))
+
+    # a router may take the runtime (its context) or the config; an async one is awaited
+    def by_context(state: State, runtime: Runtime[Ctx]):
+        return runtime.context.go
+
+    async def by_config(state: State, config):
+        return "b" if config["configurable"].get("pick_b") else "a"
+
+    for router in (by_context, by_config):
+        w = StateGraph(State, context_schema=Ctx)
+        w.add_node("a", lambda s: {"log": ["a"]})
+        w.add_node("b", lambda s: {"log": ["b"]})
+        w.add_node("first", lambda s: {"log": ["first"]})
+        w.add_edge(START, "first")
+        w.add_conditional_edges("first", router, ["a", "b"])
+        g = w.compile()
+        if router is by_context:  # LangGraph runs an async router only in ainvoke
+            seen.append(g.invoke({"x": 0, "log": []}, context=Ctx(go="b")))
+        run_b = {"configurable": {"pick_b": True}}
+        seen.append(asyncio.run(g.ainvoke({"x": 0, "log": []}, run_b, context=Ctx(go="a"))))
     return seen
