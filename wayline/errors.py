@@ -46,8 +46,9 @@
     └── AuthError                   an API key is missing, unknown, revoked or lacks a scope
 
     WaylineSignal (BaseException)   control flow a node must not swallow
-    ├── GraphInterrupt
-    ├── ParentCommand               Command(graph=Command.PARENT) leaving a subgraph
+    ├── GraphBubbleUp               (LangGraph's name for the two below)
+    │   ├── GraphInterrupt
+    │   └── ParentCommand           Command(graph=Command.PARENT) leaving a subgraph
     ├── EffectOutcomeUnknown        (raised in a node; invoke turns it into RunParkedError)
     └── LeaseLost
 
@@ -77,6 +78,7 @@ __all__ = [
     "EffectRecordChanged",
     "EffectReplayRefused",
     "ForeignDatabaseError",
+    "GraphBubbleUp",
     "GraphDrained",
     "GraphError",
     "GraphInterrupt",
@@ -499,7 +501,13 @@ class WaylineSignal(BaseException):
     """Control flow that must propagate through user code untouched."""
 
 
-class GraphInterrupt(WaylineSignal):
+class GraphBubbleUp(WaylineSignal):
+    """LangGraph's base of the signals that leave a node for the graph that runs it
+    (``GraphInterrupt``, ``ParentCommand``): a ``ToolNode`` and a node's retry policy let
+    it through; raise it to stop a node the way an interrupt does."""
+
+
+class GraphInterrupt(GraphBubbleUp):
     """Raised by ``interrupt()``: the run suspends until resumed with a decision.
     ``interrupts`` are ``wayline.types.Interrupt`` values (typed loosely here: the errors
     are a base layer and import nothing of the graph)."""
@@ -513,7 +521,7 @@ class GraphInterrupt(WaylineSignal):
         super().__init__(self.interrupts)
 
 
-class ParentCommand(WaylineSignal):
+class ParentCommand(GraphBubbleUp):
     """Raised when a subgraph's node returns ``Command(graph=Command.PARENT, ...)``: the
     command leaves the subgraph and is applied by the node that runs it in the parent."""
 
