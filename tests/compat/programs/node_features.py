@@ -11,6 +11,7 @@ from typing import Annotated
 
 from langgraph.cache.memory import InMemoryCache
 from langgraph.errors import NodeTimeoutError
+from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import CachePolicy, RetryPolicy, Send, TimeoutPolicy
@@ -212,4 +213,25 @@ def main(checkpointer):
             seen.append(g.invoke({"x": 0, "log": []}, context=Ctx(go="b")))
         run_b = {"configurable": {"pick_b": True}}
         seen.append(asyncio.run(g.ainvoke({"x": 0, "log": []}, run_b, context=Ctx(go="a"))))
+
+    # @task(timeout=) and @entrypoint(timeout=) bound each attempt the same way
+    @task(timeout=TimeoutPolicy(idle_timeout=0.05))
+    async def slow_task(x: int) -> int:
+        await asyncio.sleep(5)
+        return x
+
+    @entrypoint()
+    async def flow(x: int) -> int:
+        return await slow_task(x)
+
+    @entrypoint(timeout=0.05)
+    async def slow_flow(x: int) -> int:
+        await asyncio.sleep(5)
+        return x
+
+    for workflow in (flow, slow_flow):
+        try:
+            asyncio.run(workflow.ainvoke(1))
+        except NodeTimeoutError as exc:
+            seen.append((exc.node, exc.kind))
     return seen
