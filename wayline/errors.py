@@ -8,6 +8,7 @@
     ├── InvalidUpdateError          a node wrote something the state does not declare
     ├── ReducerError                a reducer raised while folding writes
     ├── NodeTimeoutError            a node attempt ran past its TimeoutPolicy
+    ├── NodeCancelledError          a node raised asyncio.CancelledError itself
     ├── CodecError                  a value cannot be encoded or decoded
     ├── GraphDrained                a RunControl asked the run to stop between steps
     ├── StepLimitError              the run took more supersteps than its limit
@@ -91,6 +92,7 @@ __all__ = [
     "LeaseLost",
     "NewerSchemaError",
     "NoPathToEndError",
+    "NodeCancelledError",
     "NodeTimeoutError",
     "ParentCommand",
     "RedactedRunError",
@@ -169,6 +171,19 @@ class ReducerError(WaylineError):
 
 class CodecError(WaylineError):
     """A value cannot be encoded, or stored bytes cannot be decoded."""
+
+
+class NodeCancelledError(WaylineError):
+    """A node's own code raised ``asyncio.CancelledError`` (nothing cancelled it): a failure
+    of the node like any exception, not the silent end of a cancelled task, so the run
+    fails (or retries) instead of finishing without the node's writes (LangGraph's)."""
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+        super().__init__(
+            f"node {node!r} raised asyncio.CancelledError itself: raise an ordinary exception "
+            "to fail it, or let the caller cancel the run"
+        )
 
 
 class NodeTimeoutError(WaylineError):

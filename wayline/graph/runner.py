@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from wayline.errors import EffectOutcomeUnknown, GraphInterrupt
+from wayline.errors import EffectOutcomeUnknown, GraphInterrupt, NodeCancelledError
 from wayline.graph.context import reset_scope, set_scope
 from wayline.graph.timeouts import timed
 
@@ -34,7 +34,7 @@ def run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
                 return hit
             output = fn(*args)
             if type(output) is not dict and inspect.isawaitable(output):  # an ABC check
-                output = asyncio.run(_await(_bounded(loop, task, output)))
+                output = asyncio.run(_await(_own(task, _bounded(loop, task, output))))
             done = loop.outcome(task, output)
             loop.to_cache(task, key, output)
             return done
@@ -87,7 +87,7 @@ async def arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
             if (hit := loop.from_cache(task, key)) is not None:
                 return hit
             if loop.graph.nodes[task.spec.name].is_async:
-                output = await _bounded(loop, task, fn(*args))
+                output = await _own(task, _bounded(loop, task, fn(*args)))
             else:
                 output = await asyncio.to_thread(fn, *args)
             done = loop.outcome(task, output)
@@ -111,6 +111,18 @@ def _bounded(loop: RunLoop, task: ExecTask, attempt: Awaitable[Any]) -> Awaitabl
     if policy is None or task.scope.pulse is None:
         return attempt
     return timed(attempt, policy, task.spec.name, task.scope.pulse)
+
+
+async def _own(task: ExecTask, attempt: Awaitable[Any]) -> Any:
+    """The attempt's result; a ``CancelledError`` the node raised itself (its task is not
+    being cancelled) is ``NodeCancelledError``, a failure of the node like any other."""
+    try:
+        return await attempt
+    except asyncio.CancelledError as exc:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise  # the caller cancels the run: let it
+        raise NodeCancelledError(task.spec.name) from exc
 
 
 async def _await(awaitable: Any) -> Any:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from langgraph.cache.memory import InMemoryCache
-from langgraph.errors import NodeTimeoutError
+from langgraph.errors import NodeCancelledError, NodeTimeoutError
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -234,4 +234,21 @@ def main(checkpointer):
             asyncio.run(workflow.ainvoke(1))
         except NodeTimeoutError as exc:
             seen.append((exc.node, exc.kind))
+
+    # a node raising CancelledError itself fails the run (NodeCancelledError), as any error
+    async def boom(state: State):
+        raise asyncio.CancelledError("from the node body")
+
+    g = (
+        StateGraph(State)
+        .add_node("ok", lambda s: {"log": ["ok"]})
+        .add_node("boom", boom)
+        .add_edge(START, "ok")
+        .add_edge(START, "boom")
+        .compile()
+    )
+    try:
+        asyncio.run(g.ainvoke({"x": 0, "log": []}))
+    except NodeCancelledError as exc:
+        seen.append((exc.node, type(exc.__cause__).__name__))
     return seen
