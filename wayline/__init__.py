@@ -23,6 +23,8 @@ from wayline.graph import (
     add_messages,
     interrupt,
 )
+from wayline.graph.cache import CachePolicy
+from wayline.graph.timeouts import TimeoutPolicy
 from wayline.graph.types import OnExpire
 from wayline.graph.wakeups import sleep, sleep_until
 from wayline.memory import DurableStore, InMemoryStore
@@ -40,6 +42,7 @@ __all__ = [
     "NOT_FOUND",
     "START",
     "Actor",
+    "CachePolicy",
     "Classified",
     "Command",
     "CompiledGraph",
@@ -58,6 +61,7 @@ __all__ = [
     "StateGraph",
     "StateSnapshot",
     "Store",
+    "TimeoutPolicy",
     "Wayline",
     "WaylineError",
     "Worker",

@@ -7,6 +7,8 @@
     │   └── NoPathToEndError
     ├── InvalidUpdateError          a node wrote something the state does not declare
     ├── ReducerError                a reducer raised while folding writes
+    ├── NodeTimeoutError            a node attempt ran past its TimeoutPolicy
+    ├── NodeCancelledError          a node raised asyncio.CancelledError itself
     ├── CodecError                  a value cannot be encoded or decoded
     ├── GraphDrained                a RunControl asked the run to stop between steps
     ├── StepLimitError              the run took more supersteps than its limit
@@ -45,8 +47,9 @@
     └── AuthError                   an API key is missing, unknown, revoked or lacks a scope
 
     WaylineSignal (BaseException)   control flow a node must not swallow
-    ├── GraphInterrupt
-    ├── ParentCommand               Command(graph=Command.PARENT) leaving a subgraph
+    ├── GraphBubbleUp               (LangGraph's name for the two below)
+    │   ├── GraphInterrupt
+    │   └── ParentCommand           Command(graph=Command.PARENT) leaving a subgraph
     ├── EffectOutcomeUnknown        (raised in a node; invoke turns it into RunParkedError)
     └── LeaseLost
 
@@ -76,6 +79,7 @@ __all__ = [
     "EffectRecordChanged",
     "EffectReplayRefused",
     "ForeignDatabaseError",
+    "GraphBubbleUp",
     "GraphDrained",
     "GraphError",
     "GraphInterrupt",
@@ -88,6 +92,8 @@ __all__ = [
     "LeaseLost",
     "NewerSchemaError",
     "NoPathToEndError",
+    "NodeCancelledError",
+    "NodeTimeoutError",
     "ParentCommand",
     "RedactedRunError",
     "ReducerError",
@@ -165,6 +171,62 @@ class ReducerError(WaylineError):
 
 class CodecError(WaylineError):
     """A value cannot be encoded, or stored bytes cannot be decoded."""
+
+
+class NodeCancelledError(WaylineError):
+    """A node's own code raised ``asyncio.CancelledError`` (nothing cancelled it): a failure
+    of the node like any exception, not the silent end of a cancelled task, so the run
+    fails (or retries) instead of finishing without the node's writes (LangGraph's)."""
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+        super().__init__(
+            f"node {node!r} raised asyncio.CancelledError itself: raise an ordinary exception "
+            "to fail it, or let the caller cancel the run"
+        )
+
+
+class NodeTimeoutError(WaylineError):
+    """A node attempt ran past its ``TimeoutPolicy`` (``add_node(..., timeout=...)``): its
+    idle timeout without progress, or its run timeout. An ordinary node failure: the node's
+    retry policy sees it (a plain ``Exception``, not the built-in ``TimeoutError``, so the
+    default ``retry_on`` retries it), then its error handler, then the run fails. What the
+    attempt had done durably (effects) stays recorded: a retry reuses the same effect keys.
+    The fields are LangGraph's (``langgraph.errors.NodeTimeoutError``)."""
+
+    def __init__(
+        self,
+        node: str,
+        elapsed: float,
+        *,
+        kind: str,
+        idle_timeout: float | None = None,
+        run_timeout: float | None = None,
+    ) -> None:
+        if kind == "idle":
+            if idle_timeout is None:
+                raise ValueError("idle_timeout is required when kind='idle'")
+            self.timeout = idle_timeout
+            message = (
+                f"Node '{node}' exceeded its idle timeout of {idle_timeout:.3f}s without "
+                f"making progress (elapsed: {elapsed:.3f}s)."
+            )
+        elif kind == "run":
+            if run_timeout is None:
+                raise ValueError("run_timeout is required when kind='run'")
+            self.timeout = run_timeout
+            message = (
+                f"Node '{node}' exceeded its run timeout of {run_timeout:.3f}s "
+                f"(elapsed: {elapsed:.3f}s)."
+            )
+        else:
+            raise ValueError("kind must be 'idle' or 'run'")
+        super().__init__(
+            message + " Raise the node's TimeoutPolicy, call runtime.heartbeat() while it "
+            "works, or give it a RetryPolicy with retry_on=NodeTimeoutError."
+        )
+        self.node, self.elapsed, self.kind = node, elapsed, kind
+        self.idle_timeout, self.run_timeout = idle_timeout, run_timeout
 
 
 class StepLimitError(WaylineError):
@@ -454,7 +516,13 @@ class WaylineSignal(BaseException):
     """Control flow that must propagate through user code untouched."""
 
 
-class GraphInterrupt(WaylineSignal):
+class GraphBubbleUp(WaylineSignal):
+    """LangGraph's base of the signals that leave a node for the graph that runs it
+    (``GraphInterrupt``, ``ParentCommand``): a ``ToolNode`` and a node's retry policy let
+    it through; raise it to stop a node the way an interrupt does."""
+
+
+class GraphInterrupt(GraphBubbleUp):
     """Raised by ``interrupt()``: the run suspends until resumed with a decision.
     ``interrupts`` are ``wayline.types.Interrupt`` values (typed loosely here: the errors
     are a base layer and import nothing of the graph)."""
@@ -468,7 +536,7 @@ class GraphInterrupt(WaylineSignal):
         super().__init__(self.interrupts)
 
 
-class ParentCommand(WaylineSignal):
+class ParentCommand(GraphBubbleUp):
     """Raised when a subgraph's node returns ``Command(graph=Command.PARENT, ...)``: the
     command leaves the subgraph and is applied by the node that runs it in the parent."""
 

@@ -37,6 +37,7 @@ from wayline.graph.context import (
     set_scope,
 )
 from wayline.graph.jsonschema import type_schema
+from wayline.graph.timeouts import Pulse, TimeoutPolicy, check_async, timed
 from wayline.graph.types import END, START, Command, StateSnapshot
 from wayline.ids import derive_id
 
@@ -73,11 +74,17 @@ class _Task:
     """A function decorated with ``@task``: calling it in an entrypoint returns a future."""
 
     def __init__(
-        self, fn: Callable[..., Any], name: str | None, retry_policy: RetryPolicy | None
+        self,
+        fn: Callable[..., Any],
+        name: str | None,
+        retry_policy: RetryPolicy | None,
+        timeout: TimeoutPolicy | None = None,
     ) -> None:
         self.fn = fn
         self.name: str = str(name or getattr(fn, "__name__", "task"))
         self.retry_policy = retry_policy
+        check_async(self.name, timeout, inspect.iscoroutinefunction(fn))
+        self.timeout = timeout
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> TaskFuture:
@@ -147,6 +154,8 @@ class _Task:
             try:
                 value = self.fn(*args, **kwargs)
                 if inspect.isawaitable(value):  # an async task runs on this thread's own loop
+                    if self.timeout is not None:  # each attempt bounded, as a node's
+                        value = timed(value, self.timeout, self.name, Pulse(self.timeout))
                     value = asyncio.run(_awaited(value))
                 return value
             except Exception as exc:
@@ -168,15 +177,18 @@ def task(
     name: str | None = None,
     retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
     cache_policy: Any = None,
+    timeout: Any = None,
 ) -> Any:
-    """Decorate a function as a task: ``@task`` or ``@task(name=..., retry_policy=...)``."""
+    """Decorate a function as a task: ``@task`` or ``@task(name=..., retry_policy=...)``;
+    ``timeout`` (an async task's ``TimeoutPolicy``) bounds each attempt."""
+    policy = TimeoutPolicy.coerce(timeout)  # a bad timeout fails here, as LangGraph's
     if isinstance(retry_policy, Sequence):
         retry_policy = retry_policy[0] if retry_policy else None
     if cache_policy is not None:
         raise GraphError("@task(cache_policy=...) is not supported by wayline")
 
     def wrap(f: Callable[..., Any]) -> _Task:
-        return _Task(f, name, retry_policy)
+        return _Task(f, name, retry_policy, policy)
 
     return wrap(fn) if fn is not None else wrap
 
@@ -196,8 +208,10 @@ class entrypoint:
         context_schema: type | None = None,
         cache_policy: Any = None,
         retry_policy: RetryPolicy | None = None,
+        timeout: Any = None,
         **kwargs: Any,
     ) -> None:
+        self.timeout = TimeoutPolicy.coerce(timeout)  # bounds each attempt (async only)
         if cache is not None or cache_policy is not None:
             raise GraphError("entrypoint(cache=...) is not supported by wayline")
         self.checkpointer = checkpointer
@@ -210,6 +224,7 @@ class entrypoint:
         name = getattr(fn, "__name__", "entrypoint")
         params = set(inspect.signature(fn).parameters)
         is_async = inspect.iscoroutinefunction(fn)
+        check_async(name, self.timeout, is_async)
 
         def node_kwargs(state: Mapping[str, Any], config: Any) -> dict[str, Any]:
             scope = current_scope()
@@ -234,7 +249,7 @@ class entrypoint:
                 return _written(fn(state.get("input"), **node_kwargs(state, config)))
 
         builder = StateGraph(_EntrypointState, self.context_schema, name=name)
-        builder.add_node(name, node, retry_policy=self.retry_policy)
+        builder.add_node(name, node, retry_policy=self.retry_policy, timeout=self.timeout)
         builder.add_edge(START, name)
         builder.add_edge(name, END)
         graph = builder.compile(self.checkpointer, name=name, store=self.memory_store)

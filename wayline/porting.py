@@ -9,6 +9,8 @@ import importlib.util
 __all__ = ["MODULE_MAP", "PORTS"]
 
 PORTS: dict[str, str] = {
+    "langgraph.cache.base": "wayline.cache.base",
+    "langgraph.cache.memory": "wayline.cache.memory",
     "langgraph.checkpoint.memory": "wayline.checkpoint.memory",
     "langgraph.config": "wayline.config",
     "langgraph.constants": "wayline.constants",

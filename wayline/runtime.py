@@ -92,7 +92,8 @@ class Runtime(Generic[ContextT]):
     """LangGraph's long-term memory store (``compile(store=...)``; None without one)."""
     stream_writer: Callable[[Any], None] = _drop
     heartbeat: Callable[[], None] = _drop_beat
-    """LangGraph's liveness hook; a no-op: wayline workers heartbeat their lease themselves."""
+    """LangGraph's liveness hook: refreshes the node's idle timeout (``TimeoutPolicy``);
+    otherwise a no-op: wayline workers heartbeat their lease themselves."""
     previous: Any = None
     """In an ``@entrypoint``: what the previous invocation on this thread returned (or
     saved with ``entrypoint.final``)."""

@@ -2,7 +2,9 @@
 ported program changes only its imports."""
 
 from wayline.effects.retry import RetryPolicy
+from wayline.graph.cache import CachePolicy
 from wayline.graph.context import interrupt
+from wayline.graph.timeouts import TimeoutPolicy
 from wayline.graph.types import (
     Command,
     Durability,
@@ -16,6 +18,7 @@ from wayline.graph.types import (
 from wayline.graph.updates import StateUpdate
 
 __all__ = [
+    "CachePolicy",
     "Command",
     "Durability",
     "Interrupt",
@@ -26,5 +29,6 @@ __all__ = [
     "StateUpdate",
     "StreamMode",
     "StreamWriter",
+    "TimeoutPolicy",
     "interrupt",
 ]

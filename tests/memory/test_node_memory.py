@@ -96,7 +96,9 @@ def test_a_failed_attempt_writes_nothing_and_a_retry_writes_once(backend: Any) -
         return {"log": ["ok"]}
 
     b = StateGraph(S)
-    b.add_node("flaky", flaky, retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.0))
+    b.add_node(
+        "flaky", flaky, retry_policy=RetryPolicy(max_attempts=2, initial_interval=0.0, jitter=False)
+    )
     b.add_edge(START, "flaky")
     b.add_edge("flaky", END)
     graph = b.compile(checkpointer=backend, store=DurableStore(backend))

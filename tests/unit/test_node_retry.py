@@ -70,7 +70,11 @@ def test_async_nodes_retry_too() -> None:
         return {"out": "done"}
 
     g = StateGraph(S)
-    g.add_node("node", node, retry_policy=RetryPolicy(initial_interval=0.0, retry_on=TimeoutError))
+    g.add_node(
+        "node",
+        node,
+        retry_policy=RetryPolicy(initial_interval=0.0, jitter=False, retry_on=TimeoutError),
+    )
     g.add_edge(START, "node")
     g.add_edge("node", END)
     out = asyncio.run(g.compile().ainvoke({}, {"configurable": {"thread_id": "a"}}))
@@ -79,7 +83,7 @@ def test_async_nodes_retry_too() -> None:
 
 def test_retry_on_chooses_what_is_worth_another_attempt() -> None:
     only_io = RetryPolicy(
-        max_attempts=3, initial_delay=0.0, retry_on=lambda e: isinstance(e, OSError)
+        max_attempts=3, initial_delay=0.0, jitter=False, retry_on=lambda e: isinstance(e, OSError)
     )
     attempts = []
 

@@ -12,6 +12,7 @@ from wayline.errors import DuplicateNodeError, GraphError, UnknownNodeError
 from wayline.graph.node import Branch, NodeSpec
 from wayline.graph.schema import StateSchema
 from wayline.graph.subgraph import as_node_callable
+from wayline.graph.timeouts import TimeoutPolicy
 from wayline.graph.types import END, START
 
 if TYPE_CHECKING:
@@ -71,7 +72,9 @@ class StateGraph:
         self.edges: set[tuple[str, str]] = set()
         self.waiting_edges: set[tuple[tuple[str, ...], str]] = set()
         self.branches: dict[str, list[Branch]] = {}
-        self.default_retry: RetryPolicy | None = None
+        self.default_retry: RetryPolicy | tuple[RetryPolicy, ...] | None = None
+        self.default_timeout: TimeoutPolicy | None = None
+        self.default_cache: Any = None
         self.default_handler: NodeSpec | None = None
 
     @property
@@ -103,6 +106,7 @@ class StateGraph:
         defer: bool = False,
         cache_policy: Any = None,
         error_handler: Callable[..., Any] | None = None,
+        timeout: Any = None,
     ) -> StateGraph:
         """Add a node; ``retry_policy`` re-runs it in place, within its step, when it raises
         (a node-level retry, as in LangGraph; effects it already performed are not redone).
@@ -113,13 +117,7 @@ class StateGraph:
         ``destinations`` says where a node returning ``Command(goto=...)`` may go.
         ``error_handler(state, error: NodeError)`` runs once the node failed for good; its
         return value is the node's output (updates, ``Command``), committed with the step."""
-        if defer:
-            raise GraphError(
-                "add_node(defer=True) is not supported by wayline: join the branches with "
-                "add_edge([a, b], node) instead"
-            )
-        if cache_policy is not None:
-            raise GraphError("add_node(cache_policy=...) is not supported by wayline")
+        policy = TimeoutPolicy.coerce(timeout)  # a bad timeout fails here, as LangGraph's
         del metadata  # LangGraph shows it in traces; wayline has no use for it
         if not isinstance(node, str):
             action = node
@@ -127,8 +125,6 @@ class StateGraph:
             node = found if isinstance(found, str) else type(action).__name__
         if action is None:
             raise GraphError(f"add_node({node!r}) needs a function to run")
-        if isinstance(retry_policy, Sequence):
-            retry_policy = retry_policy[0] if retry_policy else None
         if node in (START, END):
             raise GraphError(f"{node!r} is reserved; choose another node name")
         if any(c in node for c in _RESERVED_CHARS):
@@ -137,8 +133,9 @@ class StateGraph:
             raise DuplicateNodeError(f"a node named {node!r} already exists; names must be unique")
         fn = as_node_callable(action, self)
         spec = NodeSpec.of(
-            node, fn, retry_policy, input_schema=input_schema, destinations=destinations
+            node, fn, _policies(retry_policy), input_schema=input_schema, destinations=destinations
         )
+        spec = dataclasses.replace(spec, timeout=policy, defer=defer, cache=cache_policy)
         if error_handler is not None:
             handler = NodeSpec.of(f"__error_handler__{node}", error_handler)
             spec = dataclasses.replace(spec, error_handler=handler)
@@ -158,16 +155,11 @@ class StateGraph:
         """Defaults for every node that sets none of its own (before or after this call):
         a retry policy and an error handler, as LangGraph's ``set_node_defaults``."""
         if cache_policy is not None:
-            raise GraphError("set_node_defaults(cache_policy=...) is not supported by wayline")
+            self.default_cache = cache_policy
         if timeout is not None:
-            raise GraphError(
-                "set_node_defaults(timeout=...) is not supported by wayline yet: bound the "
-                "slow call inside the node (an HTTP client timeout, asyncio.wait_for)"
-            )
-        if isinstance(retry_policy, Sequence):
-            retry_policy = retry_policy[0] if retry_policy else None
+            self.default_timeout = TimeoutPolicy.coerce(timeout)
         if retry_policy is not None:
-            self.default_retry = retry_policy
+            self.default_retry = _policies(retry_policy)
         if error_handler is not None:
             self.default_handler = NodeSpec.of(DEFAULT_HANDLER, error_handler)
         return self
@@ -183,6 +175,10 @@ class StateGraph:
         for name, spec in self.nodes.items():
             if spec.retry is None and self.default_retry is not None:
                 spec = dataclasses.replace(spec, retry=self.default_retry)
+            if spec.timeout is None and self.default_timeout is not None:
+                spec = dataclasses.replace(spec, timeout=self.default_timeout)
+            if spec.cache is None and self.default_cache is not None:
+                spec = dataclasses.replace(spec, cache=self.default_cache)
             if spec.error_handler is None and self.default_handler is not None:
                 spec = dataclasses.replace(spec, error_handler=self.default_handler)
             out[name] = spec
@@ -336,16 +332,12 @@ class StateGraph:
         before or after those nodes, as LangGraph's breakpoints; ``invoke(None, config)``
         continues it. ``store``: LangGraph's long-term memory (``wayline.memory``; a
         ``DurableStore`` on the run's database commits a node's writes with its step, see
-        docs/memory.md). ``cache`` (LangGraph's node cache) is not supported.
+        docs/memory.md). ``cache``: where nodes with a ``cache_policy`` keep their outputs
+        (``wayline.graph.cache``; a cache is never read by a replay).
         ``continue_without``: data classes whose erasure this graph's nodes handle (they
         read ``Redacted`` tombstones), so a run with those classes redacted may continue;
         any other erased class makes resuming refused.
         """
-        if cache is not None:
-            raise GraphError(
-                "compile(cache=...): wayline has no node cache; keep such data in the state "
-                "or in your own database"
-            )
         from wayline.memory.binding import check_memory_store
 
         check_memory_store(store, "compile(store=...)")
@@ -382,6 +374,7 @@ class StateGraph:
         compiled.requires_thread_id = not (checkpointer is None or isinstance(checkpointer, bool))
         compiled.continue_without = frozenset(continue_without)
         compiled.memory_store = store
+        compiled.cache = cache
         return compiled
 
 
@@ -411,3 +404,12 @@ def _closure(start: str, succ: Mapping[str, set[str]]) -> set[str]:
                 seen.add(nxt)
                 stack.append(nxt)
     return seen
+
+
+def _policies(
+    given: RetryPolicy | Sequence[RetryPolicy] | None,
+) -> RetryPolicy | tuple[RetryPolicy, ...] | None:
+    """One policy, or a sequence tried in order (the first whose ``retry_on`` matches)."""
+    if given is None or isinstance(given, RetryPolicy):
+        return given
+    return tuple(given) or None

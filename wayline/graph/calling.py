@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from wayline.graph.algo import PULL, values_of
+from wayline.graph.timeouts import Pulse
 from wayline.managed import managed_value
 from wayline.runtime import ExecutionInfo, Runtime
 
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
     from wayline.graph.loop import ExecTask, RunLoop
     from wayline.graph.node import NodeSpec
 
-__all__ = ["Invocation", "node_call"]
+__all__ = ["Invocation", "node_call", "router_args"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -59,6 +61,11 @@ def node_call(
     scope.config = task.ctx
     scope.node = task.spec.name
     scope.writer = _writer(loop, task)
+    scope.pulse = None if spec.timeout is None else Pulse(spec.timeout)
+    if scope.pulse is not None and scope.writer is not _drop:  # a write is progress
+        scope.writer = _pulsed(scope.writer, scope.pulse)
+    if scope.first_attempt_at is None:
+        scope.first_attempt_at = time.time()
     scope.runtime = None  # built on first use (get_runtime or a runtime parameter)
     args = (arg, task.ctx) if spec.takes_ctx else (arg,)
     kwargs = {param: _injected(what, task, scope) for param, what in spec.inject}
@@ -67,6 +74,35 @@ def node_call(
     if chat is not None:
         fn = chat.wrap(fn, task, spec.is_async, loop)
     return fn, args
+
+
+def router_args(loop: RunLoop, inject: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """What a router's ``config``/``runtime``/``writer``/``store`` parameters get: its
+    node's (routing runs in the node's task), or, routing the input, the run's own."""
+    from wayline.graph.context import _SCOPE
+
+    scope = _SCOPE.get(None)
+    if scope is not None and scope.loop is loop and scope.config is not None:
+        values = {
+            "config": scope.config,
+            "runtime": runtime_of(scope),
+            "writer": scope.writer,
+            "store": store_of(scope),
+        }
+    else:
+        runtime = Runtime(
+            context=loop.invocation.context,
+            store=loop.graph.memory_store,
+            previous=loop.invocation.previous,
+            control=loop.invocation.control,
+        )
+        values = {
+            "config": loop.config,
+            "runtime": runtime,
+            "writer": _drop,
+            "store": loop.graph.memory_store,
+        }
+    return {param: values[what] for param, what in inject}
 
 
 def with_managed(loop: RunLoop, values: dict[str, Any]) -> dict[str, Any]:
@@ -90,6 +126,8 @@ def runtime_of(scope: TaskScope) -> Runtime[Any]:
             execution_info=_execution_info(loop, scope),
             control=loop.invocation.control,
         )
+        if scope.pulse is not None:  # runtime.heartbeat() refreshes the idle timeout
+            scope.runtime = dataclasses.replace(scope.runtime, heartbeat=scope.pulse.beat)
     return scope.runtime
 
 
@@ -104,6 +142,8 @@ def _execution_info(loop: RunLoop, scope: TaskScope) -> ExecutionInfo:
         task_id=scope.task_id,
         thread_id=loop.run_id,
         run_id=config.get("run_id"),
+        node_attempt=scope.attempt,
+        node_first_attempt_time=scope.first_attempt_at,
     )
 
 
@@ -136,6 +176,14 @@ def _writer(loop: RunLoop, task: ExecTask) -> Callable[[Any], None]:
         emit(namespace, "custom", chunk)
 
     return write
+
+
+def _pulsed(write: Callable[[Any], None], pulse: Pulse) -> Callable[[Any], None]:
+    def pulsed(chunk: Any) -> None:
+        pulse.progress()
+        write(chunk)
+
+    return pulsed
 
 
 def _drop(chunk: Any) -> None:

@@ -6,36 +6,24 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import copy
-import dataclasses
-import datetime as dt
-import inspect
 import threading
 import time
 import typing
-import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import (
-    ConfigError,
-    EffectOutcomeUnknown,
-    GraphInterrupt,
-    ReplayDivergenceError,
-    RunNotFoundError,
     WaylineError,
 )
 from wayline.graph import travel
 from wayline.graph.algo import with_pending
+from wayline.graph.cache import NODE_NS
 from wayline.graph.channels import Barrier, Channel
 from wayline.graph.checkpoint import (
     DEFAULT_BLOB_THRESHOLD,
-    BlobCache,
-    decode_results,
-    reconstruct,
-    state_digest,
 )
-from wayline.graph.context import coerce_context, current_scope, reset_scope, set_scope
+from wayline.graph.context import coerce_context
 from wayline.graph.driving import (
     aexecute_live,
     breakpoint_sets,
@@ -46,8 +34,14 @@ from wayline.graph.driving import (
     task_input,
 )
 from wayline.graph.identity import fingerprint_of, shape_json, shape_of
+from wayline.graph.inspection import Inspection, Verification
 from wayline.graph.jsonschema import JsonSchemas
 from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome, default_owner
+from wayline.graph.run_config import at_step, run_ids
+from wayline.graph.run_config import checked_config as _checked_config
+from wayline.graph.run_config import inside_task as _inside_task
+from wayline.graph.run_config import same_run as _same_run
+from wayline.graph.runner import arun_task, run_task
 from wayline.graph.streaming import (
     PAUSED,
     RESUMED,
@@ -58,12 +52,13 @@ from wayline.graph.streaming import (
     task_result,
     task_start,
 )
-from wayline.graph.subgraph import run_child, with_child_states
-from wayline.graph.types import Command, Interrupt, PregelTask, Send, StateSnapshot
-from wayline.graph.updates import StateUpdates, history
-from wayline.ids import RunRef, derive_id
+from wayline.graph.subgraph import run_child
+from wayline.graph.timeouts import check_async
+from wayline.graph.types import Command, Send
+from wayline.graph.updates import StateUpdates
+from wayline.ids import RunRef
 from wayline.store.base import Store
-from wayline.store.records import AuditRecord, RunRecord, check_durability
+from wayline.store.records import RunRecord, check_durability
 from wayline.store.writer import Committer
 
 if TYPE_CHECKING:
@@ -71,32 +66,17 @@ if TYPE_CHECKING:
 
 __all__ = ["CompiledGraph", "Verification"]
 
+_at, _ids = at_step, run_ids  # their old names, for the modules importing them from here
 DEFAULT_STEP_LIMIT = 10_000
 """LangGraph 1.2 defaults ``recursion_limit`` to 10,007; wayline rounds it."""
-DEFAULT_TENANT = "default"
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Verification:
-    """The result of ``verify``: the committed digest against the reconstructed one."""
-
-    run_id: str
-    step: int
-    expected: str
-    actual: str
-    snapshot_step: int | None
-    folds: int
-    rows_read: int
-
-    @property
-    def ok(self) -> bool:
-        return self.expected == self.actual
-
-
-class CompiledGraph(StateUpdates, JsonSchemas):
+class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
     """A validated graph bound to a store. Thread-safe: one instance serves many runs."""
 
     memory_store: Any = None
+    cache: Any = None
+    """LangGraph's node cache (``compile(cache=...)``; ``wayline.graph.cache``)."""
     """LangGraph's long-term memory store (``compile(store=...)``; ``wayline.memory``)."""
 
     def __init__(
@@ -132,6 +112,8 @@ class CompiledGraph(StateUpdates, JsonSchemas):
         self.schema_version = builder.schema_version
         self.migrations = dict(builder.migrations)
         self.nodes = builder.final_nodes()
+        for spec in self.nodes.values():
+            check_async(spec.name, spec.timeout, spec.is_async)
         self.branches = {k: tuple(v) for k, v in builder.branches.items()}
         edges: dict[str, list[str]] = {}
         for src, dst in sorted(builder.edges):
@@ -218,6 +200,15 @@ class CompiledGraph(StateUpdates, JsonSchemas):
         from wayline.graph.drawing import DrawableGraph
 
         return DrawableGraph.of(self)
+
+    def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        """Forget cached node outputs (of ``nodes``; None: every node's)."""
+        if self.cache is not None:
+            names = self.nodes if nodes is None else nodes
+            self.cache.clear([(NODE_NS, n) for n in names])
+
+    async def aclear_cache(self, nodes: Sequence[str] | None = None) -> None:
+        self.clear_cache(nodes)
 
     def new_channels(self) -> dict[str, Channel]:
         channels = self.schema.new_channels()
@@ -523,11 +514,11 @@ class CompiledGraph(StateUpdates, JsonSchemas):
                     for t in tasks:
                         yield ("tasks", task_start(t, task_input(loop, t)))
                 if bus is not None:
-                    pool = pool or ThreadPoolExecutor(8, thread_name_prefix="wayline-node")
-                    outcomes = yield from execute_live(loop, tasks, pool, bus, _run_task)
+                    pool = pool or _pool(loop)
+                    outcomes = yield from execute_live(loop, tasks, pool, bus, run_task)
                 else:
                     if len(tasks) > 1 and pool is None:
-                        pool = ThreadPoolExecutor(8, thread_name_prefix="wayline-node")
+                        pool = _pool(loop)
                     outcomes = self._execute(loop, tasks, pool)
                 if isinstance(loop.invocation.emit, EventBus) and loop.invocation.emit.wants_tasks:
                     for o in outcomes:
@@ -559,6 +550,7 @@ class CompiledGraph(StateUpdates, JsonSchemas):
         before, after = breakpoints or (frozenset(), frozenset())
         resuming = True
         bus = loop.invocation.emit if isinstance(loop.invocation.emit, EventBus) else None
+        loop.as_finished = True
         try:
             for event in loop.begin(input):
                 resuming = resuming and event[0] != "values"
@@ -604,13 +596,13 @@ class CompiledGraph(StateUpdates, JsonSchemas):
     ) -> list[TaskOutcome]:
         chat = loop.invocation.chat_callbacks  # a worker recording ``messages``
         if len(tasks) <= 1 or pool is None:
-            outcomes = [_run_task(loop, t) for t in tasks]
+            outcomes = [run_task(loop, t) for t in tasks]
             for o in outcomes:
                 loop.task_done(o)
                 if chat is not None:
                     chat.node_output(o)
             return outcomes
-        futures = [pool.submit(contextvars.copy_context().run, _run_task, loop, t) for t in tasks]
+        futures = [pool.submit(contextvars.copy_context().run, run_task, loop, t) for t in tasks]
         outcomes = []
         for future in as_completed(futures):
             outcome = future.result()
@@ -621,7 +613,17 @@ class CompiledGraph(StateUpdates, JsonSchemas):
         return outcomes
 
     async def _aexecute(self, loop: RunLoop, tasks: list[ExecTask]) -> list[TaskOutcome]:
-        futures = [asyncio.ensure_future(_arun_task(loop, t)) for t in tasks]
+        limit = _max_concurrency(loop)
+        if limit is None:
+            futures = [asyncio.ensure_future(arun_task(loop, t)) for t in tasks]
+        else:  # config["max_concurrency"]: at most that many tasks at a time
+            gate = asyncio.Semaphore(limit)
+
+            async def gated(task: ExecTask) -> TaskOutcome:
+                async with gate:
+                    return await arun_task(loop, task)
+
+            futures = [asyncio.ensure_future(gated(t)) for t in tasks]
         outcomes = []
         for next_done in asyncio.as_completed(futures):
             outcome = await next_done
@@ -629,292 +631,13 @@ class CompiledGraph(StateUpdates, JsonSchemas):
             outcomes.append(outcome)
         return outcomes
 
-    # -- inspecting -------------------------------------------------------------------
 
-    def get_state(self, config: Mapping[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
-        """The state at the run's last committed step (or at ``configurable.step``); with
-        ``subgraphs=True`` each task running a subgraph carries the subgraph's state."""
-        snapshot = self._state(config)
-        if not subgraphs:
-            return snapshot
-        return with_child_states(self, snapshot)
-
-    def _state(self, config: Mapping[str, Any]) -> StateSnapshot:
-        tenant, run_id = _ids(config, create=False)
-        run = self.store.get_run(tenant, run_id)
-        cfg = RunRef(tenant, run_id).config()
-        if run is None:
-            return StateSnapshot({}, (), cfg, {}, None, None, ())
-        at = travel.requested_step(config, tenant, run_id)
-        at = run.step if at is None else min(at, run.step)
-        rec = reconstruct(self.store, self.codec, self.new_channels(), tenant, run_id, at)
-        interrupts: list[Interrupt] = []
-        tasks = []
-        latest = at == run.step
-        pending = {}
-        records = []
-        if latest:
-            resolve = BlobCache(self.store, tenant)
-            pending = {
-                p.task_id: decode_results(self.codec, p.payload, resolve)[0]
-                for p in self.store.load_pending(tenant, run_id, at + 1)
-            }
-            records = self.store.load_interrupts(tenant, run_id, at + 1)
-        for spec in rec.next_tasks:
-            task_id = derive_id(tenant, run_id, at + 1, *spec.path)
-            mine = tuple(
-                Interrupt(
-                    self.codec.loads(r.value),
-                    r.interrupt_id,
-                    r.approvers,
-                    r.expires_at,
-                    r.digest,
-                    r.cls,
-                )
-                for r in records
-                if r.task_id == task_id and r.resume is None
-            )
-            interrupts.extend(mine)
-            done = pending.get(task_id)
-            result = dict(w for w in done.writes if not w[0].startswith("__")) if done else None
-            tasks.append(PregelTask(task_id, spec.name, spec.path, interrupts=mine, result=result))
-        meta = {
-            "step": at,
-            "status": run.status if latest else "running",
-            "graph": run.graph_name,
-            "graph_version": run.graph_version,
-            "snapshot_step": rec.snapshot_step,
-            "replayed_steps": rec.folds,
-            "rows_read": rec.rows_read,
-        }
-        step_cfg = {"configurable": {**cfg["configurable"], **_at(tenant, run_id, at)}}
-        parent = {"configurable": {**cfg["configurable"], **_at(tenant, run_id, at - 1)}}
-        updated = dt.datetime.fromtimestamp(run.updated_at, dt.UTC).isoformat()
-        return StateSnapshot(
-            # as LangGraph: the values show what finished tasks of the unfinished step wrote,
-            # and a task whose writes are pending (it finished) will not run again
-            values=self.schema.present(with_pending(rec.channels, pending.values())),
-            next=tuple(t.name for t in tasks if t.result is None),
-            config=step_cfg,
-            metadata=meta,
-            created_at=updated if latest else None,
-            parent_config=parent if at > 0 else None,
-            tasks=tuple(tasks),
-            interrupts=tuple(interrupts),
-        )
-
-    def get_state_history(
-        self,
-        config: Mapping[str, Any],
-        *,
-        filter: Mapping[str, Any] | None = None,
-        before: Mapping[str, Any] | None = None,
-        limit: int | None = None,
-    ) -> Iterator[StateSnapshot]:
-        """Snapshots from the newest committed step (or the one before ``before``) back
-        to the input step; ``filter`` keeps those whose metadata holds its items."""
-        return history(self, config, filter=filter, before=before, limit=limit)
-
-    def verify(self, config: Mapping[str, Any]) -> Verification:
-        """Reconstruct a finished run from the store and compare it with the digest its
-        final commit recorded."""
-        tenant, run_id = _ids(config, create=False)
-        run = self.store.get_run(tenant, run_id)
-        if run is None:
-            raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant!r}")
-        if run.state_digest is None:
-            raise WaylineError(
-                f"run {run_id!r} is {run.status} and has no recorded final digest yet; "
-                "verify it once it has finished"
-            )
-        rec = reconstruct(self.store, self.codec, self.new_channels(), tenant, run_id, run.step)
-        actual = state_digest(self.codec, rec.channels)
-        return Verification(
-            run_id, run.step, run.state_digest, actual, rec.snapshot_step, rec.folds, rec.rows_read
-        )
-
-    def _sample_verify(self, loop: RunLoop) -> None:
-        """Verify a deterministic sample of finished runs (``compile(verify_sample=...)``)."""
-        if not loop.finished or self.verify_sample <= 0:
-            return
-        if int(derive_id(loop.tenant_id, loop.run_id)[:8], 16) >= self.verify_sample * 2**32:
-            return
-        result = self.verify(loop.ref.config())
-        if not result.ok:
-            error = ReplayDivergenceError(
-                f"run {loop.run_id!r} reconstructs to state digest {result.actual[:16]} but "
-                f"committed {result.expected[:16]}: a node may mutate its input state in place "
-                "or a reducer may not be a pure function; the run's rows are intact. It is "
-                f"failed and audited; fix the cause, then `wayline runs retry {loop.run_id}`"
-            )
-            # Terminal, not a retry: the same code reconstructs the same wrong state, and a
-            # run left pending was claimed and verified again and again (920 times in 2 s).
-            self.store.note_error(
-                loop.tenant_id, loop.run_id, token=loop.token, error=str(error), status="failed"
-            )
-            self.store.append_audit(
-                AuditRecord(
-                    loop.tenant_id,
-                    loop.run_id,
-                    loop.owner,
-                    "verify",
-                    "diverged",
-                    detail=f"step {result.step}: committed {result.expected[:16]}, "
-                    f"reconstructed {result.actual[:16]}",
-                )
-            )
-            raise error
-
-    def state_digest(self, config: Mapping[str, Any]) -> str:
-        """Digest of the reconstructed current state, comparable with the committed one."""
-        tenant, run_id = _ids(config, create=False)
-        run = self.store.get_run(tenant, run_id)
-        if run is None:
-            raise WaylineError(f"no run {run_id!r} for tenant {tenant!r}")
-        rec = reconstruct(self.store, self.codec, self.new_channels(), tenant, run_id, run.step)
-        return state_digest(self.codec, rec.channels)
+def _max_concurrency(loop: RunLoop) -> int | None:
+    """LangGraph's ``config["max_concurrency"]``: how many of a step's tasks run at once."""
+    limit = loop.config.get("max_concurrency")
+    return None if limit is None else max(1, int(limit))
 
 
-def _same_run(config: Mapping[str, Any] | None, loop: RunLoop) -> dict[str, Any]:
-    """``config`` naming the run ``loop`` ran (a started run's id may have been made)."""
-    out = dict(config or {})
-    out["configurable"] = {
-        **dict(out.get("configurable") or {}),
-        **loop.ref.config()["configurable"],
-    }
-    return out
-
-
-def _run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
-    attempt = 0
-    while True:
-        attempt += 1
-        token = set_scope(task.scope)
-        try:
-            fn, args = loop.node_call(task)
-            output = fn(*args)
-            if type(output) is not dict and inspect.isawaitable(output):  # an ABC check
-                output = asyncio.run(_await(output))
-            return loop.outcome(task, output)
-        except (GraphInterrupt, EffectOutcomeUnknown) as exc:
-            return loop.failed(task, exc)
-        except Exception as exc:
-            delay = loop.retry_delay(task, exc, attempt)
-            if delay is None:
-                return _handled(loop, task, exc)
-        finally:
-            reset_scope(token)
-        time.sleep(delay)
-
-
-def _handled(loop: RunLoop, task: ExecTask, exc: Exception) -> TaskOutcome:
-    """A node that failed for good: its error handler's output, or the failure."""
-    call = loop.handler_call(task, exc)
-    if call is None:
-        return loop.failed(task, exc)
-    fn, args, is_async = call
-    try:
-        output = fn(*args)
-        if is_async or (type(output) is not dict and inspect.isawaitable(output)):
-            output = asyncio.run(_await(output))
-        return loop.outcome(task, output)
-    except (GraphInterrupt, EffectOutcomeUnknown, Exception) as again:
-        return loop.failed(task, again)
-
-
-async def _ahandled(loop: RunLoop, task: ExecTask, exc: Exception) -> TaskOutcome:
-    call = loop.handler_call(task, exc)
-    if call is None:
-        return loop.failed(task, exc)
-    fn, args, is_async = call
-    try:
-        output = await fn(*args) if is_async else await asyncio.to_thread(fn, *args)
-        return loop.outcome(task, output)
-    except (GraphInterrupt, EffectOutcomeUnknown, Exception) as again:
-        return loop.failed(task, again)
-
-
-async def _arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
-    attempt = 0
-    while True:
-        attempt += 1
-        token = set_scope(task.scope)
-        try:
-            fn, args = loop.node_call(task)
-            if loop.graph.nodes[task.spec.name].is_async:
-                output = await fn(*args)
-            else:
-                output = await asyncio.to_thread(fn, *args)
-            return loop.outcome(task, output)
-        except (GraphInterrupt, EffectOutcomeUnknown) as exc:
-            return loop.failed(task, exc)
-        except Exception as exc:
-            delay = loop.retry_delay(task, exc, attempt)
-            if delay is None:
-                return await _ahandled(loop, task, exc)
-        finally:
-            reset_scope(token)
-        await asyncio.sleep(delay)
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable
-
-
-def _at(tenant: str, run_id: str, step: int) -> dict[str, Any]:
-    """A step's address in a config: wayline's ``step`` and LangGraph's ``checkpoint_id``
-    (``checkpoint_ns`` is "": a subgraph's checkpoints are a run of their own)."""
-    cid = travel.checkpoint_id(tenant, run_id, step)
-    return {"step": step, "checkpoint_ns": "", "checkpoint_id": cid}
-
-
-def _checked_config(config: Any) -> Mapping[str, Any]:
-    """A LangGraph-style config as given (None: empty), or ``ConfigError`` saying what is
-    wrong with it, before anything is read or written."""
-    if config is None:
-        return {}
-    if not isinstance(config, Mapping):
-        raise ConfigError(
-            "config must be a dict like {'configurable': {'thread_id': 'my-thread'}}, "
-            f"not {type(config).__name__}"
-        )
-    configurable = config.get("configurable")
-    if configurable is not None and not isinstance(configurable, Mapping):
-        raise ConfigError(
-            "config['configurable'] must be a dict like {'thread_id': 'my-thread'}, "
-            f"not {type(configurable).__name__}"
-        )
-    limit = config.get("recursion_limit")  # a number, as LangGraph reads it (1e4 too)
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float)):
-        raise ConfigError(f"config['recursion_limit'] must be a number, not {limit!r}")
-    return config
-
-
-def _inside_task(config: Mapping[str, Any] | None) -> bool:
-    """Whether ``invoke`` was called from inside a running node without a thread of its
-    own: then the graph runs as that node's subgraph."""
-    config = _checked_config(config)
-    if (config.get("configurable") or {}).get("thread_id"):
-        return False
-    try:
-        return current_scope().loop is not None
-    except WaylineError:
-        return False
-
-
-def _ids(config: Mapping[str, Any] | None, *, create: bool) -> tuple[str, str]:
-    """(tenant, run id) from a LangGraph-style config. A missing thread id is an error (as
-    in LangGraph) unless ``create``: a run of a graph without a checkpointer of its own.
-    Any value but None and "" is an id: thread 0 is the run "0"."""
-    conf = _checked_config(config).get("configurable", {}) or {}
-    tenant = str(conf.get("tenant", DEFAULT_TENANT))
-    run_id = conf.get("thread_id", conf.get("run_id"))
-    if run_id is None or run_id == "":
-        if run_id == "" or not create:
-            raise ConfigError(
-                f"config needs {{'configurable': {{'thread_id': ...}}}} to find or start a run "
-                f"(got {run_id!r}): a thread id names the run, so each invoke would otherwise "
-                "start a new one"
-            )
-        run_id = uuid.uuid4().hex
-    return tenant, str(run_id)
+def _pool(loop: RunLoop) -> ThreadPoolExecutor:
+    """The threads a sync run's parallel tasks run on (8, or ``max_concurrency``)."""
+    return ThreadPoolExecutor(_max_concurrency(loop) or 8, thread_name_prefix="wayline-node")

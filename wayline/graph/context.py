@@ -52,6 +52,12 @@ class TaskScope:
     """The node the task runs (recorded with what it emits for the server's streams)."""
     error: Any = None
     """In a node's error handler: the ``NodeError`` it handles."""
+    pulse: Any = None
+    attempt: int = 1
+    """Which attempt of the task this is (``runtime.execution_info.node_attempt``)."""
+    first_attempt_at: float | None = None
+    """When its first attempt started, in this process (``node_first_attempt_time``)."""
+    """The attempt's progress clock when its node has a timeout (``timeouts.Pulse``)."""
 
     def interrupt_id(self, idx: int) -> str:
         return derive_id(self.task_id, "interrupt", idx)

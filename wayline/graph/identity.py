@@ -57,6 +57,8 @@ def shape_of(graph: CompiledGraph) -> dict[str, Any]:
         sub = getattr(spec.fn, "child", None)  # a compiled graph run as a node (SubgraphNode)
         child = getattr(sub, "fingerprint", None)
         nodes[name] = f"graph:{child}" if isinstance(child, str) else ""
+        if spec.defer:  # it runs at another step: a run planned without it cannot go on
+            nodes[name] += "+defer"
     branches: dict[str, list[list[str]]] = {}
     for src, items in sorted(graph.branches.items()):
         branches[src] = sorted(sorted(b.ends) if b.ends is not None else ["*"] for b in items)

@@ -8,26 +8,21 @@ that touches the store or decides what happens next lives here, once.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from wayline.effects.ledger import EffectLedger
-from wayline.effects.replay import replay_ledger
 from wayline.errors import (
-    CodecError,
     CorruptionError,
     EffectOutcomeUnknown,
     GraphDrained,
     GraphInterrupt,
     GraphRecursionError,
     LeaseLost,
-    NodeError,
     ParentCommand,
     RedactedRunError,
     ResumeError,
@@ -35,48 +30,38 @@ from wayline.errors import (
     RunParkedError,
     VersionMismatchError,
 )
-from wayline.graph import probe
 from wayline.graph.algo import (
     PULL,
     ROUTE,
     SEND,
     TaskResult,
     TaskSpec,
-    apply_step,
-    derive_id,
     fold_order,
     fold_writes,
-    sorted_results,
     values_of,
 )
-from wayline.graph.calling import Invocation, node_call, with_managed
+from wayline.graph.calling import Invocation, router_args, with_managed
 from wayline.graph.channels import Channel
 from wayline.graph.checkpoint import (
     BlobCache,
     decode_inbox,
     decode_results,
-    encode_results,
     reconstruct,
-    state_digest,
-    write_snapshot,
 )
-from wayline.graph.context import NodeContext, TaskScope, is_scoped
+from wayline.graph.commits import StepCommits, staged_copy
 from wayline.graph.identity import check_identity
-from wayline.graph.interrupts import Asked, UnfinishedStep, answer, ask
+from wayline.graph.interrupts import UnfinishedStep, answer
 from wayline.graph.node import route_writes, split_output
 from wayline.graph.segments import LogIndex
 from wayline.graph.snapshot_policy import SnapshotPolicy
+from wayline.graph.tasks import ExecTask, TaskOutcome, TaskSteps, defer_split
 from wayline.graph.travel import ForkOrigin, is_fork, load_origin
 from wayline.graph.types import START, Command, Interrupt, Send
-from wayline.graph.wakeups import due, wake_time
+from wayline.graph.wakeups import due
 from wayline.ids import RunRef
 from wayline.memory.step import RunMemory
-from wayline.store.memory_records import MemoryWrite
 from wayline.store.records import (
-    BlobRecord,
     CommitBatch,
-    DeltaRecord,
-    PendingWriteRecord,
     RunCreation,
     RunRecord,
     RunStatus,
@@ -94,43 +79,11 @@ __all__ = ["ExecTask", "RunLoop", "TaskOutcome"]
 
 Event = tuple[str, Any]
 
+CACHED = {"cached": True}
+DEFER = "__defer__"
+"""The name of the routing a step commits for the deferred nodes it held back."""
 UPDATE = "__update__"
 """The node name of a step written by ``update_state`` without ``as_node``."""
-
-
-@dataclasses.dataclass(slots=True)
-class ExecTask:
-    spec: TaskSpec
-    id: str
-    step: int
-    scope: TaskScope
-    ctx: NodeContext
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Folded:
-    """A task's state writes already folded into staged channels, for its branches to
-    read. A step of that task alone commits these channels, folding only the rest of its
-    writes (routes, sends, joins: no key of them is a state key) instead of folding every
-    write a second time."""
-
-    channels: dict[str, Channel]
-    rest: list[tuple[str, Any]]
-
-
-@dataclasses.dataclass(slots=True)
-class TaskOutcome:
-    task: ExecTask
-    result: TaskResult | None = None
-    update: Any = None
-    error: BaseException | None = None
-    interrupts: tuple[tuple[int, Interrupt], ...] = ()
-    folded: Folded | None = None
-    paused: bool = False
-    """The task's subgraph stopped at a breakpoint of its own: the step waits, asking
-    nothing, until the run is continued."""
-    memory: list[MemoryWrite] = dataclasses.field(default_factory=list)
-    """The task's long-term memory writes: they commit with its writes, never before."""
 
 
 def _subject(config: Mapping[str, Any]) -> str | None:
@@ -154,7 +107,7 @@ def default_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-class RunLoop:
+class RunLoop(TaskSteps, StepCommits):
     """One invocation of one run: load, step, commit, release."""
 
     def __init__(
@@ -229,6 +182,13 @@ class RunLoop:
         self.sleeping_until: float | None = None
         """The run suspended on durable timers only, due at this time (``invoke`` waits
         for it and continues; a worker leaves it to the claim query)."""
+        self.as_finished = False
+        """Stream each task's update in the order the tasks finished (the async driver,
+        as LangGraph): coroutines that finish together finish in the order they started,
+        so the order is reproducible; threads racing would not be, so the sync driver
+        streams them in fold order."""
+        self.held: list[TaskSpec] = []
+        """Deferred tasks this step holds back (``_runnable``)."""
         self.ended = False
         """An expiry ended the run (``OnExpire.fail``): no step runs."""
 
@@ -467,134 +427,29 @@ class RunLoop:
             )
         step = self.step + 1
         tasks = []
-        for spec in self.next_tasks:
-            task_id = derive_id(self.tenant_id, self.run_id, step, *spec.path)
-            if task_id in self.unfinished.pending:
-                continue  # finished before a crash or an interrupt: its writes are kept
-            by_id: dict[str, Any] = {}
-            resume: list[Any] = []
-            if self.unfinished.interrupts:  # answers to this task's questions, if any
-                answers = self.unfinished.answers_for(task_id)
-                values = [self.codec.loads(i.resume) for i in answers if i.resume is not None]
-                by_id = {i.interrupt_id: v for i, v in zip(answers, values, strict=True)}
-                # interrupt() in the node itself answers by position; a question its
-                # subgraph or @task asked is recorded at a scoped index and answered by id
-                resume = [v for i, v in zip(answers, values, strict=True) if not is_scoped(i.idx)]
-            ledger = EffectLedger(
-                self.store,
-                self.codec,
-                tenant_id=self.tenant_id,
-                run_id=self.run_id,
-                token=self.token,
-                node=spec.name,
-                step=step,
-                task_id=task_id,
-                incarnation=self.incarnation,
-                committer=self.committer,
-            )
-            if self.origin is not None:  # a fork: original outcomes, substitutes or live
-                ledger = replay_ledger(ledger, self.origin, spec.path, self.config)
-            ctx = NodeContext(
-                self.run_id, self.tenant_id, spec.name, step, task_id, self.config, ledger
-            )
-            scope = TaskScope(task_id, resume, answers=by_id)
-            tasks.append(ExecTask(spec, task_id, step, scope, ctx))
+        for spec in self._runnable():
+            task = self.task_for(spec, step)
+            if task is not None:
+                tasks.append(task)
         self.multi_task_step = len(self.next_tasks) > 1
         return tasks
 
-    def memory_view(self, scope: TaskScope) -> Any:
-        """The long-term memory store a task sees (``wayline.memory.step``), or None."""
-        if self.graph.memory_store is None:
-            return None
-        if self._memory is None:
-            self._memory = RunMemory(
-                self.graph.memory_store, self.store, self.tenant_id, durability=self.durability
-            )
-            self._memory.subject = self.subject
-        ctx = scope.config  # a @task's scope carries its node's context: its writes are the node's
-        if isinstance(ctx, NodeContext):
-            return self._memory.view(ctx.task_id, ctx.node, ctx.step)
-        return self._memory.view(scope.task_id, scope.node, self.step + 1)
-
-    def node_call(self, task: ExecTask) -> tuple[Any, tuple[Any, ...]]:
-        """The callable and arguments for a task; the driver calls them in the task scope."""
-        call = node_call(self, task)
-        probe.emit("task_start", self.tenant_id, self.run_id, task.step, task.spec.name, task.id)
-        return call
-
-    def handler_call(
-        self, task: ExecTask, exc: Exception
-    ) -> tuple[Any, tuple[Any, ...], bool] | None:
-        """The node's error handler for a failure (None: it has none): the callable, its
-        arguments, and whether it is a coroutine function."""
-        handler = self.graph.nodes[task.spec.name].error_handler
-        if handler is None:
-            return None
-        task.scope.error = NodeError(task.spec.name, exc)
-        fn, args = node_call(self, task, handler)
-        return fn, args, handler.is_async
-
-    def outcome(self, task: ExecTask, output: Any) -> TaskOutcome:
-        """Turn a node's return value into its writes, routing included (runs branches)."""
-        name = task.spec.name
-        probe.emit("task_finish", self.tenant_id, self.run_id, task.step, name, task.id)
-        update, goto = split_output(output, name)
-        # a list of Commands gives a list of updates; a list a node returns is one value
-        updates = update if isinstance(update, list) and update is not output else [update]
-        writes: list[tuple[str, Any]] = []
-        schema = self.graph.schema
-        for part in updates:
-            as_dict = schema.input_to_dict(part)
-            schema.check_keys(as_dict, f"node {name!r}")
-            writes.extend(as_dict.items())
-        routing, local = self._routing(name, writes, goto)
-        folded = None if local is None else Folded(local, routing)
-        result = TaskResult(name, task.spec.path, (*writes, *routing))
-        memory = self._memory.take(task.id) if self._memory is not None else []
-        return TaskOutcome(task, result, update, folded=folded, memory=memory)
-
-    def failed(self, task: ExecTask, exc: BaseException) -> TaskOutcome:
-        if isinstance(exc, GraphInterrupt):
-            first = task.scope.counter - 1
-            # A subgraph's node re-raises its child's questions with indexes of their own.
-            idxs = exc.indexes or [first] * len(exc.interrupts)
-            if not exc.interrupts:  # a subgraph's own breakpoint
-                return TaskOutcome(task, paused=True)
-            return TaskOutcome(task, interrupts=tuple(zip(idxs, exc.interrupts, strict=True)))
-        return TaskOutcome(task, error=exc)
-
-    def retry_delay(self, task: ExecTask, exc: Exception, attempt: int) -> float | None:
-        """Seconds to wait before running a failed task again, or None to give up; the
-        task starts over with the same interrupt indexes and effect keys."""
-        policy = self.graph.nodes[task.spec.name].retry
-        if policy is None or not policy.should_retry(attempt, exc):
-            return None
-        task.scope.counter = 0
-        task.scope.calls = 0  # subgraph calls and @task calls get the same keys again
-        task.scope.task_calls.clear()
-        if self._memory is not None:  # the failed attempt's memory writes are dropped
-            self._memory.discard(task.id)
-        if task.ctx.ledger is not None:
-            task.ctx.ledger.restart()
-        return policy.delay(attempt)
-
-    def task_done(self, outcome: TaskOutcome) -> None:
-        """Save a finished peer's writes as it finishes (invariant 5): durable at once in
-        sync mode, within the writer's lag bound in async mode. Exit mode keeps nothing
-        until the run stops, by definition."""
-        if outcome.result is None or not self.multi_task_step or self.durability == "exit":
-            return
-        try:
-            self._save_pending([outcome])
-        except CodecError as exc:  # its own writes cannot be stored: this task failed, and
-            outcome.result, outcome.error = None, exc  # the peers still finish and save
+    def _runnable(self) -> list[TaskSpec]:
+        """The next tasks that run this step; deferred ones wait (``defer_split``), and
+        this step's commit routes to them again (``DEFER``), so the wait is in the step's
+        delta and replays as it ran."""
+        run, self.held = defer_split(self.next_tasks, self.graph.nodes)
+        return run
 
     def after_step(self, outcomes: list[TaskOutcome]) -> Iterator[Event]:
         ordered = sorted(outcomes, key=lambda o: fold_order(o.task.spec.path))
         done = [o for o in ordered if o.result is not None]
-        if self.step_events:
-            for o in done:
-                yield ("updates", {o.task.spec.name: o.update})
+        if self.step_events:  # the fold keeps fold order, whatever order events go in
+            for o in (o for o in outcomes if o.result is not None) if self.as_finished else done:
+                if o.cached:  # as LangGraph: a cached output says so
+                    yield ("updates", {o.task.spec.name: o.update, "__metadata__": CACHED})
+                else:
+                    yield ("updates", {o.task.spec.name: o.update})
         errors = [o for o in ordered if o.error is not None]
         asked = [o for o in ordered if o.interrupts]
         paused = any(o.paused for o in ordered)
@@ -623,6 +478,9 @@ class RunLoop:
             return
         results = dict(self.unfinished.pending)
         results.update((o.task.id, o.result) for o in done if o.result is not None)
+        if self.held:  # deferred nodes wait for a step without other tasks
+            routes = tuple((ROUTE, t.name) for t in self.held)
+            results[DEFER] = TaskResult(DEFER, (PULL, DEFER), routes)
         alone = done[0].folded if len(results) == 1 and len(done) == 1 else None
         memory = [w for o in done if o.task.id not in self.unfinished.saved for w in o.memory]
         self._commit_step(list(results.values()), alone, memory)
@@ -751,7 +609,7 @@ class RunLoop:
         branches = g.branches.get(name, ())
         local = None
         if branches:  # a branch sees the state before the step plus this node's own writes
-            local = _staged(self.channels, (k for k, _ in writes), self.graph.barriers)
+            local = staged_copy(self.channels, (k for k, _ in writes), self.graph.barriers)
             fold_writes(local, writes)
             values = with_managed(self, values_of(local))
             state = g.schema.to_node_input(values)
@@ -761,153 +619,11 @@ class RunLoop:
                     if branch.input_schema is None
                     else g.schema.as_input(values, branch.input_schema)
                 )
-                targets.extend(branch.resolve(branch.route(arg), name))
+                injected = router_args(self, branch.inject) if branch.inject else {}
+                targets.extend(branch.resolve(branch.route(arg, **injected), name))
         targets.extend(goto)
         routing.extend(route_writes(targets, g.nodes, name))
         return routing, local
-
-    def _commit_step(
-        self,
-        results: list[TaskResult],
-        folded: Folded | None = None,
-        memory: list[MemoryWrite] | None = None,
-    ) -> None:
-        ordered = sorted_results(results)
-        step = self.step + 1
-        threshold = self.graph.blob_threshold
-        enc = encode_results(self.codec, ordered, step=step, threshold=threshold, seal=self.seal)
-        if folded is not None:  # the step's one task: its state writes are folded already
-            staged = folded.channels
-            next_tasks = fold_writes(staged, folded.rest)
-        else:
-            written = (k for r in ordered for k, _ in r.writes)
-            staged = _staged(self.channels, written, self.graph.barriers)
-            next_tasks = apply_step(staged, ordered)  # a failing reducer leaves self.channels
-        finished = not next_tasks
-        batch = CommitBatch(
-            deltas=[DeltaRecord(step, enc.payload, enc.channels)],
-            blobs=enc.blobs,
-            take_inbox=self._taking_inbox(),
-            clear_pending_through=step if self.unfinished.rows_to_clear() else None,
-            run=RunUpdate(
-                status="done" if finished else "running",
-                step=step,
-                next_nodes=tuple(t.name for t in next_tasks),
-                state_digest=state_digest(self.codec, staged) if finished else None,
-            ),
-            memory=memory or [],
-        )
-        logs = self.logs
-        if self.snapshots.due(step, len(enc.payload), enc.channels, self.log_keys):
-            logs = write_snapshot(
-                batch,
-                self.codec,
-                staged,
-                next_tasks,
-                logs,
-                step=step,
-                threshold=threshold,
-                seal=self.seal,
-            )
-            self.snapshots.taken(step, len(batch.snapshots[-1].payload))
-        if self.creating is None:
-            self.sink.submit(batch)
-        else:  # a new run's input step: its row goes in with it, held from then on
-            batch.create, self.creating = self.creating, None
-            self.sink.commit_now(batch)
-            self.claimed = True
-        self.channels, self.next_tasks, self.step, self.logs = staged, next_tasks, step, logs
-        self.unfinished.committed()
-
-    def _save_pending(self, outcomes: list[TaskOutcome]) -> None:
-        records = []
-        blobs: list[BlobRecord] = []
-        memory: list[MemoryWrite] = []
-        for o in outcomes:
-            if o.result is None or o.task.id in self.unfinished.saved:
-                continue
-            memory.extend(o.memory)
-            enc = encode_results(
-                self.codec,
-                [o.result],
-                step=o.task.step,
-                threshold=self.graph.blob_threshold,
-                seal=self.seal,
-            )
-            records.append(PendingWriteRecord(o.task.step, o.task.id, enc.payload, enc.channels))
-            blobs.extend(enc.blobs)
-            self.unfinished.saved.add(o.task.id)
-            self.unfinished.pending[o.task.id] = o.result
-        if records:
-            self.sink.submit(CommitBatch(pending=records, blobs=blobs, memory=memory))
-
-    def _suspend(self, outcomes: list[TaskOutcome]) -> Iterator[Event]:
-        asked = [Asked(o.task.step, o.task.id, o.task.spec.name, o.interrupts) for o in outcomes]
-        records, audit, raised = ask(
-            self.tenant_id, self.run_id, asked, self.unfinished.interrupts, self.codec
-        )
-        wake = wake_time(records)
-        sleeping = all(r.timer for r in records)  # nobody is asked: it waits for a time
-        self.sink.submit(
-            CommitBatch(
-                interrupts=records,
-                audit=audit,
-                run=RunUpdate(
-                    "pending" if sleeping else "interrupted",
-                    self.step,
-                    tuple(t.name for t in self.next_tasks),
-                ),
-                take_inbox=self._taking_inbox(),
-                wake=Wake(wake),
-            )
-        )
-        self.sink.flush()
-        self.sleeping_until = wake if sleeping else None
-        self.raised = raised
-        if sleeping:
-            return  # nobody is asked: no interrupt to report, only a time to wait for
-        yield ("updates", {"__interrupt__": self.raised})
-        yield ("values", {**self.values(), "__interrupt__": self.raised})  # as LangGraph
-
-    def pause(self) -> None:
-        """Stop at a breakpoint (``interrupt_before``/``interrupt_after``): the run waits,
-        interrupted, with its next tasks unchanged; ``invoke(None, config)`` continues it."""
-        nodes = tuple(t.name for t in self.next_tasks)
-        self.sink.submit(
-            CommitBatch(
-                run=RunUpdate("interrupted", self.step, nodes),
-                take_inbox=self._taking_inbox(),
-                wake=Wake(None),  # only a person continues it
-            )
-        )
-        self.sink.flush()
-
-    def _submit_status(self, status: RunStatus, *, error: str | None = None) -> None:
-        nodes = tuple(t.name for t in self.next_tasks)
-        self.sink.submit(
-            CommitBatch(
-                run=RunUpdate(status, self.step, nodes, error=error),
-                take_inbox=self._taking_inbox(),
-            )
-        )
-
-    def _taking_inbox(self) -> bool:
-        """Whether this commit is the one that consumes the applied inbox (only the first)."""
-        taking, self.take_inbox = self.take_inbox, False
-        return taking
-
-
-def _staged(
-    channels: dict[str, Channel], written: Iterable[str], barriers: Iterable[str]
-) -> dict[str, Channel]:
-    """A copy of ``channels`` to fold into, copying only what the fold can change (written
-    channels and the graph's join barriers); the live channels stay as they were if the
-    fold fails."""
-    staged = dict(channels)
-    for key in (*written, *barriers):
-        if key in channels and staged[key] is channels[key]:
-            staged[key] = channels[key].copy()
-    return staged
 
 
 def _starts_a_run(input: Any) -> bool:

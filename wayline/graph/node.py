@@ -14,6 +14,7 @@ from typing import Any
 from wayline.effects.retry import RetryPolicy
 from wayline.errors import InvalidUpdateError, ParentCommand, UnknownNodeError
 from wayline.graph.algo import ROUTE, SEND
+from wayline.graph.timeouts import TimeoutPolicy
 from wayline.graph.types import END, Command, Send
 
 __all__ = ["Branch", "NodeSpec", "possible_ends"]
@@ -28,8 +29,9 @@ class NodeSpec:
     ends: tuple[str, ...] | None
     """Targets a returned ``Command(goto=...)`` may name, from a ``Command[Literal[...]]``
     return annotation; None when the node may route anywhere (or never returns a Command)."""
-    retry: RetryPolicy | None = None
-    """Re-run the node in place when it raises (``add_node(..., retry_policy=...)``)."""
+    retry: RetryPolicy | tuple[RetryPolicy, ...] | None = None
+    """Re-run the node in place when it raises (``add_node(..., retry_policy=...)``); of a
+    sequence, the first policy whose ``retry_on`` matches the error applies (LangGraph's)."""
     inject: tuple[tuple[str, str], ...] = ()
     """Keyword parameters filled as LangGraph fills them: (parameter, what) where what is
     ``config``, ``runtime``, ``writer`` or ``store``."""
@@ -38,6 +40,18 @@ class NodeSpec:
     error_handler: NodeSpec | None = None
     """Called with the node's input and a ``NodeError`` once the node failed for good (its
     retries spent); what it returns is the node's output (``add_node(error_handler=)``)."""
+    timeout: TimeoutPolicy | None = None
+    """Caps on each attempt's time (``add_node(..., timeout=...)``, ``wayline.graph.timeouts``)."""
+    defer: bool = False
+    """Runs only when the run would otherwise end (``add_node(..., defer=True)``)."""
+    cache: Any = None
+    """The node's ``CachePolicy`` (``add_node(..., cache_policy=...)``; ``wayline.graph.cache``)."""
+
+    def policies(self) -> tuple[RetryPolicy, ...]:
+        """The node's retry policies, in the order they are tried."""
+        if self.retry is None:
+            return ()
+        return self.retry if isinstance(self.retry, tuple) else (self.retry,)
 
     @property
     def bound(self) -> Callable[..., Any]:
@@ -56,7 +70,7 @@ class NodeSpec:
         cls,
         name: str,
         fn: Callable[..., Any],
-        retry: RetryPolicy | None = None,
+        retry: RetryPolicy | tuple[RetryPolicy, ...] | None = None,
         *,
         input_schema: type | None = None,
         destinations: Sequence[str] | Mapping[str, str] | None = None,
@@ -136,6 +150,9 @@ class Branch:
     ends: tuple[str, ...] | None
     input_schema: type | None = None
     """The schema the router's first parameter is annotated with: it reads those keys."""
+    inject: tuple[tuple[str, str], ...] = ()
+    """Keyword parameters filled as for a node (``config``, ``runtime``, ``writer``,
+    ``store``): a router may read the run's context, as in LangGraph."""
 
     @classmethod
     def of(
@@ -152,16 +169,23 @@ class Branch:
             mapping = {name: name for name in path_map}
         ends = tuple(mapping.values()) if mapping is not None else possible_ends(path)
         try:
-            params = list(inspect.signature(path).parameters)
+            signature = list(inspect.signature(path).parameters.values())
         except (TypeError, ValueError):
-            params = []
-        schema = _input_annotation(path, params[0]) if params else None
-        return cls(path, mapping, ends, schema)
+            signature = []
+        schema = _input_annotation(path, signature[0].name) if signature else None
+        inject = tuple(
+            (p.name, what)
+            for p in signature[1:]
+            if (what := _injected(p)) is not None
+            and what != "error"
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        )
+        return cls(path, mapping, ends, schema, inject)
 
-    def route(self, state: Any) -> Any:
+    def route(self, state: Any, **injected: Any) -> Any:
         """The router's answer; an async router is awaited (on a thread of its own when an
         event loop is running here, since routing is synchronous)."""
-        result = self.path(state)
+        result = self.path(state, **injected)
         if not inspect.isawaitable(result):
             return result
         try:

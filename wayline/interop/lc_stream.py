@@ -65,6 +65,7 @@ class ChatStream:
         ns, meta = self.metadata(loop, task)
         self.meta_by_task[task.id] = (ns, meta)
         handler = _Handler(self, ns, meta)
+        handler.pulse = getattr(task.scope, "pulse", None)  # a token is progress (timeouts)
         config = {"callbacks": [handler], "metadata": dict(meta)}
 
         self.saw(task, loop)
@@ -141,6 +142,7 @@ class _Handler(BaseCallbackHandler, _Streaming):
         self.meta = meta
         self.streamed: set[UUID] = set()
         self.by_run: dict[UUID, dict[str, Any]] = {}
+        self.pulse: Any = None
 
     def on_chat_model_start(
         self,
@@ -159,6 +161,8 @@ class _Handler(BaseCallbackHandler, _Streaming):
     def on_llm_new_token(
         self, token: Any, *, chunk: Any = None, run_id: UUID, **kwargs: Any
     ) -> None:
+        if self.pulse is not None:
+            self.pulse.progress()
         if isinstance(chunk, ChatGenerationChunk):
             self.streamed.add(run_id)
             meta = self.by_run.get(run_id, self.meta)

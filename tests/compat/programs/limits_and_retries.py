@@ -47,7 +47,7 @@ def main(checkpointer):
         attempts["buggy"] += 1
         raise ValueError("a bug")
 
-    fast = RetryPolicy(initial_interval=0.001, backoff_factor=1.0, max_interval=0.01)
+    fast = RetryPolicy(initial_interval=0.001, backoff_factor=1.0, max_interval=0.01, jitter=False)
     b = StateGraph(State)
     b.add_node("flaky", flaky, retry_policy=fast)
     b.add_node("buggy", buggy, retry_policy=fast)

@@ -1,0 +1,71 @@
+"""Node execution features on wayline's own terms: a deferred node's wait is in the step's
+delta (replay is exact and a fresh process resumes it), a timed-out attempt is a failure
+its retry policy sees (compared with LangGraph in tests/compat/programs/node_features.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from pathlib import Path
+from typing import Annotated, TypedDict
+
+import pytest
+
+import wayline
+from wayline.errors import NodeTimeoutError
+from wayline.graph import END, START, StateGraph
+from wayline.types import RetryPolicy, TimeoutPolicy
+
+
+class State(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def _deferred(store: wayline.Store, stop: bool) -> wayline.graph.CompiledGraph:
+    w = StateGraph(State)
+    w.add_node("a", lambda s: {"log": ["a"]})
+    w.add_node("b1", lambda s: {"log": ["b1"]})
+    w.add_node("b2", lambda s: {"log": ["b2"]})
+    w.add_node("join", lambda s: {"log": [f"join:{len(s['log'])}"]}, defer=True)
+    w.add_edge(START, "a")
+    w.add_edge(START, "b1")
+    w.add_edge("b1", "b2")
+    w.add_edge("a", "join")
+    w.add_edge("b2", "join")
+    w.add_edge("join", END)
+    return w.compile(checkpointer=store, interrupt_before=["b2"] if stop else None)
+
+
+def test_a_deferred_nodes_wait_replays_and_resumes_in_a_fresh_graph(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'defer.db'}"
+    config = {"configurable": {"thread_id": "d"}}
+    store = wayline.connect(url)  # stops at b2 while join is held back
+    _deferred(store, stop=True).invoke({"log": []}, config)
+    assert _deferred(store, stop=True).get_state(config).next == ("b2",)
+    store.close()
+    store = wayline.connect(url)  # a fresh store and graph continue it
+    graph = _deferred(store, stop=False)
+    out = graph.invoke(None, config)
+    assert out["log"] == ["a", "b1", "b2", "join:3"]
+    assert graph.verify(config).ok  # the held step's routing folds as it ran
+    store.close()
+
+
+def test_a_timeout_is_retried_then_fails_the_run_with_its_steps_kept() -> None:
+    calls: list[int] = []
+
+    async def hang(state: State) -> State:
+        calls.append(1)
+        await asyncio.sleep(5)
+        return {"log": ["late"]}
+
+    retry = RetryPolicy(max_attempts=2, initial_interval=0.0, jitter=False)  # default retry_on
+    g = (
+        StateGraph(State)
+        .add_node("hang", hang, timeout=TimeoutPolicy(run_timeout=0.02), retry_policy=retry)
+        .add_edge(START, "hang")
+        .compile()
+    )
+    with pytest.raises(NodeTimeoutError) as info:
+        asyncio.run(g.ainvoke({"log": []}))
+    assert len(calls) == 2 and info.value.kind == "run" and info.value.node == "hang"

@@ -1,0 +1,206 @@
+"""Reading a run back: its state at a step (``get_state``), its history, and ``verify``,
+which reconstructs a finished run and compares it with the digest its last commit
+recorded (invariant 3: replay is exact)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import typing
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from wayline.errors import ReplayDivergenceError, RunNotFoundError, WaylineError
+from wayline.graph import travel
+from wayline.graph.algo import with_pending
+from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct, state_digest
+from wayline.graph.run_config import at_step as _at
+from wayline.graph.run_config import run_ids as _ids
+from wayline.graph.subgraph import with_child_states
+from wayline.graph.tasks import defer_split
+from wayline.graph.types import Interrupt, PregelTask, StateSnapshot
+from wayline.graph.updates import history
+from wayline.ids import RunRef, derive_id
+from wayline.store.records import AuditRecord
+
+if TYPE_CHECKING:
+    from wayline.graph.compiled import CompiledGraph
+    from wayline.graph.loop import RunLoop
+
+__all__ = ["Inspection", "Verification"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Verification:
+    """The result of ``verify``: the committed digest against the reconstructed one."""
+
+    run_id: str
+    step: int
+    expected: str
+    actual: str
+    snapshot_step: int | None
+    folds: int
+    rows_read: int
+
+    @property
+    def ok(self) -> bool:
+        return self.expected == self.actual
+
+
+class Inspection:
+    """Mixed into ``CompiledGraph``: reading runs."""
+
+    # -- inspecting -------------------------------------------------------------------
+
+    def get_state(self, config: Mapping[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
+        """The state at the run's last committed step (or at ``configurable.step``); with
+        ``subgraphs=True`` each task running a subgraph carries the subgraph's state."""
+        graph = _graph(self)
+        snapshot = graph._state(config)
+        if not subgraphs:
+            return snapshot
+        return with_child_states(graph, snapshot)
+
+    def _state(self, config: Mapping[str, Any]) -> StateSnapshot:
+        graph = _graph(self)
+        tenant, run_id = _ids(config, create=False)
+        run = graph.store.get_run(tenant, run_id)
+        cfg = RunRef(tenant, run_id).config()
+        if run is None:
+            return StateSnapshot({}, (), cfg, {}, None, None, ())
+        at = travel.requested_step(config, tenant, run_id)
+        at = run.step if at is None else min(at, run.step)
+        rec = reconstruct(graph.store, graph.codec, graph.new_channels(), tenant, run_id, at)
+        interrupts: list[Interrupt] = []
+        tasks = []
+        latest = at == run.step
+        pending = {}
+        records = []
+        if latest:
+            resolve = BlobCache(graph.store, tenant)
+            pending = {
+                p.task_id: decode_results(graph.codec, p.payload, resolve)[0]
+                for p in graph.store.load_pending(tenant, run_id, at + 1)
+            }
+            records = graph.store.load_interrupts(tenant, run_id, at + 1)
+        for spec in defer_split(rec.next_tasks, graph.nodes)[0]:  # held: not next
+            task_id = derive_id(tenant, run_id, at + 1, *spec.path)
+            mine = tuple(
+                Interrupt(
+                    graph.codec.loads(r.value),
+                    r.interrupt_id,
+                    r.approvers,
+                    r.expires_at,
+                    r.digest,
+                    r.cls,
+                )
+                for r in records
+                if r.task_id == task_id and r.resume is None
+            )
+            interrupts.extend(mine)
+            done = pending.get(task_id)
+            result = dict(w for w in done.writes if not w[0].startswith("__")) if done else None
+            tasks.append(PregelTask(task_id, spec.name, spec.path, interrupts=mine, result=result))
+        meta = {
+            "step": at,
+            "status": run.status if latest else "running",
+            "graph": run.graph_name,
+            "graph_version": run.graph_version,
+            "snapshot_step": rec.snapshot_step,
+            "replayed_steps": rec.folds,
+            "rows_read": rec.rows_read,
+        }
+        step_cfg = {"configurable": {**cfg["configurable"], **_at(tenant, run_id, at)}}
+        parent = {"configurable": {**cfg["configurable"], **_at(tenant, run_id, at - 1)}}
+        updated = dt.datetime.fromtimestamp(run.updated_at, dt.UTC).isoformat()
+        return StateSnapshot(
+            # as LangGraph: the values show what finished tasks of the unfinished step wrote,
+            # and a task whose writes are pending (it finished) will not run again
+            values=graph.schema.present(with_pending(rec.channels, pending.values())),
+            next=tuple(t.name for t in tasks if t.result is None),
+            config=step_cfg,
+            metadata=meta,
+            created_at=updated if latest else None,
+            parent_config=parent if at > 0 else None,
+            tasks=tuple(tasks),
+            interrupts=tuple(interrupts),
+        )
+
+    def get_state_history(
+        self,
+        config: Mapping[str, Any],
+        *,
+        filter: Mapping[str, Any] | None = None,
+        before: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StateSnapshot]:
+        """Snapshots from the newest committed step (or the one before ``before``) back
+        to the input step; ``filter`` keeps those whose metadata holds its items."""
+        graph = _graph(self)
+        return history(graph, config, filter=filter, before=before, limit=limit)
+
+    def verify(self, config: Mapping[str, Any]) -> Verification:
+        """Reconstruct a finished run from the store and compare it with the digest its
+        final commit recorded."""
+        graph = _graph(self)
+        tenant, run_id = _ids(config, create=False)
+        run = graph.store.get_run(tenant, run_id)
+        if run is None:
+            raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant!r}")
+        if run.state_digest is None:
+            raise WaylineError(
+                f"run {run_id!r} is {run.status} and has no recorded final digest yet; "
+                "verify it once it has finished"
+            )
+        rec = reconstruct(graph.store, graph.codec, graph.new_channels(), tenant, run_id, run.step)
+        actual = state_digest(graph.codec, rec.channels)
+        return Verification(
+            run_id, run.step, run.state_digest, actual, rec.snapshot_step, rec.folds, rec.rows_read
+        )
+
+    def _sample_verify(self, loop: RunLoop) -> None:
+        """Verify a deterministic sample of finished runs (``compile(verify_sample=...)``)."""
+        graph = _graph(self)
+        if not loop.finished or graph.verify_sample <= 0:
+            return
+        if int(derive_id(loop.tenant_id, loop.run_id)[:8], 16) >= graph.verify_sample * 2**32:
+            return
+        result = graph.verify(loop.ref.config())
+        if not result.ok:
+            error = ReplayDivergenceError(
+                f"run {loop.run_id!r} reconstructs to state digest {result.actual[:16]} but "
+                f"committed {result.expected[:16]}: a node may mutate its input state in place "
+                "or a reducer may not be a pure function; the run's rows are intact. It is "
+                f"failed and audited; fix the cause, then `wayline runs retry {loop.run_id}`"
+            )
+            # Terminal, not a retry: the same code reconstructs the same wrong state, and a
+            # run left pending was claimed and verified again and again (920 times in 2 s).
+            graph.store.note_error(
+                loop.tenant_id, loop.run_id, token=loop.token, error=str(error), status="failed"
+            )
+            graph.store.append_audit(
+                AuditRecord(
+                    loop.tenant_id,
+                    loop.run_id,
+                    loop.owner,
+                    "verify",
+                    "diverged",
+                    detail=f"step {result.step}: committed {result.expected[:16]}, "
+                    f"reconstructed {result.actual[:16]}",
+                )
+            )
+            raise error
+
+    def state_digest(self, config: Mapping[str, Any]) -> str:
+        """Digest of the reconstructed current state, comparable with the committed one."""
+        graph = _graph(self)
+        tenant, run_id = _ids(config, create=False)
+        run = graph.store.get_run(tenant, run_id)
+        if run is None:
+            raise WaylineError(f"no run {run_id!r} for tenant {tenant!r}")
+        rec = reconstruct(graph.store, graph.codec, graph.new_channels(), tenant, run_id, run.step)
+        return state_digest(graph.codec, rec.channels)
+
+
+def _graph(mixin: object) -> CompiledGraph:
+    return typing.cast("CompiledGraph", mixin)

@@ -1,0 +1,89 @@
+"""A call's config, read once at the edge: the run it names (tenant, thread id), a step's
+address as LangGraph's checkpoint ids spell it, and whether a call comes from inside a
+running node (then it is that node's subgraph)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from wayline.errors import ConfigError, WaylineError
+from wayline.graph import travel
+from wayline.graph.context import current_scope
+
+if TYPE_CHECKING:
+    from wayline.graph.loop import RunLoop
+
+__all__ = ["DEFAULT_TENANT", "at_step", "checked_config", "inside_task", "run_ids", "same_run"]
+
+DEFAULT_TENANT = "default"
+
+
+def same_run(config: Mapping[str, Any] | None, loop: RunLoop) -> dict[str, Any]:
+    """``config`` naming the run ``loop`` ran (a started run's id may have been made)."""
+    out = dict(config or {})
+    out["configurable"] = {
+        **dict(out.get("configurable") or {}),
+        **loop.ref.config()["configurable"],
+    }
+    return out
+
+
+def at_step(tenant: str, run_id: str, step: int) -> dict[str, Any]:
+    """A step's address in a config: wayline's ``step`` and LangGraph's ``checkpoint_id``
+    (``checkpoint_ns`` is "": a subgraph's checkpoints are a run of their own)."""
+    cid = travel.checkpoint_id(tenant, run_id, step)
+    return {"step": step, "checkpoint_ns": "", "checkpoint_id": cid}
+
+
+def checked_config(config: Any) -> Mapping[str, Any]:
+    """A LangGraph-style config as given (None: empty), or ``ConfigError`` saying what is
+    wrong with it, before anything is read or written."""
+    if config is None:
+        return {}
+    if not isinstance(config, Mapping):
+        raise ConfigError(
+            "config must be a dict like {'configurable': {'thread_id': 'my-thread'}}, "
+            f"not {type(config).__name__}"
+        )
+    configurable = config.get("configurable")
+    if configurable is not None and not isinstance(configurable, Mapping):
+        raise ConfigError(
+            "config['configurable'] must be a dict like {'thread_id': 'my-thread'}, "
+            f"not {type(configurable).__name__}"
+        )
+    limit = config.get("recursion_limit")  # a number, as LangGraph reads it (1e4 too)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float)):
+        raise ConfigError(f"config['recursion_limit'] must be a number, not {limit!r}")
+    return config
+
+
+def inside_task(config: Mapping[str, Any] | None) -> bool:
+    """Whether ``invoke`` was called from inside a running node without a thread of its
+    own: then the graph runs as that node's subgraph."""
+    config = checked_config(config)
+    if (config.get("configurable") or {}).get("thread_id"):
+        return False
+    try:
+        return current_scope().loop is not None
+    except WaylineError:
+        return False
+
+
+def run_ids(config: Mapping[str, Any] | None, *, create: bool) -> tuple[str, str]:
+    """(tenant, run id) from a LangGraph-style config. A missing thread id is an error (as
+    in LangGraph) unless ``create``: a run of a graph without a checkpointer of its own.
+    Any value but None and "" is an id: thread 0 is the run "0"."""
+    conf = checked_config(config).get("configurable", {}) or {}
+    tenant = str(conf.get("tenant", DEFAULT_TENANT))
+    run_id = conf.get("thread_id", conf.get("run_id"))
+    if run_id is None or run_id == "":
+        if run_id == "" or not create:
+            raise ConfigError(
+                f"config needs {{'configurable': {{'thread_id': ...}}}} to find or start a run "
+                f"(got {run_id!r}): a thread id names the run, so each invoke would otherwise "
+                "start a new one"
+            )
+        run_id = uuid.uuid4().hex
+    return tenant, str(run_id)

@@ -1,0 +1,129 @@
+"""Running one task: its attempts under the node's retry policy, then its error handler,
+on a thread (``run_task``) or as a coroutine (``arun_task``). What an attempt's output or
+failure means is the loop's to say (``tasks.TaskSteps``); a node's ``TimeoutPolicy`` bounds
+each coroutine attempt (``timeouts``)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+from wayline.errors import EffectOutcomeUnknown, GraphInterrupt, NodeCancelledError
+from wayline.graph.context import reset_scope, set_scope
+from wayline.graph.timeouts import timed
+
+if TYPE_CHECKING:
+    from wayline.graph.loop import RunLoop
+    from wayline.graph.tasks import ExecTask, TaskOutcome
+
+__all__ = ["arun_task", "run_task"]
+
+
+def run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
+    attempt = 0
+    while True:
+        attempt += 1
+        token = set_scope(task.scope)
+        try:
+            fn, args = loop.node_call(task)
+            key = loop.cache_key(task, args[0])
+            if (hit := loop.from_cache(task, key)) is not None:
+                return hit
+            output = fn(*args)
+            if type(output) is not dict and inspect.isawaitable(output):  # an ABC check
+                output = asyncio.run(_await(_own(task, _bounded(loop, task, output))))
+            done = loop.outcome(task, output)
+            loop.to_cache(task, key, output)
+            return done
+        except (GraphInterrupt, EffectOutcomeUnknown) as exc:
+            return loop.failed(task, exc)
+        except Exception as exc:
+            delay = loop.retry_delay(task, exc, attempt)
+            if delay is None:
+                return _handled(loop, task, exc)
+        finally:
+            reset_scope(token)
+        time.sleep(delay)
+
+
+def _handled(loop: RunLoop, task: ExecTask, exc: Exception) -> TaskOutcome:
+    """A node that failed for good: its error handler's output, or the failure."""
+    call = loop.handler_call(task, exc)
+    if call is None:
+        return loop.failed(task, exc)
+    fn, args, is_async = call
+    try:
+        output = fn(*args)
+        if is_async or (type(output) is not dict and inspect.isawaitable(output)):
+            output = asyncio.run(_await(output))
+        return loop.outcome(task, output)
+    except (GraphInterrupt, EffectOutcomeUnknown, Exception) as again:
+        return loop.failed(task, again)
+
+
+async def _ahandled(loop: RunLoop, task: ExecTask, exc: Exception) -> TaskOutcome:
+    call = loop.handler_call(task, exc)
+    if call is None:
+        return loop.failed(task, exc)
+    fn, args, is_async = call
+    try:
+        output = await fn(*args) if is_async else await asyncio.to_thread(fn, *args)
+        return loop.outcome(task, output)
+    except (GraphInterrupt, EffectOutcomeUnknown, Exception) as again:
+        return loop.failed(task, again)
+
+
+async def arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
+    attempt = 0
+    while True:
+        attempt += 1
+        token = set_scope(task.scope)
+        try:
+            fn, args = loop.node_call(task)
+            key = loop.cache_key(task, args[0])
+            if (hit := loop.from_cache(task, key)) is not None:
+                return hit
+            if loop.graph.nodes[task.spec.name].is_async:
+                output = await _own(task, _bounded(loop, task, fn(*args)))
+            else:
+                output = await asyncio.to_thread(fn, *args)
+            done = loop.outcome(task, output)
+            loop.to_cache(task, key, output)
+            return done
+        except (GraphInterrupt, EffectOutcomeUnknown) as exc:
+            return loop.failed(task, exc)
+        except Exception as exc:
+            delay = loop.retry_delay(task, exc, attempt)
+            if delay is None:
+                return await _ahandled(loop, task, exc)
+        finally:
+            reset_scope(token)
+        await asyncio.sleep(delay)
+
+
+def _bounded(loop: RunLoop, task: ExecTask, attempt: Awaitable[Any]) -> Awaitable[Any]:
+    """The attempt under its node's ``TimeoutPolicy`` (a timeout raises ``NodeTimeoutError``
+    into the retry loop above, as any failure of the node would)."""
+    policy = loop.graph.nodes[task.spec.name].timeout
+    if policy is None or task.scope.pulse is None:
+        return attempt
+    return timed(attempt, policy, task.spec.name, task.scope.pulse)
+
+
+async def _own(task: ExecTask, attempt: Awaitable[Any]) -> Any:
+    """The attempt's result; a ``CancelledError`` the node raised itself (its task is not
+    being cancelled) is ``NodeCancelledError``, a failure of the node like any other."""
+    try:
+        return await attempt
+    except asyncio.CancelledError as exc:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise  # the caller cancels the run: let it
+        raise NodeCancelledError(task.spec.name) from exc
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable

@@ -1,0 +1,256 @@
+"""One task of a superstep: what the loop hands a driver (``ExecTask``), what comes back
+(``TaskOutcome``), and the loop's judgement of each attempt: its call, its writes and
+routing, a failure, a retry, an error handler."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import typing
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from wayline.effects.ledger import EffectLedger
+from wayline.effects.replay import replay_ledger
+from wayline.effects.retry import RetryPolicy
+from wayline.errors import CodecError, GraphInterrupt, NodeError
+from wayline.graph import probe
+from wayline.graph.algo import PULL, TaskResult, TaskSpec, derive_id
+from wayline.graph.cache import FullKey, node_key
+from wayline.graph.calling import node_call
+from wayline.graph.channels import Channel
+from wayline.graph.context import NodeContext, TaskScope, is_scoped
+from wayline.graph.node import split_output
+from wayline.graph.types import Interrupt
+from wayline.memory.step import RunMemory
+from wayline.store.memory_records import MemoryWrite
+
+if TYPE_CHECKING:
+    from wayline.graph.loop import RunLoop
+    from wayline.graph.node import NodeSpec
+
+__all__ = ["ExecTask", "Folded", "TaskOutcome", "TaskSteps", "defer_split", "node_delay"]
+
+
+@dataclasses.dataclass(slots=True)
+class ExecTask:
+    spec: TaskSpec
+    id: str
+    step: int
+    scope: TaskScope
+    ctx: NodeContext
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Folded:
+    """A task's state writes already folded into staged channels, for its branches to
+    read. A step of that task alone commits these channels, folding only the rest of its
+    writes (routes, sends, joins: no key of them is a state key) instead of folding every
+    write a second time."""
+
+    channels: dict[str, Channel]
+    rest: list[tuple[str, Any]]
+
+
+@dataclasses.dataclass(slots=True)
+class TaskOutcome:
+    task: ExecTask
+    result: TaskResult | None = None
+    update: Any = None
+    error: BaseException | None = None
+    interrupts: tuple[tuple[int, Interrupt], ...] = ()
+    folded: Folded | None = None
+    paused: bool = False
+    """The task's subgraph stopped at a breakpoint of its own: the step waits, asking
+    nothing, until the run is continued."""
+    memory: list[MemoryWrite] = dataclasses.field(default_factory=list)
+    """The task's long-term memory writes: they commit with its writes, never before."""
+    cached: bool = False
+    """Its output came from the node cache (the node did not run)."""
+
+
+class TaskSteps:
+    """Mixed into ``RunLoop``: building and judging one task."""
+
+    def task_for(self, spec: TaskSpec, step: int) -> ExecTask | None:
+        """The task of ``spec`` at ``step`` (None: it finished before, its writes are kept)."""
+        loop = _loop(self)
+        task_id = derive_id(loop.tenant_id, loop.run_id, step, *spec.path)
+        if task_id in loop.unfinished.pending:
+            return None  # finished before a crash or an interrupt: its writes are kept
+        by_id: dict[str, Any] = {}
+        resume: list[Any] = []
+        if loop.unfinished.interrupts:  # answers to this task's questions, if any
+            answers = loop.unfinished.answers_for(task_id)
+            values = [loop.codec.loads(i.resume) for i in answers if i.resume is not None]
+            by_id = {i.interrupt_id: v for i, v in zip(answers, values, strict=True)}
+            # interrupt() in the node itself answers by position; a question its
+            # subgraph or @task asked is recorded at a scoped index and answered by id
+            resume = [v for i, v in zip(answers, values, strict=True) if not is_scoped(i.idx)]
+        ledger = EffectLedger(
+            loop.store,
+            loop.codec,
+            tenant_id=loop.tenant_id,
+            run_id=loop.run_id,
+            token=loop.token,
+            node=spec.name,
+            step=step,
+            task_id=task_id,
+            incarnation=loop.incarnation,
+            committer=loop.committer,
+        )
+        if loop.origin is not None:  # a fork: original outcomes, substitutes or live
+            ledger = replay_ledger(ledger, loop.origin, spec.path, loop.config)
+        ctx = NodeContext(
+            loop.run_id, loop.tenant_id, spec.name, step, task_id, loop.config, ledger
+        )
+        scope = TaskScope(task_id, resume, answers=by_id)
+        return ExecTask(spec, task_id, step, scope, ctx)
+
+    def memory_view(self, scope: TaskScope) -> Any:
+        """The long-term memory store a task sees (``wayline.memory.step``), or None."""
+        loop = _loop(self)
+        if loop.graph.memory_store is None:
+            return None
+        if loop._memory is None:
+            loop._memory = RunMemory(
+                loop.graph.memory_store, loop.store, loop.tenant_id, durability=loop.durability
+            )
+            loop._memory.subject = loop.subject
+        ctx = scope.config  # a @task's scope carries its node's context: its writes are the node's
+        if isinstance(ctx, NodeContext):
+            return loop._memory.view(ctx.task_id, ctx.node, ctx.step)
+        return loop._memory.view(scope.task_id, scope.node, loop.step + 1)
+
+    def node_call(self, task: ExecTask) -> tuple[Any, tuple[Any, ...]]:
+        """The callable and arguments for a task; the driver calls them in the task scope."""
+        loop = _loop(self)
+        call = node_call(loop, task)
+        probe.emit("task_start", loop.tenant_id, loop.run_id, task.step, task.spec.name, task.id)
+        return call
+
+    def handler_call(
+        self, task: ExecTask, exc: Exception
+    ) -> tuple[Any, tuple[Any, ...], bool] | None:
+        """The node's error handler for a failure (None: it has none): the callable, its
+        arguments, and whether it is a coroutine function."""
+        loop = _loop(self)
+        handler = loop.graph.nodes[task.spec.name].error_handler
+        if handler is None:
+            return None
+        task.scope.error = NodeError(task.spec.name, exc)
+        fn, args = node_call(loop, task, handler)
+        return fn, args, handler.is_async
+
+    def outcome(self, task: ExecTask, output: Any) -> TaskOutcome:
+        """Turn a node's return value into its writes, routing included (runs branches)."""
+        loop = _loop(self)
+        name = task.spec.name
+        probe.emit("task_finish", loop.tenant_id, loop.run_id, task.step, name, task.id)
+        update, goto = split_output(output, name)
+        # a list of Commands gives a list of updates; a list a node returns is one value
+        updates = update if isinstance(update, list) and update is not output else [update]
+        writes: list[tuple[str, Any]] = []
+        schema = loop.graph.schema
+        for part in updates:
+            as_dict = schema.input_to_dict(part)
+            schema.check_keys(as_dict, f"node {name!r}")
+            writes.extend(as_dict.items())
+        routing, local = loop._routing(name, writes, goto)
+        folded = None if local is None else Folded(local, routing)
+        result = TaskResult(name, task.spec.path, (*writes, *routing))
+        memory = loop._memory.take(task.id) if loop._memory is not None else []
+        return TaskOutcome(task, result, update, folded=folded, memory=memory)
+
+    def cache_key(self, task: ExecTask, arg: Any) -> FullKey | None:
+        """The node cache's key of this call (None: not cached)."""
+        loop = _loop(self)
+        policy = loop.graph.nodes[task.spec.name].cache
+        if policy is None or loop.graph.cache is None:
+            return None
+        return node_key(policy, task.spec.name, arg)
+
+    def from_cache(self, task: ExecTask, key: FullKey | None) -> TaskOutcome | None:
+        """The task's outcome from the node cache, if it holds one: the cached output
+        becomes the task's writes, committed with its step like any output."""
+        loop = _loop(self)
+        if key is None:
+            return None
+        hit = loop.graph.cache.get([key])
+        if key not in hit:
+            return None
+        outcome = loop.outcome(task, hit[key])
+        outcome.cached = True
+        return outcome
+
+    def to_cache(self, task: ExecTask, key: FullKey | None, output: Any) -> None:
+        loop = _loop(self)
+        if key is not None:
+            policy = loop.graph.nodes[task.spec.name].cache
+            loop.graph.cache.set({key: (output, policy.ttl)})
+
+    def failed(self, task: ExecTask, exc: BaseException) -> TaskOutcome:
+        if isinstance(exc, GraphInterrupt):
+            first = task.scope.counter - 1
+            # A subgraph's node re-raises its child's questions with indexes of their own.
+            idxs = exc.indexes or [first] * len(exc.interrupts)
+            if not exc.interrupts:  # a subgraph's own breakpoint
+                return TaskOutcome(task, paused=True)
+            return TaskOutcome(task, interrupts=tuple(zip(idxs, exc.interrupts, strict=True)))
+        return TaskOutcome(task, error=exc)
+
+    def retry_delay(self, task: ExecTask, exc: Exception, attempt: int) -> float | None:
+        """Seconds to wait before running a failed task again, or None to give up; the
+        task starts over with the same interrupt indexes and effect keys."""
+        loop = _loop(self)
+        policies = loop.graph.nodes[task.spec.name].policies()
+        policy = next((p for p in policies if p.matches(exc)), None)  # the first that applies
+        if policy is None or attempt >= policy.max_attempts:
+            return None
+        task.scope.attempt = attempt + 1
+        task.scope.counter = 0
+        task.scope.calls = 0  # subgraph calls and @task calls get the same keys again
+        task.scope.task_calls.clear()
+        if loop._memory is not None:  # the failed attempt's memory writes are dropped
+            loop._memory.discard(task.id)
+        if task.ctx.ledger is not None:
+            task.ctx.ledger.restart()
+        return node_delay(policy, attempt)
+
+    def task_done(self, outcome: TaskOutcome) -> None:
+        """Save a finished peer's writes as it finishes (invariant 5): durable at once in
+        sync mode, within the writer's lag bound in async mode. Exit mode keeps nothing
+        until the run stops, by definition."""
+        loop = _loop(self)
+        if outcome.result is None or not loop.multi_task_step or loop.durability == "exit":
+            return
+        try:
+            loop._save_pending([outcome])
+        except CodecError as exc:  # its own writes cannot be stored: this task failed, and
+            outcome.result, outcome.error = None, exc  # the peers still finish and save
+
+
+def defer_split(
+    specs: list[TaskSpec], nodes: Mapping[str, NodeSpec]
+) -> tuple[list[TaskSpec], list[TaskSpec]]:
+    """(the tasks that run, the deferred ones held back): a node added with
+    ``defer=True`` waits while any other task runs, so it runs when the run would
+    otherwise end (LangGraph's deferred nodes)."""
+    held = [t for t in specs if t.path[0] == PULL and nodes[t.name].defer]
+    if not held or len(held) == len(specs):
+        return specs, []
+    return [t for t in specs if t not in held], held
+
+
+def node_delay(policy: RetryPolicy, attempt: int) -> float:
+    """LangGraph's wait before a node's next attempt: exponential backoff capped at
+    ``max_interval``, plus up to a second of jitter (an effect's retries use the policy's
+    full jitter instead, ``RetryPolicy.delay``)."""
+    interval = min(
+        policy.max_interval, policy.initial_interval * policy.backoff_factor ** (attempt - 1)
+    )
+    return interval + random.uniform(0, 1) if policy.jitter else interval
+
+
+def _loop(mixin: object) -> RunLoop:
+    return typing.cast("RunLoop", mixin)
