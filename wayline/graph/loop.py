@@ -71,6 +71,7 @@ from wayline.graph.types import START, Command, Interrupt, Send
 from wayline.graph.wakeups import due, wake_time
 from wayline.ids import RunRef
 from wayline.memory.step import RunMemory
+from wayline.metrics import observe_read, timed_call
 from wayline.store.memory_records import MemoryWrite
 from wayline.store.records import (
     BlobRecord,
@@ -298,9 +299,12 @@ class RunLoop:
             max_lag_ms=g.max_lag_ms,
             committer=self.committer,
         )
+        started = time.perf_counter()
         rec = reconstruct(
             self.store, self.codec, g.new_channels(), self.tenant_id, self.run_id, run.step
         )
+        if run.step >= 0:  # a new run's start reads nothing: not a read to time
+            observe_read(g.name, self.tenant_id, started, rec.folds, recovery=run.taken_over)
         self.channels, self.next_tasks, self.step = rec.channels, rec.next_tasks, rec.step
         self.log_keys = frozenset(k for k, c in rec.channels.items() if c.is_log)
         self.logs = rec.logs
@@ -520,7 +524,8 @@ class RunLoop:
         """The callable and arguments for a task; the driver calls them in the task scope."""
         call = node_call(self, task)
         probe.emit("task_start", self.tenant_id, self.run_id, task.step, task.spec.name, task.id)
-        return call
+        is_async = self.graph.nodes[task.spec.name].is_async
+        return timed_call(call, self.graph.name, task.spec.name, self.tenant_id, is_async=is_async)
 
     def handler_call(
         self, task: ExecTask, exc: Exception

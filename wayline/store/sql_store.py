@@ -32,6 +32,7 @@ from wayline.errors import (
     StoreNotFoundError,
     TenantMismatchError,
 )
+from wayline.store import observe
 from wayline.store.lg_sql import LangGraphSQL, lg_payload_columns
 from wayline.store.memory_sql import MemorySQL
 from wayline.store.payloads import Payloads, json_column
@@ -512,7 +513,7 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL, Me
             row = db.execute(query, params).fetchone()
             if row is None:
                 return None
-            tenant, run_id = row
+            tenant, run_id, taken = row
             take = (owner, now + lease_seconds, now, tenant, run_id)
             row = db.execute(self.q.Q_CLAIM_TAKE, take).fetchone()
         try:
@@ -522,6 +523,8 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL, Me
             self.note_error(tenant, run_id, token=token, error=str(exc), status="failed")
             self.release(tenant, run_id, token)
             raise
+        if taken:  # from a holder whose lease expired: what follows is a recovery
+            run = dataclasses.replace(run, taken_over=True)
         return run, run.fencing_token
 
     def next_expiry(
@@ -690,12 +693,14 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL, Me
     # -- commits ----------------------------------------------------------------------
 
     def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
+        started = time.perf_counter()
         batch = self._sealed(tenant_id, run_id, batch)  # the meter counts what is stored
         with self._tx(tenant_id) as db:
             now = time.time()
             self._create(db, tenant_id, run_id, batch)
             self._fence(db, tenant_id, run_id, token, batch, now)
             self._write(db, [((tenant_id, run_id), token, batch)], now)
+        observe.committed((tenant_id,), started)  # wayline.commit.duration
 
     def commit_many(
         self, items: Sequence[tuple[str, str, int, CommitBatch]]
@@ -703,7 +708,10 @@ class SQLStore(RewriteMixin, SubjectKeysMixin, LangGraphSQL, StreamEventsSQL, Me
         """Several runs' batches in one transaction: one fsync (``wayline.store.sql_group``)."""
         from wayline.store.sql_group import commit_group
 
-        return commit_group(self, [(t, r, tok, self._sealed(t, r, b)) for t, r, tok, b in items])
+        started = time.perf_counter()
+        errors = commit_group(self, [(t, r, tok, self._sealed(t, r, b)) for t, r, tok, b in items])
+        observe.committed([i[0] for i, e in zip(items, errors, strict=True) if e is None], started)
+        return errors
 
     def _rescope(self, db: Executor, tenant: str) -> None:
         """Name the tenant of the next statements where the backend enforces tenancy itself

@@ -1,4 +1,4 @@
--- The current wayline SQLite schema (version 17): what the numbered migrations
+-- The current wayline SQLite schema (version 18): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -414,3 +414,17 @@ CREATE TABLE IF NOT EXISTS assistant_versions (
     created_at   REAL NOT NULL,
     PRIMARY KEY (tenant_id, assistant_id, version)
 );
+
+-- 0018: workers' metrics, a minute a row (wayline.metrics_flush).
+CREATE TABLE IF NOT EXISTS metric_samples (
+    tenant_id TEXT    NOT NULL,
+    metric    TEXT    NOT NULL,
+    attrs     TEXT    NOT NULL,
+    minute    INTEGER NOT NULL,
+    source    TEXT    NOT NULL,
+    count     INTEGER NOT NULL,
+    total     REAL    NOT NULL,
+    buckets   TEXT    NOT NULL,
+    PRIMARY KEY (tenant_id, metric, attrs, minute, source)
+);
+CREATE INDEX IF NOT EXISTS metric_samples_by_minute ON metric_samples (tenant_id, minute);
