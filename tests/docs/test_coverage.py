@@ -33,7 +33,7 @@ def test_the_doc_lists_every_table_and_what_the_meter_counts(
         else str(request.getfixturevalue("pg_url"))
     )
     store = wayline.connect(url)
-    tables = set(store.table_names())  # type: ignore[attr-defined]
+    tables = set(store.table_names())
     store.close()
     doc = documented()
     assert set(doc) == tables, (

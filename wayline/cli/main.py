@@ -271,6 +271,14 @@ def worker(
             "dependencies (as wayline serve --config).",
         ),
     ] = None,
+    verify_rate: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="Finished runs to verify a minute, in turn (reconstructed and compared with "
+            "the digest each committed; a divergence is audited and on the dashboard). 0: none.",
+        ),
+    ] = 0.0,
 ) -> None:
     """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
     graphs = list(graphs or []) + _app_graphs(config_file)
@@ -289,6 +297,7 @@ def worker(
     if processes > 1:
         options = ["--db", db, "--concurrency", str(concurrency), "--lease", str(lease)]
         options += ["--poll", str(poll)] + (["--tenant", tenant] if tenant else [])
+        options += ["--verify-rate", str(verify_rate)] if verify_rate else []
         options += (
             ["--webhook", webhook, "--webhook-secret", webhook_secret or ""] if webhook else []
         )
@@ -312,6 +321,7 @@ def worker(
         tenant=tenant,
         notifier=WebhookNotifier(url=webhook, secret=webhook_secret or "") if webhook else None,
         cpus=pinned if isinstance(pinned, frozenset) or pinned is None else "auto",
+        verify_rate=verify_rate,
     )
     w = Worker(store, compiled, config)
     stop_on_signals(w.stop)
