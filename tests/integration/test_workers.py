@@ -193,7 +193,7 @@ def test_a_killed_workers_run_is_finished_by_another(
     # its read after the takeover is a recovery, as the metrics it flushed on stopping say
     second.send_signal(signal.SIGTERM)
     assert second.wait(timeout=30) == 0
-    reads = collections.Counter()
+    reads: collections.Counter[str] = collections.Counter()
     for row in metric_samples(wayline.connect(url)).load("default", 0):
         if row.metric == "wayline.reconstruct.duration":
             reads[dict(row.attrs)["recovery"]] += row.count
