@@ -279,6 +279,14 @@ def worker(
             "the digest each committed; a divergence is audited and on the dashboard). 0: none.",
         ),
     ] = 0.0,
+    metrics_every: Annotated[
+        float,
+        typer.Option(
+            min=0.05,
+            help="Seconds between flushes of the worker's metrics to the store (the "
+            "dashboard's health page reads them).",
+        ),
+    ] = 10.0,
 ) -> None:
     """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
     graphs = list(graphs or []) + _app_graphs(config_file)
@@ -297,7 +305,7 @@ def worker(
     if processes > 1:
         options = ["--db", db, "--concurrency", str(concurrency), "--lease", str(lease)]
         options += ["--poll", str(poll)] + (["--tenant", tenant] if tenant else [])
-        options += ["--verify-rate", str(verify_rate)] if verify_rate else []
+        options += ["--verify-rate", str(verify_rate), "--metrics-every", str(metrics_every)]
         options += (
             ["--webhook", webhook, "--webhook-secret", webhook_secret or ""] if webhook else []
         )
@@ -322,6 +330,7 @@ def worker(
         notifier=WebhookNotifier(url=webhook, secret=webhook_secret or "") if webhook else None,
         cpus=pinned if isinstance(pinned, frozenset) or pinned is None else "auto",
         verify_rate=verify_rate,
+        metrics_every=metrics_every,
     )
     w = Worker(store, compiled, config)
     stop_on_signals(w.stop)
