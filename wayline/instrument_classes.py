@@ -32,10 +32,13 @@ class ClassRow:
     next: str = "keep"
 
 
-def store_report(store: Store, policy: DataPolicy | None = None) -> list[ClassRow]:
+def store_report(
+    store: Store, policy: DataPolicy | None = None, *, tenants: list[str] | None = None
+) -> list[ClassRow]:
+    """Every tenant's rows (or those of ``tenants``: the dashboard shows its own)."""
     out: dict[tuple[str, str], ClassRow] = {}
     due: dict[tuple[str, str], tuple[str, float]] = {}
-    for tenant in store.tenants():
+    for tenant in store.tenants() if tenants is None else tenants:
         for run_id in store.run_ids(tenant):
             run = store.get_run(tenant, run_id)
             if run is None:

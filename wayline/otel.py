@@ -7,13 +7,17 @@
   per store transaction of a run) and ``wayline.effect`` (each durable effect record: the
   intent, then the outcome), with ``wayline.run_id``, ``wayline.tenant``,
   ``wayline.step``, ``wayline.node`` and ``wayline.effect_key``;
-- metrics: ``wayline.steps`` (supersteps run), ``wayline.commit.duration`` (ms),
-  ``wayline.bytes_written`` (per table and channel, from the same meter rows the store
-  keeps), ``wayline.effects`` (records written, by status), ``wayline.claims`` (runs
-  claimed, by kind: ``input`` when handed new input, ``continue`` when a worker picks a run
-  up where another stopped: a lease takeover, a retry or a resume), and, for an SQL store,
-  ``wayline.approvals.waiting`` (open approvals per tenant, read when metrics are
-  collected).
+- metrics: every histogram and counter of ``wayline.metrics`` (commit latency of every
+  commit, grouped ones included; reconstruction latency and replay depth tagged
+  ``recovery``; node latency; bytes per step by table and class; steps and first-to-last
+  ratio of finished runs; scheduled verifications), forwarded as they are recorded from the
+  moment ``instrument`` is called, with ``wayline.tenant`` among the attributes; and
+  ``wayline.steps`` (supersteps run), ``wayline.bytes_written`` (per table and channel,
+  from the same meter rows the store keeps), ``wayline.effects`` (records written, by
+  status), ``wayline.claims`` (runs claimed, by kind: ``input`` when handed new input,
+  ``continue`` when a worker picks a run up where another stopped: a lease takeover, a
+  retry or a resume), and, for an SQL store, ``wayline.approvals.waiting`` (open approvals
+  per tenant, read when metrics are collected).
 
 The graph's loop is not touched: a traced graph is the same graph whose ``run_loop`` (the
 one entry a worker drives) opens the run and step spans and whose node functions open node
@@ -25,7 +29,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -50,7 +53,6 @@ def available() -> bool:
 class _Instruments:
     tracer: Any
     steps: Any
-    commit_ms: Any
     bytes_written: Any
     effects: Any
     claims: Any
@@ -62,9 +64,6 @@ def _instruments(tracer_provider: Any, meter_provider: Any) -> _Instruments:
     return _Instruments(
         tracer=tracer,
         steps=meter.create_counter("wayline.steps", description="supersteps run"),
-        commit_ms=meter.create_histogram(
-            "wayline.commit.duration", unit="ms", description="store commit latency"
-        ),
         bytes_written=meter.create_counter(
             "wayline.bytes_written", unit="By", description="payload bytes written"
         ),
@@ -85,6 +84,7 @@ def instrument(
     if not available():
         return dict(graphs)
     inst = _instruments(tracer_provider, meter_provider)
+    _forward_registry(meter_provider)
     _wrap_store(store, inst)
     _approvals_gauge(store, meter_provider)
     return {name: _traced_graph(g, inst) for name, g in graphs.items()}
@@ -107,14 +107,10 @@ def _wrap_store(store: Store, inst: _Instruments) -> None:
             attrs["wayline.step"] = steps[-1]
         effects = _effect_spans(inst, run_id, [w.record for w in batch.effects])
         with inst.tracer.start_as_current_span("wayline.commit", attributes=attrs):
-            start = time.perf_counter()
             try:
-                commit(tenant_id, run_id, token, batch)
+                commit(tenant_id, run_id, token, batch)  # its duration: wayline.metrics
             finally:
                 _end(effects)
-            inst.commit_ms.record(
-                (time.perf_counter() - start) * 1000, {"wayline.tenant": tenant_id}
-            )
         _committed(inst, batch)
 
     @functools.wraps(commit_many)
@@ -195,6 +191,32 @@ def _committed(inst: _Instruments, batch: CommitBatch) -> None:
     for w in batch.effects:
         if w.record.kind == "effect":
             inst.effects.add(1, {"status": w.record.status})
+
+
+def _forward_registry(meter_provider: Any) -> None:
+    """Each value ``wayline.metrics`` records from now on, to an OpenTelemetry instrument of
+    the same name, unit and description."""
+    from wayline.metrics import METRICS, REGISTRY
+
+    meter = metrics.get_meter("wayline", meter_provider=meter_provider)
+    instruments: dict[str, Any] = {
+        m.name: (
+            meter.create_counter(m.name, unit=m.unit, description=m.description)
+            if m.kind == "counter"
+            else meter.create_histogram(m.name, unit=m.unit, description=m.description)
+        )
+        for m in METRICS.values()
+    }
+
+    def forward(name: str, value: float, tenant: str, attrs: tuple[tuple[str, str], ...]) -> None:
+        instrument = instruments[name]
+        labels = {"wayline.tenant": tenant, **dict(attrs)}
+        if METRICS[name].kind == "counter":
+            instrument.add(value, labels)
+        else:
+            instrument.record(value, labels)
+
+    REGISTRY.listeners.append(forward)
 
 
 def _approvals_gauge(store: Store, meter_provider: Any) -> None:

@@ -24,6 +24,7 @@ import wayline
 from wayline.client import Wayline
 from wayline.effects import RetryPolicy
 from wayline.store.base import Store
+from wayline.store.metric_samples import metric_samples
 from wayline.worker import Worker, WorkerConfig
 from wayline.worker.affinity import allowed_cpus
 
@@ -178,7 +179,7 @@ def test_a_killed_workers_run_is_finished_by_another(
     wait_until(lambda: (side / "reached-k").exists(), "the first worker to reach n == 3")
     first.kill()
     first.wait()
-    spawn(procs, url, side, lease=1.0, name="second")
+    second = spawn(procs, url, side, lease=1.0, name="second")
     assert client.wait("k", timeout=30).status == "done"
     assert values(url, "k") == FINAL
     counts = executions(side)
@@ -189,6 +190,14 @@ def test_a_killed_workers_run_is_finished_by_another(
     assert len({tokens[s] for s in range(4)}) == 1  # input + n=0..2: the first lease
     assert {tokens[s] for s in range(4, 7)} == {max(tokens.values())}  # the second lease
     assert max(tokens.values()) > tokens[0]
+    # its read after the takeover is a recovery, as the metrics it flushed on stopping say
+    second.send_signal(signal.SIGTERM)
+    assert second.wait(timeout=30) == 0
+    reads: collections.Counter[str] = collections.Counter()
+    for row in metric_samples(wayline.connect(url)).load("default", 0):
+        if row.metric == "wayline.reconstruct.duration":
+            reads[dict(row.attrs)["recovery"]] += row.count
+    assert reads["true"] == 1  # the takeover's read; the first worker's start read nothing
 
 
 def test_a_paused_worker_past_its_lease_writes_nothing(

@@ -101,12 +101,14 @@ HERE = Path(__file__).parent
 CLI = [sys.executable, "-m", "wayline.cli.main"]
 
 
-def worker_process(url: str, *graphs: str, kill_in_charge: bool = False) -> subprocess.Popen[str]:
+def worker_process(
+    url: str, *graphs: str, kill_in_charge: bool = False, options: tuple[str, ...] = ()
+) -> subprocess.Popen[str]:
     """A real ``wayline worker`` serving ``graphs`` (from tests/server/graphs.py), with a
     half-second lease so that a SIGKILLed one's runs are taken over quickly."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path])}
     if kill_in_charge:
         env["WAYLINE_TEST_KILL_IN_CHARGE"] = "1"
     specs = [f"graphs:{g}" for g in graphs]
-    cmd = [*CLI, "worker", *specs, "--db", url, "--lease", "0.5", "--poll", "0.05"]
+    cmd = [*CLI, "worker", *specs, "--db", url, "--lease", "0.5", "--poll", "0.05", *options]
     return subprocess.Popen(cmd, env=env, text=True, stdout=subprocess.DEVNULL)

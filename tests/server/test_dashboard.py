@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,13 +49,19 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     c.runs.create(pay, "pay", input={"amount": 700})
     doomed = worker_process(url, "pay", kill_in_charge=True)
     assert doomed.wait(30) == -signal.SIGKILL
-    survivor = worker_process(url, "pay", "slow", "refund")
+    # metrics flushed five times a second, a finished run verified ten times a second
+    options = ("--metrics-every", "0.2", "--verify-rate", "600")
+    survivor = worker_process(url, "pay", "slow", "refund", options=options)
     try:
         slow = c.threads.create()["thread_id"]
         c.runs.wait(slow, "slow", input={"n": 0, "until": 6})
         refund = c.threads.create()["thread_id"]
         c.runs.wait(refund, "refund", input={"amount": 4200})
         until(lambda: c.threads.get(pay)["status"] == "error", what="the pay run to park")
+        db = sqlite3.connect(url.removeprefix("sqlite:///"))
+        with db:  # a divergence planted in a finished run: its committed digest changed
+            db.execute("UPDATE runs SET state_digest = ? WHERE run_id = ?", ("0" * 64, slow))
+        db.close()
         yield {"server": server, "client": c, "pay": pay, "slow": slow, "refund": refund}
     finally:
         survivor.send_signal(signal.SIGTERM)
@@ -132,6 +139,25 @@ def test_dashboard_in_a_browser(site: dict[str, Any], shots: Path) -> None:
         page.goto(f"{server.url}/ui/workers")
         page.goto(f"{server.url}/ui/audit")
         assert "alice" in page.locator("body").inner_text()
+
+        # the health page: the workers' metrics plotted (the survivor's read of the pay run
+        # after the SIGKILL is a recovery), what verification found, the store report
+        def health() -> bool:
+            page.goto(f"{server.url}/ui/health?window=15")
+            text = page.locator("body").inner_text()
+            return "recovery=true" in text and site["slow"] in text
+
+        until(health, what="the survivor's recovery read and the divergence on the health page")
+        reads = page.locator("table.metric.wayline-reconstruct-duration").inner_text()
+        assert "graph=pay, recovery=true" in reads and "recovery=false" in reads
+        assert page.locator("svg.histogram").count() >= 5  # histograms of several metrics
+        assert "p99" in page.locator("table.metric.wayline-commit-duration").inner_text()
+        assert "diverged" in page.locator("table.verify-findings").inner_text()
+        finished = page.locator("table.finished-runs").inner_text()
+        assert "slow" in finished and "refund" in finished
+        assert page.locator("table.bytes-per-step tr").count() > 1
+        assert "default" in page.locator("table.store-report").inner_text()
+        page.screenshot(path=str(shots / "health.png"), full_page=True)
         browser.close()
 
 

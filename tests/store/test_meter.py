@@ -41,6 +41,7 @@ EXEMPT_TABLES = {
     "schedules",
     "assistants",
     "assistant_versions",
+    "metric_samples",
 }
 """Tables without run payload: the meter itself, blob references, schema version, the
 audit log (actors, digests and outcomes, never a payload), and the server's API keys,
@@ -49,7 +50,8 @@ subject data keys (keys, not payload), and schedules (a schedule's input is mete
 tick's run's inbox). Long-term memory is not a run's: its writes are metered under the run
 that wrote them (table ``memory_items``) and its held bytes per tenant (``memory_bytes``,
 checked in tests/memory). The assistants made over the API hold a client's config,
-context and metadata for a graph, no run's data."""
+context and metadata for a graph, no run's data. The workers' metrics are counts. The same
+list, with why, is in docs/checkpoints.md (tests/docs/test_coverage.py checks it)."""
 
 BIG = "B" * 5_000  # above the blob threshold set below
 BIG_DIGEST = hashlib.sha256(default_codec.dumps(BIG)).hexdigest()

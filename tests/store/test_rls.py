@@ -105,9 +105,11 @@ def test_a_commit_of_many_rows_is_scoped_too(rls_urls: tuple[str, str, str, str]
 def test_the_servers_tables_are_scoped_and_a_key_is_still_found(
     rls_urls: tuple[str, str, str, str],
 ) -> None:
-    """threads, thread_runs and api_keys answer only for the transaction's tenant; the one
-    lookup a request makes before its tenant is known (its key, by id) still works."""
+    """threads, thread_runs, api_keys and metric_samples answer only for the transaction's
+    tenant; the one lookup a request makes before its tenant is known (its key, by id) still
+    works."""
     from wayline.control.keys import authenticate, create_key
+    from wayline.store.metric_samples import SampleRow, metric_samples
     from wayline.store.server_tables import ThreadRunRecord, server_tables
 
     _, app_url, app_libpq, schema = rls_urls
@@ -131,14 +133,17 @@ def test_the_servers_tables_are_scoped_and_a_key_is_still_found(
             )
         )
     assert authenticate(tables, keys["globex"]).tenant == "globex"  # found by id, any tenant
+    samples = metric_samples(store)  # a worker's metrics: a transaction per tenant
+    samples.put("w1", [SampleRow(t, "wayline.run.steps", (), 1, 1, 3.0, (0, 1)) for t in keys])
+    assert [r.tenant_id for r in samples.load("acme", 0)] == ["acme"]
 
     with psycopg.connect(app_libpq, autocommit=True) as conn:
         conn.execute(f"SET search_path TO {schema}")
-        for table in ("threads", "thread_runs", "api_keys"):
+        for table in ("threads", "thread_runs", "api_keys", "metric_samples"):
             assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), table
         with conn.transaction():
             conn.execute("SELECT set_config('wayline.tenant', 'acme', true)")
-            for table in ("threads", "thread_runs", "api_keys"):
+            for table in ("threads", "thread_runs", "api_keys", "metric_samples"):
                 seen = conn.execute(f"SELECT DISTINCT tenant_id FROM {table}").fetchall()
                 assert seen == [("acme",)], table
             with pytest.raises(psycopg.errors.InsufficientPrivilege):  # WITH CHECK

@@ -256,6 +256,22 @@ def worker(
             "dependencies (as wayline serve --config).",
         ),
     ] = None,
+    verify_rate: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="Finished runs to verify a minute, in turn (reconstructed and compared with "
+            "the digest each committed; a divergence is audited and on the dashboard). 0: none.",
+        ),
+    ] = 0.0,
+    metrics_every: Annotated[
+        float,
+        typer.Option(
+            min=0.05,
+            help="Seconds between flushes of the worker's metrics to the store (the "
+            "dashboard's health page reads them).",
+        ),
+    ] = 10.0,
 ) -> None:
     """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
     graphs = list(graphs or []) + _app_graphs(config_file)
@@ -274,6 +290,7 @@ def worker(
     if processes > 1:
         options = ["--db", db, "--concurrency", str(concurrency), "--lease", str(lease)]
         options += ["--poll", str(poll)] + (["--tenant", tenant] if tenant else [])
+        options += ["--verify-rate", str(verify_rate), "--metrics-every", str(metrics_every)]
         options += (
             ["--webhook", webhook, "--webhook-secret", webhook_secret or ""] if webhook else []
         )
@@ -297,6 +314,8 @@ def worker(
         tenant=tenant,
         notifier=WebhookNotifier(url=webhook, secret=webhook_secret or "") if webhook else None,
         cpus=pinned if isinstance(pinned, frozenset) or pinned is None else "auto",
+        verify_rate=verify_rate,
+        metrics_every=metrics_every,
     )
     w = Worker(store, compiled, config)
     stop_on_signals(w.stop)

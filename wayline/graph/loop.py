@@ -60,6 +60,7 @@ from wayline.graph.types import START, Command, Interrupt, Send
 from wayline.graph.wakeups import due
 from wayline.ids import RunRef
 from wayline.memory.step import RunMemory
+from wayline.metrics import observe_read
 from wayline.store.records import (
     CommitBatch,
     RunCreation,
@@ -258,9 +259,12 @@ class RunLoop(TaskSteps, StepCommits):
             max_lag_ms=g.max_lag_ms,
             committer=self.committer,
         )
+        started = time.perf_counter()
         rec = reconstruct(
             self.store, self.codec, g.new_channels(), self.tenant_id, self.run_id, run.step
         )
+        if run.step >= 0:  # a new run's start reads nothing: not a read to time
+            observe_read(g.name, self.tenant_id, started, rec.folds, recovery=run.taken_over)
         self.channels, self.next_tasks, self.step = rec.channels, rec.next_tasks, rec.step
         self.log_keys = frozenset(k for k, c in rec.channels.items() if c.is_log)
         self.logs = rec.logs

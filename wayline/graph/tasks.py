@@ -23,6 +23,7 @@ from wayline.graph.context import NodeContext, TaskScope, is_scoped
 from wayline.graph.node import split_output
 from wayline.graph.types import Interrupt
 from wayline.memory.step import RunMemory
+from wayline.metrics import timed_call
 from wayline.store.memory_records import MemoryWrite
 
 if TYPE_CHECKING:
@@ -127,7 +128,8 @@ class TaskSteps:
         loop = _loop(self)
         call = node_call(loop, task)
         probe.emit("task_start", loop.tenant_id, loop.run_id, task.step, task.spec.name, task.id)
-        return call
+        is_async = loop.graph.nodes[task.spec.name].is_async
+        return timed_call(call, loop.graph.name, task.spec.name, loop.tenant_id, is_async=is_async)
 
     def handler_call(
         self, task: ExecTask, exc: Exception

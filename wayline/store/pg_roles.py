@@ -26,6 +26,8 @@ _EXEC_INSERT = ("segments", "blobs", "blob_refs", "meter", "audit", "subject_key
 _EXEC_DELETE = ("pending_writes", "interrupts")
 _EXEC_MEMORY = ("memory_items", "memory_history", "memory_vectors")
 """Long-term memory: a node's puts and deletes commit with its step (``wayline.memory``)."""
+_EXEC_METRICS = ("metric_samples",)
+"""A worker flushes its metrics a minute a row and deletes those past retention."""
 
 
 def grants(scope: str, role: str, schema: str) -> list[str]:
@@ -45,5 +47,8 @@ def grants(scope: str, role: str, schema: str) -> list[str]:
         out += [f'GRANT INSERT ON "{schema}".{t} TO "{role}"' for t in _EXEC_INSERT]
         out += [f'GRANT DELETE ON "{schema}".{t} TO "{role}"' for t in _EXEC_DELETE]
         out += [f'GRANT INSERT, UPDATE, DELETE ON "{schema}".{t} TO "{role}"' for t in _EXEC_MEMORY]
+        out += [
+            f'GRANT INSERT, UPDATE, DELETE ON "{schema}".{t} TO "{role}"' for t in _EXEC_METRICS
+        ]
         out.append(f'GRANT USAGE ON ALL SEQUENCES IN SCHEMA "{schema}" TO "{role}"')
     return out

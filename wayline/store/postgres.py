@@ -40,6 +40,7 @@ from wayline.errors import (
     StoreNotFoundError,
     StoreURLError,
 )
+from wayline.store import observe
 from wayline.store.memory_sql import MEMORY_TABLES
 from wayline.store.payloads import checksum as crc
 from wayline.store.records import CommitBatch
@@ -75,10 +76,12 @@ RLS_TABLES = (
     *MEMORY_TABLES,
     "assistants",
     "assistant_versions",
+    "metric_samples",
 )
 """Every table with a tenant_id: the tables a run owns, the tenant's shared blobs and its
 long-term memory, and the server's threads and API keys (a key is found before its tenant
-by ``wayline_find_key``), and the assistants made over the API."""
+by ``wayline_find_key``), the assistants made over the API, and the metrics workers
+recorded (``metric_samples``)."""
 Q_TABLES = """
 SELECT table_name FROM information_schema.tables
 WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name
@@ -349,6 +352,7 @@ class PostgresStore(SQLStore):
     def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
         if self.rls or not _one_trip(batch):  # RLS scopes a transaction: the general path
             return super().commit(tenant_id, run_id, token, batch)
+        started = time.perf_counter()
         key = (tenant_id, run_id)
         sealed = self._sealed(tenant_id, run_id, batch)
         (d,) = sealed.deltas
@@ -364,6 +368,7 @@ class PostgresStore(SQLStore):
         except psycopg.Error as exc:
             raise _write_error(exc) from exc
         if changed == 1:
+            observe.committed((tenant_id,), started)  # wayline.commit.duration
             return
         if batch.create is not None:
             raise RunExistsError(run_id)
@@ -379,6 +384,7 @@ class PostgresStore(SQLStore):
         plain = all(b.create is None and _one_trip(b) for _, _, _, b in items)
         if self.rls or not plain or not distinct or len(items) < 2:
             return super().commit_many(items)
+        started = time.perf_counter()
         fences: list[Any] = []
         deltas = []
         now = time.time()
@@ -402,6 +408,7 @@ class PostgresStore(SQLStore):
         except psycopg.Error as exc:
             raise _write_error(exc) from exc
         done = {(t, r) for t, r in rows}
+        observe.committed([t for t, r, _, _ in items if (t, r) in done], started)
         return [None if (t, r) in done else LeaseLost(r, token) for t, r, token, _ in items]
 
     def _one_statement(self, query: str, params: Sequence[Any]) -> tuple[int, list[Any]]:

@@ -135,6 +135,10 @@ class RunRecord:
     engine: str = "wayline"
     """What executes it: ``wayline`` (wayline's loop) or ``langgraph`` (LangGraph's own
     engine on ``WaylineSaver``, under a worker's lease: ``wayline.langgraph.engine``)."""
+    taken_over: bool = False
+    """Not a column: set on the record a claim returns when the claim took the run from a
+    holder whose lease had expired (it died or stalled), so the read that follows is a
+    recovery (``wayline.metrics``); False on every other read."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ PostgreSQL; a run row maps to a ``RunRecord`` by column name."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -345,7 +346,7 @@ class RunsSQL(SQLCore):
             row = db.execute(query, params).fetchone()
             if row is None:
                 return None
-            tenant, run_id = row
+            tenant, run_id, taken = row
             take = (owner, now + lease_seconds, now, tenant, run_id)
             row = db.execute(self.q.Q_CLAIM_TAKE, take).fetchone()
         try:
@@ -355,6 +356,8 @@ class RunsSQL(SQLCore):
             self.note_error(tenant, run_id, token=token, error=str(exc), status="failed")
             self.release(tenant, run_id, token)
             raise
+        if taken:  # from a holder whose lease expired: what follows is a recovery
+            run = dataclasses.replace(run, taken_over=True)
         return run, run.fencing_token
 
     def next_expiry(

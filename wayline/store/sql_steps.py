@@ -19,6 +19,7 @@ from wayline.errors import (
     RunExistsError,
     TenantMismatchError,
 )
+from wayline.store import observe
 from wayline.store.payloads import checksum as crc
 from wayline.store.payloads import json_column
 from wayline.store.records import (
@@ -109,12 +110,14 @@ class StepsSQL(RunsSQL, EffectsSQL):
         ) -> None: ...
 
     def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
+        started = time.perf_counter()
         batch = self._sealed(tenant_id, run_id, batch)  # the meter counts what is stored
         with self._tx(tenant_id) as db:
             now = time.time()
             self._create(db, tenant_id, run_id, batch)
             self._fence(db, tenant_id, run_id, token, batch, now)
             self._write(db, [((tenant_id, run_id), token, batch)], now)
+        observe.committed((tenant_id,), started)  # wayline.commit.duration
 
     _commit_fenced = commit
     """``commit`` as written here, whatever wraps or overrides it (``EffectsSQL.put_effect``)."""
@@ -123,7 +126,10 @@ class StepsSQL(RunsSQL, EffectsSQL):
         self, items: Sequence[tuple[str, str, int, CommitBatch]]
     ) -> list[BaseException | None]:
         """Several runs' batches in one transaction: one fsync (``wayline.store.sql_group``)."""
-        return commit_group(self, [(t, r, tok, self._sealed(t, r, b)) for t, r, tok, b in items])
+        started = time.perf_counter()
+        errors = commit_group(self, [(t, r, tok, self._sealed(t, r, b)) for t, r, tok, b in items])
+        observe.committed([i[0] for i, e in zip(items, errors, strict=True) if e is None], started)
+        return errors
 
     def _create(self, db: Executor, tenant_id: str, run_id: str, batch: CommitBatch) -> None:
         """Insert the run row a batch creates (born claimed, token 1), or RunExistsError."""

@@ -10,6 +10,7 @@ lease expires; the claim query itself is the wake-up path, there is no sweeper.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import random
 import threading
@@ -27,16 +28,18 @@ from wayline.errors import (
     ReplayDivergenceError,
     ResumeError,
     RunParkedError,
+    StoreError,
     VersionMismatchError,
     WaylineError,
 )
 from wayline.graph.checkpoint import inbox_webhook
 from wayline.graph.compiled import CompiledGraph
 from wayline.graph.loop import default_owner
+from wayline.metrics_flush import MetricsFlusher, record_step_bytes
 from wayline.store import open_store
 from wayline.store.base import Store
 from wayline.store.group import GroupCommit
-from wayline.store.records import RunRecord
+from wayline.store.records import CommitBatch, RunRecord
 from wayline.worker.affinity import check_cpus, pin_this_thread
 from wayline.worker.engine import Engine, Execution, Lease, engines_for
 from wayline.worker.notify import Committer, WebhookNotifier, notifying, send_loop
@@ -81,6 +84,13 @@ class WorkerConfig:
     across several. ``"auto"``: on one CPU, the least busy, and another when others take
     it (``wayline.worker.placement``; what ``wayline worker`` does). None: wherever the OS
     schedules them (the default for a worker embedded in an application)."""
+
+    verify_rate: float = 0.0
+    """Finished runs this worker verifies a minute, in turn (``wayline.worker.verifier``:
+    the outcome a metric, what is wrong in the run's audit). 0: none."""
+    metrics_every: float | None = 10.0
+    """Seconds between flushes of this process's metrics to the store, where the dashboard's
+    health page reads them (``wayline.metrics_flush``). None: kept in the process only."""
 
     @property
     def heartbeat_interval(self) -> float:
@@ -158,6 +168,8 @@ class Worker:
         self._rng = random.Random()
         self._notify = threading.Event()
         """Set when a commit wrote a notification: the sender sends it at once."""
+        self.metrics = _flusher(self.store, self.config.metrics_every)
+        """Flushes the process's metrics to the store (None: not an SQL store, or off)."""
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -195,6 +207,7 @@ class Worker:
         if self.config.memory_sweep_every is not None:
             sweeper = self._thread(self._sweep_memory, "wayline-memory-sweep", daemon=True)
             sweeper.start()
+        watchers = self._observers()
         for slot in slots:
             _join(slot)
         self.stopping.set()
@@ -207,6 +220,26 @@ class Worker:
             keeper.join()
         if watcher is not None:
             watcher.join()
+        for thread in watchers:
+            thread.join()
+
+    def _observers(self) -> list[threading.Thread]:
+        """The metrics flusher and the scheduled verifier, when configured, started."""
+        threads = []
+        if self.metrics is not None:
+            flush = functools.partial(self.metrics.loop, self.stopping)
+            threads.append(self._thread(flush, "wayline-metrics", daemon=True))
+        if self.config.verify_rate > 0:
+            from wayline.worker.verifier import Verifier, verifiable
+
+            verifier = Verifier(
+                self.store, verifiable(self.graphs), actor=self.owner, tenant=self.config.tenant
+            )
+            check = functools.partial(verifier.loop, self.config.verify_rate, self.stopping)
+            threads.append(self._thread(check, "wayline-verify", daemon=True))
+        for thread in threads:
+            thread.start()
+        return threads
 
     def _thread(
         self, target: Callable[[], None], name: str, *, daemon: bool = False
@@ -349,7 +382,8 @@ class Worker:
             if self.stopping.is_set():
                 held.stop.set()
         try:
-            execution.run()
+            if execution.run() == "done" and self.metrics is not None:
+                self.metrics.run_finished(run)  # its step count and ratio, off this slot
         except RunParkedError as exc:
             log.warning("run %s: %s", run.run_id, exc)
         except ResumeError as exc:  # the input it was handed was refused and consumed
@@ -371,7 +405,7 @@ class Worker:
     def _committer(self, engine: Engine, run: RunRecord) -> Committer:
         """The run's commits: the worker's group commit, and with a notifier the intents of
         the notifications a commit's status change calls for, in that same commit."""
-        commit: Committer = self.group.commit
+        commit: Committer = metered(self.group.commit, run)
         if self.config.notifier is not None:  # intents in the commit that moves the run
             graph = getattr(engine, "graph", None)
             hook = None
@@ -457,6 +491,27 @@ class Worker:
 
 SIGNAL_SLICE = 0.5
 """Seconds a waiting main thread sleeps at most before its signal handlers may run."""
+
+
+def metered(commit: Committer, run: RunRecord) -> Committer:
+    """``commit``, recording what each committed batch wrote per step, table and data class
+    (``wayline.step.bytes``)."""
+    graph, tenant, classes = run.graph_name, run.tenant_id, run.classes
+
+    def committed(tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
+        commit(tenant_id, run_id, token, batch)
+        record_step_bytes(graph, tenant, classes, batch)
+
+    return committed
+
+
+def _flusher(store: Store, every: float | None) -> MetricsFlusher | None:
+    if every is None:
+        return None
+    try:
+        return MetricsFlusher(store, every=every)
+    except StoreError:  # not an SQL store: the metrics stay in the process
+        return None
 
 
 def _join(thread: threading.Thread) -> None:

@@ -33,4 +33,5 @@ def routes(
         Route("/ui/workers", d.workers, methods=["GET"]),
         Route("/ui/audit", d.audit, methods=["GET"]),
         Route("/ui/memory", d.memory, methods=["GET"]),
+        Route("/ui/health", d.health, methods=["GET"]),
     ]

@@ -47,6 +47,7 @@ def page(title: str, body: str, *, who: str | None = None) -> str:
             ("/ui/workers", "Workers"),
             ("/ui/audit", "Audit"),
             ("/ui/memory", "Memory"),
+            ("/ui/health", "Health"),
         ]
         nav = (
             "<nav>"

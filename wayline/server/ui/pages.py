@@ -427,6 +427,19 @@ class Dashboard:
         namespace = request.query_params.get("ns") or None
         return memory_html(self.svc.store, session.principal.tenant, namespace)
 
+    async def health(self, request: Request) -> Response:
+        return await self._page(request, "Health", self._health)
+
+    def _health(self, session: Session, request: Request) -> str:
+        from wayline.server.ui.health_page import WINDOWS, health_html
+
+        try:
+            window = int(request.query_params.get("window") or 60)
+        except ValueError:
+            window = 60
+        window = window if window in WINDOWS else 60
+        return health_html(self.svc.store, session.principal.tenant, window)
+
     async def audit(self, request: Request) -> Response:
         return await self._page(request, "Audit log", self._audit)
 

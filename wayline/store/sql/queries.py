@@ -60,23 +60,23 @@ WHERE tenant_id = ? AND run_id = ? AND status <> 'cancelled'
 _CLAIM_FILTER = """cancel_requested = 0 AND (wake_at IS NULL OR wake_at <= ?)
     AND (CAST(? AS TEXT) IS NULL OR tenant_id = ?)"""
 Q_CLAIM_BRANCHES = [
-    f"""SELECT tenant_id, run_id, 0 AS tier, updated_at AS k FROM runs
+    f"""SELECT tenant_id, run_id, 0 AS tier, updated_at AS k, 1 AS taken FROM runs
 WHERE graph_name = ? AND graph_version = ? AND fingerprint = ? AND status = 'running'
     AND lease_expires_at < ?
     AND {_CLAIM_FILTER}
 ORDER BY updated_at LIMIT 1{{lock}}""",
-    f"""SELECT tenant_id, run_id, 1 AS tier, updated_at AS k FROM runs
+    f"""SELECT tenant_id, run_id, 1 AS tier, updated_at AS k, 0 AS taken FROM runs
 WHERE graph_name = ? AND graph_version = ? AND fingerprint = ? AND status = 'running'
     AND lease_expires_at IS NULL
     AND {_CLAIM_FILTER}
 ORDER BY updated_at LIMIT 1{{lock}}""",
     f"""SELECT tenant_id, run_id, CASE WHEN lease_expires_at IS NULL THEN 1 ELSE 0 END AS tier,
-    queued_at AS k FROM runs
+    queued_at AS k, CASE WHEN lease_expires_at IS NULL THEN 0 ELSE 1 END AS taken FROM runs
 WHERE graph_name = ? AND graph_version = ? AND fingerprint = ? AND status = 'pending'
     AND queued_at <= ?
     AND (lease_expires_at IS NULL OR lease_expires_at < ?) AND {_CLAIM_FILTER}
 ORDER BY queued_at LIMIT 1{{lock}}""",
-    f"""SELECT tenant_id, run_id, 0 AS tier, wake_at AS k FROM runs
+    f"""SELECT tenant_id, run_id, 0 AS tier, wake_at AS k, 0 AS taken FROM runs
 WHERE graph_name = ? AND graph_version = ? AND fingerprint = ? AND status = 'interrupted'
     AND wake_at <= ?
     AND {_CLAIM_FILTER}
@@ -101,13 +101,15 @@ once its ``wake_at`` is due
 (measured with 100,000 queued and 10,000 waiting: 37 ms a claim on SQLite with one scan
 over all runs, 0.19 ms this way; bench/fleet.py)."""
 Q_CLAIM_CANDIDATE = """
-SELECT tenant_id, run_id FROM ({branches}) AS c ORDER BY tier, k LIMIT 1
+SELECT tenant_id, run_id, taken FROM ({branches}) AS c ORDER BY tier, k LIMIT 1
 """
 """A run whose lease expired (its worker died) goes first: it has waited a lease already,
 and its ``updated_at`` is its last commit, later than every run queued before that. Ordered
 by ``updated_at`` alone, a takeover waited behind the whole backlog (issue 9: a dead
 worker's runs claimed after runs queued seconds later). Then the oldest queued work.
-``{branches}`` is a UNION ALL of ``Q_CLAIM_BRANCHES`` for each graph version served."""
+``{branches}`` is a UNION ALL of ``Q_CLAIM_BRANCHES`` for each graph version served.
+``taken``: the run's lease was held and had expired, so this claim takes it over from a
+holder that died or stalled (``RunRecord.taken_over``: a recovery read follows)."""
 Q_NEXT_EXPIRY = """
 SELECT MIN(lease_expires_at) FROM runs
 WHERE ({graphs}) AND status IN ('pending', 'running') AND cancel_requested = 0

@@ -108,3 +108,7 @@ ALTER TABLE assistant_versions ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS wayline_tenant ON assistant_versions;
 CREATE POLICY wayline_tenant ON assistant_versions USING (tenant_id = current_setting('wayline.tenant', true))
     WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE metric_samples ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON metric_samples;
+CREATE POLICY wayline_tenant ON metric_samples USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));

@@ -417,3 +417,17 @@ CREATE TABLE IF NOT EXISTS assistant_versions (
     created_at   DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (tenant_id, assistant_id, version)
 );
+
+-- 0018: workers' metrics, a minute a row (wayline.metrics_flush).
+CREATE TABLE IF NOT EXISTS metric_samples (
+    tenant_id TEXT             NOT NULL,
+    metric    TEXT             NOT NULL,
+    attrs     TEXT             NOT NULL,
+    minute    BIGINT           NOT NULL,
+    source    TEXT             NOT NULL,
+    count     BIGINT           NOT NULL,
+    total     DOUBLE PRECISION NOT NULL,
+    buckets   TEXT             NOT NULL,
+    PRIMARY KEY (tenant_id, metric, attrs, minute, source)
+);
+CREATE INDEX IF NOT EXISTS metric_samples_by_minute ON metric_samples (tenant_id, minute);
