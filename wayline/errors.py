@@ -76,6 +76,7 @@ __all__ = [
     "EffectRecordChanged",
     "EffectReplayRefused",
     "ForeignDatabaseError",
+    "GraphBubbleUp",
     "GraphDrained",
     "GraphError",
     "GraphInterrupt",
@@ -452,6 +453,11 @@ class AuthError(WaylineError):
 
 class WaylineSignal(BaseException):
     """Control flow that must propagate through user code untouched."""
+
+
+GraphBubbleUp = WaylineSignal
+"""LangGraph's name for the base of the signals (``langgraph.errors.GraphBubbleUp``): a
+``ToolNode`` never turns one into an error message, whatever ``handle_tool_errors`` says."""
 
 
 class GraphInterrupt(WaylineSignal):

@@ -60,10 +60,12 @@ def test_add_messages_appends_replaces_removes_and_clears() -> None:
 
 def test_message_ids_are_derived_so_replay_is_exact() -> None:
     """A message without id gets the same id every time it is folded (LangGraph's uuid4
-    would make reconstruction differ from what ran); the input is never mutated."""
-    given = lc.HumanMessage("hi")
-    first, again = add_messages([], [given]), add_messages([], [given])
-    assert first[0].id == again[0].id and given.id is None
+    would make reconstruction differ from what ran); as LangGraph's, the id is set on the
+    message object given, so a caller's input carries the id its state gave it."""
+    given, twin = lc.HumanMessage("hi"), lc.HumanMessage("hi")
+    first, again = add_messages([], [given]), add_messages([], [twin])
+    assert first[0].id == again[0].id == given.id == twin.id is not None
+    assert first[0] is given
 
     def bot(state: MessagesState) -> dict[str, Any]:
         return {"messages": [lc.AIMessage(f"echo {state['messages'][-1].content}")]}

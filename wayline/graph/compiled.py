@@ -48,6 +48,7 @@ from wayline.graph.driving import (
 from wayline.graph.identity import fingerprint_of, shape_json, shape_of
 from wayline.graph.jsonschema import JsonSchemas
 from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome, default_owner
+from wayline.graph.nested_stream import astream_child, called_from_node, stream_child
 from wayline.graph.streaming import (
     PAUSED,
     RESUMED,
@@ -274,6 +275,9 @@ class CompiledGraph(StateUpdates, JsonSchemas):
         """Stream a run. ``stream_mode`` defaults to ``"updates"``, as LangGraph's; a list of
         modes yields ``(mode, chunk)``; ``subgraphs=True`` prefixes the namespace."""
         modes, single = parse_modes(stream_mode or "updates")
+        if called_from_node(config):  # the running node's subgraph (nested_stream)
+            yield from stream_child(self, input, modes, single, subgraphs, context)
+            return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
         fmt = self._streaming(loop, modes, single, subgraphs)
         breaks = self.breakpoints(interrupt_before, interrupt_after)
@@ -339,6 +343,10 @@ class CompiledGraph(StateUpdates, JsonSchemas):
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         modes, single = parse_modes(stream_mode or "updates")
+        if called_from_node(config):  # the running node's subgraph (nested_stream)
+            async for item in astream_child(self, input, modes, single, subgraphs, context):
+                yield item
+            return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
         fmt = self._streaming(loop, modes, single, subgraphs)
         breaks = self.breakpoints(interrupt_before, interrupt_after)

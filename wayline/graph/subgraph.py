@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.errors import GraphInterrupt, ParentCommand
 from wayline.graph.context import current_scope, scoped_index
+from wayline.graph.nested_stream import CHILD_TAP
 from wayline.graph.types import Command, StateSnapshot
 from wayline.ids import RunRef
 
@@ -196,13 +197,19 @@ def _drive(
     loop = child.make_loop(config, parent.durability, context=context)
     loop.invocation.namespace = namespace_of(run_id)
     emit = parent.invocation.emit
-    if emit is not None:
+    tap = CHILD_TAP.get()
+    if tap is not None:  # streamed by the node (nested_stream): its caller sees the chunks
+        CHILD_TAP.set(None)  # this child's only, not its own subgraphs'
+        tap.attach(loop, parent)
+    elif emit is not None:
         loop.invocation.emit = emit
         loop.invocation.chat_callbacks = parent.invocation.chat_callbacks
     # The child's own compiled-in breakpoints pause it; the parent's task then pauses
     # too (an interrupt with no question), and the parent's resume continues the child.
     for mode, chunk in child.run_loop(loop, start, breakpoints=child.breakpoints(None, None)):
         paused = mode == "updates" and chunk == {"__interrupt__": ()}  # its breakpoint
+        if tap is not None:
+            tap.own(mode, chunk)
         if (
             emit is not None
             and not paused

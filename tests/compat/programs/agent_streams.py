@@ -1,0 +1,137 @@
+"""Messages and agents the way LangGraph's prebuilt tests use them: add_messages gives the
+caller's own input message its id; a pydantic state whose messages are an
+Annotated[Sequence[BaseMessage], add_messages] takes ("user", ...) tuples and dicts (folded
+by the reducer before the first node); an agent streamed inside a node is that node's
+subgraph (its messages in the parent's stream(subgraphs=True), none without); the same with
+astream in an async node; a GraphBubbleUp raised by a tool is never turned into an error
+message by ToolNode."""
+
+import asyncio
+from collections.abc import Sequence
+from typing import Annotated
+from unittest.mock import Mock
+
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.tools import tool
+from langgraph.errors import GraphBubbleUp
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode, create_react_agent
+from pydantic import BaseModel
+
+
+class Scripted(FakeMessagesListChatModel):
+    def bind_tools(self, tools, **kwargs):
+        return self
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather of a city."""
+    return f"sunny in {city}"
+
+
+@tool
+def bubble(x: int) -> str:
+    """Raises a signal that must reach the graph."""
+    raise GraphBubbleUp("up")
+
+
+class Chat(BaseModel):
+    messages: Annotated[Sequence[BaseMessage], add_messages]
+    user: str = "?"
+
+
+def model():
+    call = {"name": "get_weather", "args": {"city": "Tokyo"}, "id": "1"}
+    return Scripted(responses=[AIMessage("calling", tool_calls=[call]), AIMessage("done")])
+
+
+def shape(events):
+    return [(len(ns), ns[0].split(":")[0], type(m).__name__, m.content) for ns, (m, _) in events]
+
+
+def main(checkpointer):
+    seen = []
+    # 1. the input message object gets the id its state gave it
+    builder = StateGraph(MessagesState)
+    builder.add_node("echo", lambda s: {"messages": [AIMessage("echo", id="a1")]})
+    builder.add_edge(START, "echo")
+    graph = builder.compile(checkpointer=checkpointer)
+    given = [HumanMessage("hi")]
+    out = graph.invoke({"messages": given}, {"configurable": {"thread_id": "ids"}})
+    seen.append([given[0].id is not None, out["messages"][0].id == given[0].id])
+    seen.append(out["messages"] == [*given, AIMessage("echo", id="a1")])
+
+    # 2. a pydantic state with a Sequence of messages folds tuples and dicts first
+    def read(state: Chat):
+        return {"user": f"{state.messages[0].type}/{state.messages[1].type}"}
+
+    builder = StateGraph(Chat)
+    builder.add_node("read", read)
+    builder.add_edge(START, "read")
+    chat = builder.compile()
+    out = chat.invoke({"messages": [("user", "a"), {"role": "assistant", "content": "b"}]})
+    seen.append([out["user"], [m.type for m in out["messages"]]])
+
+    # 3. an agent streamed inside a node
+    agent = None
+
+    def run_agent(state, config):
+        text = "".join(
+            m.content
+            for m, _ in agent.stream({"messages": [("user", "go")]}, config, stream_mode="messages")
+        )
+        return {"messages": [("assistant", text)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("outer", run_agent)
+    builder.add_edge(START, "outer")
+    outer = builder.compile()
+    for subgraphs in (False, True):
+        agent = create_react_agent(model(), [get_weather])
+        events = list(
+            outer.stream({"messages": [("user", "x")]}, stream_mode="messages", subgraphs=subgraphs)
+        )
+        seen.append(shape(events) if subgraphs else len(events))
+    agent = create_react_agent(model(), [get_weather])
+    seen.append(outer.invoke({"messages": [("user", "x")]})["messages"][-1].content)
+
+    # 4. the same with astream in an async node
+    async def arun_agent(state, config):
+        text = ""
+        async for m, _ in agent.astream(
+            {"messages": [("user", "go")]}, config, stream_mode="messages"
+        ):
+            text += m.content
+        return {"messages": [("assistant", text)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("outer", arun_agent)
+    builder.add_edge(START, "outer")
+    aouter = builder.compile()
+
+    async def collect():
+        return [
+            e
+            async for e in aouter.astream(
+                {"messages": [("user", "x")]}, stream_mode="messages", subgraphs=True
+            )
+        ]
+
+    agent = create_react_agent(model(), [get_weather])
+    seen.append(shape(asyncio.run(collect())))
+
+    # 5. a signal from a tool passes through ToolNode whatever handle_tool_errors says
+    call = AIMessage("", tool_calls=[{"name": "bubble", "args": {"x": 1}, "id": "b"}])
+    # outside a graph LangGraph's ToolNode reads its runtime from the config (its tests' way)
+    runtime = Mock(store=None, context=None, stream_writer=lambda *a, **k: None)
+    for handling in (True, "handled", False):
+        try:
+            node = ToolNode([bubble], handle_tool_errors=handling)
+            node.invoke({"messages": [call]}, {"configurable": {"__pregel_runtime": runtime}})
+            seen.append("no signal")
+        except GraphBubbleUp:
+            seen.append("bubbled")
+    return seen
