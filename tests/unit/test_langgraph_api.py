@@ -79,6 +79,33 @@ def test_message_ids_are_derived_so_replay_is_exact() -> None:
     assert app.verify(cfg("m")).ok
 
 
+def test_openai_formatted_history_replays_exactly() -> None:
+    """``add_messages(format="langchain-openai")`` formats the merged history each fold; the
+    fold is a function of the stored writes, so reconstruction gives the state that ran."""
+
+    class State(TypedDict):
+        messages: Annotated[list[Any], add_messages(format="langchain-openai")]
+
+    block = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "A"}}
+
+    def bot(state: State) -> dict[str, Any]:
+        return {"messages": [lc.HumanMessage([{"type": "text", "text": "see"}, block])]}
+
+    g = StateGraph(State)
+    g.add_node("bot", bot)
+    g.add_edge(START, "bot")
+    app = g.compile()
+    app.invoke({"messages": [("user", "one")]}, cfg("fmt"))
+    out = app.invoke({"messages": [("user", "two")]}, cfg("fmt"))
+    assert [m.content[1]["type"] for m in out["messages"] if isinstance(m.content, list)] == [
+        "image_url",
+        "image_url",
+    ]
+    assert app.verify(cfg("fmt")).ok
+    with pytest.raises(ValueError, match="Unrecognized format"):
+        add_messages([], [], format="other")
+
+
 def test_messages_are_stored_by_name_and_read_without_registration() -> None:
     messages = [lc.HumanMessage("q", id="1"), lc.ToolMessage("r", tool_call_id="c", id="2")]
     assert Codec().loads(Codec().dumps(messages)) == messages  # fresh codecs, no registry

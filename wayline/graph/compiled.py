@@ -279,7 +279,7 @@ class CompiledGraph(StateUpdates, JsonSchemas):
             yield from stream_child(self, input, modes, single, subgraphs, context)
             return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
-        fmt = self._streaming(loop, modes, single, subgraphs)
+        fmt = self._streaming(loop, modes, single, subgraphs, config)
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         for mode, chunk in self.run_loop(loop, input, breakpoints=breaks):
             yield from fmt(mode, chunk)
@@ -348,7 +348,7 @@ class CompiledGraph(StateUpdates, JsonSchemas):
                 yield item
             return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
-        fmt = self._streaming(loop, modes, single, subgraphs)
+        fmt = self._streaming(loop, modes, single, subgraphs, config)
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         async for mode, chunk in self._adrive(loop, input, breaks):
             for item in fmt(mode, chunk):
@@ -390,7 +390,12 @@ class CompiledGraph(StateUpdates, JsonSchemas):
         return list(await asyncio.gather(*calls, return_exceptions=return_exceptions))
 
     def _streaming(
-        self, loop: RunLoop, modes: set[str], single: bool, subgraphs: bool
+        self,
+        loop: RunLoop,
+        modes: set[str],
+        single: bool,
+        subgraphs: bool,
+        config: Mapping[str, Any] | None = None,
     ) -> Formatter:
         fmt = Formatter(modes, single, subgraphs, self.schema.visible, lambda: loop.step + 1)
         if modes - {"values", "updates"} or subgraphs:
@@ -404,7 +409,8 @@ class CompiledGraph(StateUpdates, JsonSchemas):
                         "pip install 'wayline[langchain]'"
                     ) from None
 
-                loop.invocation.chat_callbacks = ChatStream(loop.invocation.emit)
+                given = {**self.config, **(config or {})}.get("configurable") or {}
+                loop.invocation.chat_callbacks = ChatStream(loop.invocation.emit, given)
         return fmt
 
     def breakpoints(
@@ -634,6 +640,8 @@ class CompiledGraph(StateUpdates, JsonSchemas):
         for next_done in asyncio.as_completed(futures):
             outcome = await next_done
             loop.task_done(outcome)
+            if loop.invocation.chat_callbacks is not None:  # messages the node returned
+                loop.invocation.chat_callbacks.node_output(outcome)
             outcomes.append(outcome)
         return outcomes
 

@@ -87,8 +87,14 @@ def _merge(left: Any, right: Any, *, format: str | None = None) -> list[Any]:
             merged.append(m)
     if removed:
         merged = [m for m in merged if m.id not in removed]
+    if format == "langchain-openai":
+        # as LangGraph: contents as OpenAI's (text and image_url blocks, tool results as
+        # ToolMessages); a pure function of the merged list, so replay folds the same
+        return list(lc.convert_to_messages(lc.convert_to_openai_messages(merged)))
     if format is not None:
-        raise ValueError(f"Unrecognized format={format!r}; wayline supports None only")
+        raise ValueError(
+            f"Unrecognized format={format!r}. Expected one of 'langchain-openai', None."
+        )
     return merged
 
 

@@ -84,10 +84,11 @@ class ChildTap:
         self.parent = parent.invocation.emit
         self.namespace = loop.invocation.namespace
         loop.invocation.emit = self
-        if "messages" in self.modes or parent.invocation.chat_callbacks is not None:
+        chat = parent.invocation.chat_callbacks
+        if "messages" in self.modes or chat is not None:
             from wayline.interop.lc_stream import ChatStream
 
-            loop.invocation.chat_callbacks = ChatStream(self)
+            loop.invocation.chat_callbacks = ChatStream(self, getattr(chat, "given", None))
 
     def put(self, item: Any) -> None:
         self.events.put(item)

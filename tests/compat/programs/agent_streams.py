@@ -4,7 +4,8 @@ Annotated[Sequence[BaseMessage], add_messages] takes ("user", ...) tuples and di
 by the reducer before the first node); an agent streamed inside a node is that node's
 subgraph (its messages in the parent's stream(subgraphs=True), none without); the same with
 astream in an async node; a GraphBubbleUp raised by a tool is never turned into an error
-message by ToolNode."""
+message by ToolNode; the metadata of messages a node returns (sync and async), with the
+configurable keys LangGraph propagates; add_messages(format="langchain-openai")."""
 
 import asyncio
 from collections.abc import Sequence
@@ -18,7 +19,9 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, create_react_agent
+from langgraph.types import Command
 from pydantic import BaseModel
+from typing_extensions import TypedDict
 
 
 class Scripted(FakeMessagesListChatModel):
@@ -134,4 +137,43 @@ def main(checkpointer):
             seen.append("no signal")
         except GraphBubbleUp:
             seen.append("bubbled")
+
+    # 6. metadata of a message a node returns, with propagated configurable keys
+    async def anode(state):
+        return Command(update={"messages": HumanMessage("bar")})
+
+    def meta(m, md):
+        return [m.content, {k: v.split(":")[0] if k.endswith("_ns") else v for k, v in md.items()}]
+
+    def two_nodes(second):
+        builder = StateGraph(MessagesState)
+        builder.add_node("plain", lambda s: {"messages": HumanMessage("foo")})
+        builder.add_node("second", second)
+        builder.add_edge(START, "plain")
+        builder.add_edge("plain", "second")
+        return builder.compile()
+
+    config = {"configurable": {"run_id": "r-1", "graph_id": "g", "api_key": "secret"}}
+    agraph = two_nodes(anode)
+
+    async def astreamed():
+        chunks = agraph.astream({"messages": []}, config, stream_mode="messages")
+        return [meta(*c) async for c in chunks]
+
+    seen.append(asyncio.run(astreamed()))
+    sgraph = two_nodes(lambda s: [Command(update={"messages": HumanMessage("baz")})])
+    seen.append([meta(*c) for c in sgraph.stream({"messages": []}, stream_mode="messages")])
+
+    # 7. add_messages(format="langchain-openai") formats the merged history
+    class OpenAIState(TypedDict):
+        messages: Annotated[list, add_messages(format="langchain-openai")]
+
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA"}}
+    builder = StateGraph(OpenAIState)
+    builder.add_node(
+        "pic", lambda s: {"messages": [HumanMessage([{"type": "text", "text": "see"}, image])]}
+    )
+    builder.add_edge(START, "pic")
+    out = builder.compile().invoke({"messages": [("user", "hi")]})
+    seen.append([(m.type, m.content) for m in out["messages"]])
     return seen
