@@ -73,7 +73,20 @@ def as_node_callable(
 
     if isinstance(action, CompiledGraph):
         return SubgraphNode(action, tuple(builder.schema.channels))
+    if not callable(action) and callable(getattr(action, "invoke", None)):
+        return _runnable_node(action)  # a langchain-core Runnable (a chat model...)
     return action
+
+
+def _runnable_node(runnable: Any) -> Callable[..., Any]:
+    """A Runnable that is not callable as a node: ``runnable.invoke(state, config)``, as
+    LangGraph runs it (the node's chat callbacks reach it through langchain's context)."""
+
+    def node(state: Any, config: Any) -> Any:
+        return runnable.invoke(state, dict(config))
+
+    node.__name__ = str(getattr(runnable, "name", None) or type(runnable).__name__)
+    return node
 
 
 class SubgraphNode:

@@ -5,7 +5,8 @@ by the reducer before the first node); an agent streamed inside a node is that n
 subgraph (its messages in the parent's stream(subgraphs=True), none without); the same with
 astream in an async node; a GraphBubbleUp raised by a tool is never turned into an error
 message by ToolNode; the metadata of messages a node returns (sync and async), with the
-configurable keys LangGraph propagates; add_messages(format="langchain-openai")."""
+configurable keys LangGraph propagates; add_messages(format="langchain-openai"); a Runnable
+that is not a function (a chat model, a RunnableLambda) as a node."""
 
 import asyncio
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from unittest.mock import Mock
 
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph import START, MessagesState, StateGraph
@@ -176,4 +178,12 @@ def main(checkpointer):
     builder.add_edge(START, "pic")
     out = builder.compile().invoke({"messages": [("user", "hi")]})
     seen.append([(m.type, m.content) for m in out["messages"]])
+
+    # 8. a Runnable that is not a function as a node (a chat model, a RunnableLambda)
+    builder = StateGraph(Annotated[list, add_messages])
+    builder.add_node("model", Scripted(responses=[AIMessage("from the model")]))
+    builder.add_node("lam", RunnableLambda(lambda ms: [AIMessage(f"{len(ms)} so far")]))
+    builder.add_edge(START, "model")
+    builder.add_edge("model", "lam")
+    seen.append(builder.compile().invoke([HumanMessage("hi")]))
     return seen
