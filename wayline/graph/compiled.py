@@ -4,6 +4,7 @@ in how they call nodes; everything else is the shared ``RunLoop``."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import copy
 import dataclasses
@@ -344,8 +345,10 @@ class CompiledGraph(StateUpdates, JsonSchemas):
     ) -> AsyncIterator[Any]:
         modes, single = parse_modes(stream_mode or "updates")
         if called_from_node(config):  # the running node's subgraph (nested_stream)
-            async for item in astream_child(self, input, modes, single, subgraphs, context):
-                yield item
+            child = astream_child(self, input, modes, single, subgraphs, context)
+            async with contextlib.aclosing(child):  # closed with this stream, not later
+                async for item in child:
+                    yield item
             return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
         fmt = self._streaming(loop, modes, single, subgraphs, config)

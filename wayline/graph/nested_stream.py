@@ -150,9 +150,11 @@ def stream_child(
     tap = ChildTap(modes, subgraphs)
     thread = _start(graph, input, context, tap)
     fmt = _formatter(graph, modes, single, subgraphs)
-    while not isinstance(item := tap.events.get(), _Done):
-        yield from _format(fmt, item)
-    thread.join()
+    try:
+        while not isinstance(item := tap.events.get(), _Done):
+            yield from _format(fmt, item)
+    finally:  # a caller that stops early still waits for the child: no write after the node
+        thread.join()
     if item.error is not None:
         raise item.error
 
@@ -177,16 +179,18 @@ async def astream_child(
     thread = _start(graph, input, context, tap)
     fmt = _formatter(graph, modes, single, subgraphs)
     item: Any = None
-    while not isinstance(item, _Done):
-        wake.clear()
-        try:
-            item = tap.events.get_nowait()
-        except queue.Empty:
-            await wake.wait()
-            continue
-        if not isinstance(item, _Done):
-            for out in _format(fmt, item):
-                yield out
-    await asyncio.to_thread(thread.join)
+    try:
+        while not isinstance(item, _Done):
+            wake.clear()
+            try:
+                item = tap.events.get_nowait()
+            except queue.Empty:
+                await wake.wait()
+                continue
+            if not isinstance(item, _Done):
+                for out in _format(fmt, item):
+                    yield out
+    finally:  # as stream_child: the child has finished when this returns
+        await asyncio.to_thread(thread.join)
     if item.error is not None:
         raise item.error
