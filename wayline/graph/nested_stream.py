@@ -19,7 +19,7 @@ import asyncio
 import contextvars
 import queue
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import WaylineError
@@ -166,7 +166,7 @@ async def astream_child(
     single: bool,
     subgraphs: bool,
     context: Any = None,
-) -> AsyncIterator[Any]:
+) -> AsyncGenerator[Any, None]:
     """``graph.astream(...)`` inside a node: as ``stream_child``, awaiting each chunk."""
     aio = asyncio.get_running_loop()
     wake = asyncio.Event()
