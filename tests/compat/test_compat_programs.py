@@ -38,6 +38,7 @@ SAME = [
     "api_12",
     "subgraph_persistence",
     "node_features",
+    "agent_streams",
 ]
 
 

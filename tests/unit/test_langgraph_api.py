@@ -60,10 +60,12 @@ def test_add_messages_appends_replaces_removes_and_clears() -> None:
 
 def test_message_ids_are_derived_so_replay_is_exact() -> None:
     """A message without id gets the same id every time it is folded (LangGraph's uuid4
-    would make reconstruction differ from what ran); the input is never mutated."""
-    given = lc.HumanMessage("hi")
-    first, again = add_messages([], [given]), add_messages([], [given])
-    assert first[0].id == again[0].id and given.id is None
+    would make reconstruction differ from what ran); as LangGraph's, the id is set on the
+    message object given, so a caller's input carries the id its state gave it."""
+    given, twin = lc.HumanMessage("hi"), lc.HumanMessage("hi")
+    first, again = add_messages([], [given]), add_messages([], [twin])
+    assert first[0].id == again[0].id == given.id == twin.id is not None
+    assert first[0] is given
 
     def bot(state: MessagesState) -> dict[str, Any]:
         return {"messages": [lc.AIMessage(f"echo {state['messages'][-1].content}")]}
@@ -75,6 +77,33 @@ def test_message_ids_are_derived_so_replay_is_exact() -> None:
     app.invoke({"messages": [("user", "one")]}, cfg("m"))
     app.invoke({"messages": [("user", "two")]}, cfg("m"))
     assert app.verify(cfg("m")).ok
+
+
+def test_openai_formatted_history_replays_exactly() -> None:
+    """``add_messages(format="langchain-openai")`` formats the merged history each fold; the
+    fold is a function of the stored writes, so reconstruction gives the state that ran."""
+
+    class State(TypedDict):
+        messages: Annotated[list[Any], add_messages(format="langchain-openai")]
+
+    block = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "A"}}
+
+    def bot(state: State) -> dict[str, Any]:
+        return {"messages": [lc.HumanMessage([{"type": "text", "text": "see"}, block])]}
+
+    g = StateGraph(State)
+    g.add_node("bot", bot)
+    g.add_edge(START, "bot")
+    app = g.compile()
+    app.invoke({"messages": [("user", "one")]}, cfg("fmt"))
+    out = app.invoke({"messages": [("user", "two")]}, cfg("fmt"))
+    assert [m.content[1]["type"] for m in out["messages"] if isinstance(m.content, list)] == [
+        "image_url",
+        "image_url",
+    ]
+    assert app.verify(cfg("fmt")).ok
+    with pytest.raises(ValueError, match="Unrecognized format"):
+        add_messages([], [], format="other")
 
 
 def test_messages_are_stored_by_name_and_read_without_registration() -> None:

@@ -4,6 +4,7 @@ in how they call nodes; everything else is the shared ``RunLoop``."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import copy
 import threading
@@ -37,6 +38,7 @@ from wayline.graph.identity import fingerprint_of, shape_json, shape_of
 from wayline.graph.inspection import Inspection, Verification
 from wayline.graph.jsonschema import JsonSchemas
 from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome, default_owner
+from wayline.graph.nested_stream import astream_child, called_from_node, stream_child
 from wayline.graph.run_config import at_step, run_ids
 from wayline.graph.run_config import checked_config as _checked_config
 from wayline.graph.run_config import inside_task as _inside_task
@@ -265,8 +267,11 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         """Stream a run. ``stream_mode`` defaults to ``"updates"``, as LangGraph's; a list of
         modes yields ``(mode, chunk)``; ``subgraphs=True`` prefixes the namespace."""
         modes, single = parse_modes(stream_mode or "updates")
+        if called_from_node(config):  # the running node's subgraph (nested_stream)
+            yield from stream_child(self, input, modes, single, subgraphs, context)
+            return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
-        fmt = self._streaming(loop, modes, single, subgraphs)
+        fmt = self._streaming(loop, modes, single, subgraphs, config)
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         for mode, chunk in self.run_loop(loop, input, breakpoints=breaks):
             yield from fmt(mode, chunk)
@@ -330,8 +335,14 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         modes, single = parse_modes(stream_mode or "updates")
+        if called_from_node(config):  # the running node's subgraph (nested_stream)
+            child = astream_child(self, input, modes, single, subgraphs, context)
+            async with contextlib.aclosing(child):  # closed with this stream, not later
+                async for item in child:
+                    yield item
+            return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
-        fmt = self._streaming(loop, modes, single, subgraphs)
+        fmt = self._streaming(loop, modes, single, subgraphs, config)
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         async for mode, chunk in self._adrive(loop, input, breaks):
             for item in fmt(mode, chunk):
@@ -373,7 +384,12 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         return list(await asyncio.gather(*calls, return_exceptions=return_exceptions))
 
     def _streaming(
-        self, loop: RunLoop, modes: set[str], single: bool, subgraphs: bool
+        self,
+        loop: RunLoop,
+        modes: set[str],
+        single: bool,
+        subgraphs: bool,
+        config: Mapping[str, Any] | None = None,
     ) -> Formatter:
         fmt = Formatter(modes, single, subgraphs, self.schema.visible, lambda: loop.step + 1)
         if modes - {"values", "updates"} or subgraphs:
@@ -387,7 +403,8 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                         "pip install 'wayline[langchain]'"
                     ) from None
 
-                loop.invocation.chat_callbacks = ChatStream(loop.invocation.emit)
+                given = {**self.config, **(config or {})}.get("configurable") or {}
+                loop.invocation.chat_callbacks = ChatStream(loop.invocation.emit, given)
         return fmt
 
     def breakpoints(
@@ -628,6 +645,8 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         for next_done in asyncio.as_completed(futures):
             outcome = await next_done
             loop.task_done(outcome)
+            if loop.invocation.chat_callbacks is not None:  # messages the node returned
+                loop.invocation.chat_callbacks.node_output(outcome)
             outcomes.append(outcome)
         return outcomes
 

@@ -6,7 +6,8 @@ message list is actually merged. ``add_messages`` differs from LangGraph's in on
 purpose: a message written without an id gets an id derived from its position and content
 (uuid5), not a random uuid4, because wayline reconstructs state by folding the stored writes
 through the reducer again, and a random id would make the replayed state differ from the
-state that ran. It also never mutates the messages it is given.
+state that ran. As LangGraph's, it sets that id on the message object it is given, so a
+caller's input messages carry the id their state gave them.
 """
 
 from __future__ import annotations
@@ -86,8 +87,14 @@ def _merge(left: Any, right: Any, *, format: str | None = None) -> list[Any]:
             merged.append(m)
     if removed:
         merged = [m for m in merged if m.id not in removed]
+    if format == "langchain-openai":
+        # as LangGraph: contents as OpenAI's (text and image_url blocks, tool results as
+        # ToolMessages); a pure function of the merged list, so replay folds the same
+        return list(lc.convert_to_messages(lc.convert_to_openai_messages(merged)))
     if format is not None:
-        raise ValueError(f"Unrecognized format={format!r}; wayline supports None only")
+        raise ValueError(
+            f"Unrecognized format={format!r}. Expected one of 'langchain-openai', None."
+        )
     return merged
 
 
@@ -100,10 +107,10 @@ def _coerce(lc: Any, messages: list[Any]) -> list[Any]:
 
 
 def _with_id(message: Any, base: int, idx: int, side: str) -> Any:
-    if message.id is not None:
-        return message
-    seed = f"{side}:{base}:{idx}:{message.type}:{message.content!r}"
-    return message.model_copy(update={"id": str(uuid.uuid5(_ID_SPACE, seed))})
+    if message.id is None:
+        seed = f"{side}:{base}:{idx}:{message.type}:{message.content!r}"
+        message.id = str(uuid.uuid5(_ID_SPACE, seed))
+    return message
 
 
 class MessagesState(TypedDict):

@@ -7,6 +7,7 @@ registered with the codec, because the graph that declares them is the one that 
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import enum
 import hashlib
@@ -258,8 +259,22 @@ def _is_reducer(obj: Any) -> bool:
     return len(positional) == 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
+_ABSTRACT = {
+    collections.abc.Sequence: list,
+    collections.abc.MutableSequence: list,
+    collections.abc.Set: set,
+    collections.abc.MutableSet: set,
+    collections.abc.Mapping: dict,
+    collections.abc.MutableMapping: dict,
+}
+"""What an abstract collection starts empty as, as LangGraph's reducer channel does (so an
+``Annotated[Sequence[BaseMessage], add_messages]`` input is folded by its reducer too)."""
+
+
 def _factory(base: Any) -> Callable[[], Any] | None:
     origin = typing.get_origin(base) or base
+    if origin in _ABSTRACT:
+        return _ABSTRACT[origin]
     if isinstance(origin, type) and not is_typeddict(origin):
         return origin
     return None

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.errors import GraphInterrupt, ParentCommand
 from wayline.graph.context import current_scope, scoped_index
+from wayline.graph.nested_stream import CHILD_TAP
 from wayline.graph.types import Command, StateSnapshot
 from wayline.ids import RunRef
 
@@ -72,7 +73,20 @@ def as_node_callable(
 
     if isinstance(action, CompiledGraph):
         return SubgraphNode(action, tuple(builder.schema.channels))
+    if not callable(action) and callable(getattr(action, "invoke", None)):
+        return _runnable_node(action)  # a langchain-core Runnable (a chat model...)
     return action
+
+
+def _runnable_node(runnable: Any) -> Callable[..., Any]:
+    """A Runnable that is not callable as a node: ``runnable.invoke(state, config)``, as
+    LangGraph runs it (the node's chat callbacks reach it through langchain's context)."""
+
+    def node(state: Any, config: Any) -> Any:
+        return runnable.invoke(state, dict(config))
+
+    node.__name__ = str(getattr(runnable, "name", None) or type(runnable).__name__)
+    return node
 
 
 class SubgraphNode:
@@ -196,13 +210,19 @@ def _drive(
     loop = child.make_loop(config, parent.durability, context=context)
     loop.invocation.namespace = namespace_of(run_id)
     emit = parent.invocation.emit
-    if emit is not None:
+    tap = CHILD_TAP.get()
+    if tap is not None:  # streamed by the node (nested_stream): its caller sees the chunks
+        CHILD_TAP.set(None)  # this child's only, not its own subgraphs'
+        tap.attach(loop, parent)
+    elif emit is not None:
         loop.invocation.emit = emit
         loop.invocation.chat_callbacks = parent.invocation.chat_callbacks
     # The child's own compiled-in breakpoints pause it; the parent's task then pauses
     # too (an interrupt with no question), and the parent's resume continues the child.
     for mode, chunk in child.run_loop(loop, start, breakpoints=child.breakpoints(None, None)):
         paused = mode == "updates" and chunk == {"__interrupt__": ()}  # its breakpoint
+        if tap is not None:
+            tap.own(mode, chunk)
         if (
             emit is not None
             and not paused

@@ -11,7 +11,7 @@ streamed already are emitted when the node finishes, as LangGraph does.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -35,25 +35,62 @@ __all__ = ["ChatStream"]
 Emit = Callable[[tuple[str, ...], str, Any], None]
 
 
-class ChatStream:
-    """Wraps node calls so that chat models inside them stream to ``emit``."""
+PROPAGATED = (
+    "thread_id",
+    "checkpoint_id",
+    "checkpoint_ns",
+    "task_id",
+    "run_id",
+    "assistant_id",
+    "graph_id",
+)
+"""The ``configurable`` keys LangGraph copies into every chunk's metadata (when given)."""
 
-    def __init__(self, emit: Emit) -> None:
+_PATHS = {"pull": "__pregel_pull", "push": "__pregel_push"}
+"""LangGraph's names of a task's kind in ``langgraph_path``."""
+
+NOSTREAM = "nostream"
+"""A chat model tagged so (``model.with_config(tags=["nostream"])``) is not streamed."""
+
+
+class ChatStream:
+    """Wraps node calls so that chat models inside them stream to ``emit``.
+
+    ``configurable``: the caller's (``stream(..., config)``); its ``PROPAGATED`` keys go into
+    each chunk's metadata, as in LangGraph. None (a worker's run): the run's thread id."""
+
+    def __init__(self, emit: Emit, configurable: Mapping[str, Any] | None = None) -> None:
         self.emit = emit
+        self.given = (
+            None
+            if configurable is None
+            else {
+                k: configurable[k]
+                for k in PROPAGATED
+                if isinstance(configurable.get(k), str | int | float | bool)
+            }
+        )
         self.seen: set[str] = set()
+        self.unnamed: list[Any] = []
+        """Messages streamed before they had an id: ``add_messages`` gives them theirs in
+        place, and a parent node returning one of them (a subgraph's output) is not news."""
         self.meta_by_task: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {}
 
     def metadata(self, loop: Any, task: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
         ns = loop.invocation.namespace
+        kind, *rest = task.spec.path
+        given = {"thread_id": loop.run_id} if self.given is None else self.given
+        if ns:  # a subgraph's task: its graph's namespace is the configured one (LangGraph's)
+            given = {**given, "checkpoint_ns": "|".join(ns)}
         meta = {
-            "thread_id": loop.run_id,
+            **given,
+            "ls_integration": "langgraph",
             "langgraph_step": task.step,
             "langgraph_node": task.spec.name,
             "langgraph_triggers": (f"branch:to:{task.spec.name}",),
-            "langgraph_path": task.spec.path,
+            "langgraph_path": (_PATHS.get(kind, kind), *rest),
             "langgraph_checkpoint_ns": "|".join((*ns, f"{task.spec.name}:{task.id}")),
         }
-        meta["checkpoint_ns"] = meta["langgraph_checkpoint_ns"]
         return ns, meta
 
     def wrap(
@@ -66,7 +103,9 @@ class ChatStream:
         self.meta_by_task[task.id] = (ns, meta)
         handler = _Handler(self, ns, meta)
         handler.pulse = getattr(task.scope, "pulse", None)  # a token is progress (timeouts)
-        config = {"callbacks": [handler], "metadata": dict(meta)}
+        # a chat model's run carries the task's namespace as checkpoint_ns too (LangGraph's)
+        model_meta = {**meta, "checkpoint_ns": meta["langgraph_checkpoint_ns"]}
+        config = {"callbacks": [handler], "metadata": model_meta}
 
         self.saw(task, loop)
 
@@ -106,10 +145,16 @@ class ChatStream:
     def send(self, ns: tuple[str, ...], meta: dict[str, Any], message: Any, dedupe: bool) -> None:
         if ns and not getattr(self.emit, "subgraphs", True):
             return  # a subgraph's tokens: its node's output reaches the parent instead
+        if dedupe and self.unnamed:
+            named = [m for m in self.unnamed if m.id is not None]
+            self.seen.update(m.id for m in named)
+            self.unnamed = [m for m in self.unnamed if m.id is None]
         if dedupe and message.id is not None and message.id in self.seen:
             return
         if message.id is not None:
             self.seen.add(message.id)
+        elif dedupe:
+            self.unnamed.append(message)
         self.emit(ns, "messages", (message, meta))
 
     def node_output(self, outcome: Any) -> None:
@@ -141,6 +186,7 @@ class _Handler(BaseCallbackHandler, _Streaming):
         self.ns = ns
         self.meta = meta
         self.streamed: set[UUID] = set()
+        self.muted: set[UUID] = set()
         self.by_run: dict[UUID, dict[str, Any]] = {}
         self.pulse: Any = None
 
@@ -153,23 +199,33 @@ class _Handler(BaseCallbackHandler, _Streaming):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        """The model's own metadata (``ls_provider``, ``ls_model_type`` ...) joins the
-        node's, as in LangGraph's messages stream."""
-        if metadata:
-            self.by_run[run_id] = {**self.meta, **metadata, **self.meta}
+        """The model's own metadata (``ls_provider``, ``ls_model_type`` ...) and tags join
+        the node's, as in LangGraph's messages stream."""
+        tags = [t for t in kwargs.get("tags") or () if not t.startswith("seq:step")]
+        if NOSTREAM in tags:
+            self.muted.add(run_id)
+            return
+        meta = {**self.meta, **(metadata or {})}
+        meta.update((k, v) for k, v in self.meta.items() if k.startswith("langgraph_"))
+        if tags:
+            meta["tags"] = tags
+        self.by_run[run_id] = meta
 
     def on_llm_new_token(
         self, token: Any, *, chunk: Any = None, run_id: UUID, **kwargs: Any
     ) -> None:
         if self.pulse is not None:
             self.pulse.progress()
-        if isinstance(chunk, ChatGenerationChunk):
+        if isinstance(chunk, ChatGenerationChunk) and run_id not in self.muted:
             self.streamed.add(run_id)
             meta = self.by_run.get(run_id, self.meta)
             self.stream.send(self.ns, meta, chunk.message, dedupe=False)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         meta = self.by_run.pop(run_id, self.meta)
+        if run_id in self.muted:
+            self.muted.discard(run_id)
+            return
         if run_id in self.streamed:
             self.streamed.discard(run_id)
             return
