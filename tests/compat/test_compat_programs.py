@@ -37,6 +37,7 @@ SAME = [
     "agent_hooks",
     "api_12",
     "subgraph_persistence",
+    "state_schemas",
 ]
 
 
