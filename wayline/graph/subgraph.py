@@ -28,6 +28,7 @@ from wayline.errors import GraphInterrupt, ParentCommand
 from wayline.graph.context import current_scope, scoped_index
 from wayline.graph.types import Command, StateSnapshot
 from wayline.ids import RunRef
+from wayline.store.records import CommitBatch, RunUpdate
 
 if TYPE_CHECKING:
     from wayline.graph.builder import StateGraph
@@ -113,8 +114,9 @@ def run_child(
     if parent_keys is None:
         scope.calls += 1
     persistent = child.persistent_child
+    tail = node + (f":{call}" if call else "")
     if persistent:  # compile(checkpointer=True): one child thread per node, kept
-        run_id = f"{loop.run_id}{SEP}{node}" + (f":{call}" if call else "")
+        run_id = f"{loop.run_id}{SEP}{tail}"
     else:
         run_id = child_run_id(loop.run_id, node, scope.task_id, call)
     bound = as_child_of(child, loop.graph, loop.store)
@@ -123,6 +125,8 @@ def run_child(
         config["configurable"] = {**config["configurable"], "subject": loop.subject}
     run = loop.store.get_run(loop.tenant_id, run_id)
     ledger = getattr(scope.config, "ledger", None)
+    if persistent and run is None:  # a fork's first turn: the child as it was at the fork
+        run = fork_persistent(bound, loop.store, loop.tenant_id, loop.run_id, tail)
     if run is None and ledger is not None:  # the parent remembers its child (for purge)
         ledger.record(f"{CHILD_RECORD}{run_id}", lambda: run_id)
     ctx = context if context is not None else loop.invocation.context
@@ -162,14 +166,91 @@ def _turn(
             if not persistent:
                 return bound.output_of(bound.get_state(config).values)
             start = input  # a persistent child's next turn: new input on its thread
-    for _ in _drive(bound, loop, start, config, ctx, run_id):
-        pass
+    try:
+        for _ in _drive(bound, loop, start, config, ctx, run_id):
+            pass
+    finally:
+        ledger = getattr(scope.config, "ledger", None)
+        child = loop.store.get_run(loop.tenant_id, run_id)
+        if persistent and ledger is not None and child is not None:
+            # where the child's thread was when this turn ended, so that a fork of the
+            # parent at this step or later forks the child there (``fork_persistent``)
+            ledger.record(f"{TURN_STEP}{run_id}@{child.step}", lambda: child.step)
     snapshot = bound.get_state(config)
     if snapshot.interrupts:
         raise _questions(snapshot.interrupts)
     if snapshot.next and snapshot.metadata.get("status") == "interrupted":
         raise GraphInterrupt([])  # its own breakpoint: the parent pauses too, asking nothing
     return bound.output_of(snapshot.values)
+
+
+TURN_STEP = "subgraph-step:"
+"""A parent task's record of the step a persistent child's thread reached in its turn."""
+
+
+def fork_persistent(
+    child: CompiledGraph, store: Any, tenant_id: str, parent_run: str, tail: str
+) -> Any:
+    """A fork of a parent run meets its persistent child (``compile(checkpointer=True)``)
+    for the first time: fork the child's thread of the run it was forked from at the step
+    that thread had reached at the fork point (as LangGraph, whose replay loads the
+    subgraph's checkpoint of that time). Returns the new child run, or None (no origin, or
+    the child had not run by then)."""
+    from wayline.graph import travel
+    from wayline.graph.loop import default_owner
+
+    origin = travel.load_origin(store, tenant_id, parent_run)
+    if origin is None:
+        return None
+    source = f"{origin.run_id}{SEP}{tail}"
+    src = store.get_run(tenant_id, source)
+    if src is None:
+        return None
+    reached = [
+        step
+        for run, through in _lineage(store, tenant_id, origin.run_id, origin.step)
+        for step in _turn_steps(store, tenant_id, run, f"{run}{SEP}{tail}", through)
+    ]
+    if not reached:
+        return None
+    new_id, at = f"{parent_run}{SEP}{tail}", max(reached)
+    token = travel.create_fork(
+        store, tenant_id, source, at, new_run_id=new_id, owner=default_owner()
+    )
+    try:
+        ref = RunRef(tenant_id, new_id)
+        if not child.get_state(ref.config()).tasks:  # the turn had ended there: done
+            digest = child.state_digest(ref.config())
+            batch = CommitBatch(run=RunUpdate("done", at, (), state_digest=digest))
+            store.commit(tenant_id, new_id, token, batch)
+    finally:
+        store.release(tenant_id, new_id, token)
+    return store.get_run(tenant_id, new_id)
+
+
+def _turn_steps(store: Any, tenant_id: str, run: str, child: str, through: int) -> list[int]:
+    """The steps ``child``'s thread reached in the turns ``run``'s tasks ran through step
+    ``through``."""
+    prefix = f"{TURN_STEP}{child}@"
+    return [
+        int(rec.name[len(prefix) :])
+        for rec in store.list_effects(tenant_id, run)
+        if rec.kind == "record" and rec.name.startswith(prefix) and rec.step <= through
+    ]
+
+
+def _lineage(store: Any, tenant_id: str, run_id: str, through: int) -> list[tuple[str, int]]:
+    """A run, and the runs it was forked from (whose steps before the fork it shares),
+    each with the last step of it that counts."""
+    from wayline.graph import travel
+
+    runs = [(run_id, through)]
+    origin = travel.load_origin(store, tenant_id, run_id)
+    while origin is not None and all(origin.run_id != r for r, _ in runs):
+        through = min(through, origin.step)
+        runs.append((origin.run_id, through))
+        origin = travel.load_origin(store, tenant_id, origin.run_id)
+    return runs
 
 
 def as_child_of(child: CompiledGraph, parent: CompiledGraph, store: Any) -> CompiledGraph:
