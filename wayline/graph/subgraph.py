@@ -261,6 +261,7 @@ def as_child_of(child: CompiledGraph, parent: CompiledGraph, store: Any) -> Comp
     bound.name = f"{parent.name}{SEP}{child.name}"
     if bound.memory_store is None:  # as LangGraph: a subgraph uses its parent's memory
         bound.memory_store = parent.memory_store
+    _CHILD_GRAPHS[bound.name] = child
     return bound
 
 
@@ -318,22 +319,37 @@ def _as_dict(state: Any) -> dict[str, Any]:
     return {}
 
 
+_CHILD_GRAPHS: dict[str, CompiledGraph] = {}
+"""The compiled graph of each child graph name (``parent::child``) this process ran: a
+subgraph invoked inside a node function is known to its parent only by its runs' name."""
+
+
 def with_child_states(graph: CompiledGraph, snapshot: StateSnapshot) -> StateSnapshot:
-    """``get_state(subgraphs=True)``: each task that runs a subgraph node gets the state
-    of its child run (recursively)."""
+    """``get_state(subgraphs=True)``: each task that runs a subgraph (as a node, or invoked
+    inside the node's function) gets the state of its child run (recursively)."""
     conf = snapshot.config["configurable"]
+    tenant = conf.get("tenant", "default")
     tasks = []
     for task in snapshot.tasks:
-        fn = graph.nodes[task.name].fn if task.name in graph.nodes else None
-        if isinstance(fn, SubgraphNode):
-            child = fn.child.with_store(graph.store)
-            cfg = {
-                "configurable": {
-                    "thread_id": child_run_id(conf["thread_id"], task.name, task.id),
-                    "tenant": conf.get("tenant", "default"),
-                }
-            }
-            if graph.store.get_run(cfg["configurable"]["tenant"], cfg["configurable"]["thread_id"]):
-                task = dataclasses.replace(task, state=child.get_state(cfg, subgraphs=True))
+        found = _child_of_task(graph, tenant, conf["thread_id"], task.name, task.id)
+        if found is not None:
+            child, run_id = found
+            cfg = {"configurable": {"thread_id": run_id, "tenant": tenant}}
+            task = dataclasses.replace(task, state=child.get_state(cfg, subgraphs=True))
         tasks.append(task)
     return dataclasses.replace(snapshot, tasks=tuple(tasks))
+
+
+def _child_of_task(
+    graph: CompiledGraph, tenant: str, thread: str, node: str, task_id: str
+) -> tuple[CompiledGraph, str] | None:
+    """The child graph (bound to ``graph``'s store) and run a task of ``node`` started."""
+    fn = graph.nodes[node].fn if node in graph.nodes else None
+    for run_id in (child_run_id(thread, node, task_id), f"{thread}{SEP}{node}"):
+        run = graph.store.get_run(tenant, run_id)
+        if run is None:
+            continue
+        child = fn.child if isinstance(fn, SubgraphNode) else _CHILD_GRAPHS.get(run.graph_name)
+        if child is not None:
+            return child.with_store(graph.store), run_id
+    return None
