@@ -28,7 +28,7 @@ from wayline.graph.channels import (
 )
 from wayline.graph.message import add_messages
 
-__all__ = ["ROOT", "StateSchema", "is_typeddict"]
+__all__ = ["ROOT", "StateSchema", "is_typeddict", "register_hint_types"]
 
 SchemaKind = Literal["typeddict", "dataclass", "pydantic", "dict", "root"]
 ROOT = "__root__"
@@ -283,3 +283,8 @@ def _register_types(hint: Any, codec: Codec, seen: set[int]) -> None:
             return
     for arg in typing.get_args(hint):
         _register_types(arg, codec, seen)
+
+
+def register_hint_types(hint: Any, codec: Codec) -> None:
+    """Register with ``codec`` the dataclasses, pydantic models and enums ``hint`` names."""
+    _register_types(hint, codec, set())
