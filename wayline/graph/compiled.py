@@ -48,6 +48,7 @@ from wayline.graph.driving import (
 from wayline.graph.identity import fingerprint_of, shape_json, shape_of
 from wayline.graph.jsonschema import JsonSchemas
 from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome, default_owner
+from wayline.graph.snapshot_source import step_source
 from wayline.graph.streaming import (
     PAUSED,
     RESUMED,
@@ -686,6 +687,7 @@ class CompiledGraph(StateUpdates, JsonSchemas):
             "snapshot_step": rec.snapshot_step,
             "replayed_steps": rec.folds,
             "rows_read": rec.rows_read,
+            "source": step_source(self.store, tenant, run_id, at),
         }
         step_cfg = {"configurable": {**cfg["configurable"], **_at(tenant, run_id, at)}}
         parent = {"configurable": {**cfg["configurable"], **_at(tenant, run_id, at - 1)}}
