@@ -64,6 +64,8 @@ class StateSchema:
             raise GraphError(
                 f"cannot read the annotations of state schema {schema!r}: {exc}"
             ) from exc
+        if kind == "typeddict" and set(hints) == {ROOT}:
+            kind = "root"  # ``class State(TypedDict): __root__: ...``: a single-value state
         if kind == "pydantic":
             hints = {k: v for k, v in hints.items() if k in schema.model_fields}  # type: ignore[attr-defined]
         elif kind == "dataclass":
