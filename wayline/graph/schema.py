@@ -7,6 +7,7 @@ registered with the codec, because the graph that declares them is the one that 
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import enum
 import hashlib
@@ -260,8 +261,21 @@ def _is_reducer(obj: Any) -> bool:
     return len(positional) == 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
+_CONCRETE = {
+    collections.abc.Sequence: list,
+    collections.abc.MutableSequence: list,
+    collections.abc.Set: set,
+    collections.abc.MutableSet: set,
+    collections.abc.Mapping: dict,
+    collections.abc.MutableMapping: dict,
+}
+"""An abstract collection's empty value, as LangGraph's reducer channels make it
+(``Annotated[Sequence[str], add_messages]`` starts from ``[]``)."""
+
+
 def _factory(base: Any) -> Callable[[], Any] | None:
     origin = typing.get_origin(base) or base
+    origin = _CONCRETE.get(origin, origin)
     if isinstance(origin, type) and not is_typeddict(origin):
         return origin
     return None
