@@ -700,7 +700,8 @@ class RunLoop:
         """New input (or a Command's update/goto) is a superstep of its own, run by START."""
         as_dict = self.graph.schema.input_to_dict(update)
         self.graph.schema.check_keys(as_dict, "the input")
-        keys = self.graph.builder.input_keys
+        schema = self.graph.schema
+        keys = self.graph.builder.input_keys or (schema.own if schema.kind != "dict" else None)
         if keys is not None and not goto:  # as LangGraph: input is read through its schema
             as_dict = {k: v for k, v in as_dict.items() if k in keys}
         writes = list(as_dict.items())
