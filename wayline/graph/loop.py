@@ -64,6 +64,7 @@ from wayline.graph.context import NodeContext, TaskScope, is_scoped
 from wayline.graph.identity import check_identity
 from wayline.graph.interrupts import Asked, UnfinishedStep, answer, ask
 from wayline.graph.node import route_writes, split_output
+from wayline.graph.schema import streamed_update
 from wayline.graph.segments import LogIndex
 from wayline.graph.snapshot_policy import SnapshotPolicy
 from wayline.graph.travel import ForkOrigin, is_fork, load_origin
@@ -594,7 +595,7 @@ class RunLoop:
         done = [o for o in ordered if o.result is not None]
         if self.step_events:
             for o in done:
-                yield ("updates", {o.task.spec.name: o.update})
+                yield ("updates", {o.task.spec.name: streamed_update(self.graph.schema, o.update)})
         errors = [o for o in ordered if o.error is not None]
         asked = [o for o in ordered if o.interrupts]
         paused = any(o.paused for o in ordered)

@@ -29,7 +29,7 @@ from wayline.graph.channels import (
 )
 from wayline.graph.message import add_messages
 
-__all__ = ["ROOT", "StateSchema", "is_typeddict", "register_hint_types"]
+__all__ = ["ROOT", "StateSchema", "is_typeddict", "register_hint_types", "streamed_update"]
 
 SchemaKind = Literal["typeddict", "dataclass", "pydantic", "dict", "root"]
 ROOT = "__root__"
@@ -145,7 +145,15 @@ class StateSchema:
             return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
         fields = getattr(type(value), "model_fields", None)
         if isinstance(fields, dict):
-            return {k: getattr(value, k) for k in value.model_fields_set or fields}
+            # the fields it set, and those that differ from their default: a nested model
+            # changed in place is written (as LangGraph), a default left alone is not
+            kept = value.model_fields_set
+            out = {}
+            for key, info in fields.items():
+                field = getattr(value, key)
+                if key in kept or field != _default_of(info):
+                    out[key] = field
+            return out
         raise InvalidUpdateError(
             f"expected a dict of state updates, got {type(value).__name__}: return a dict "
             "whose keys are state keys, a Command, or None"
@@ -304,3 +312,25 @@ def _register_types(hint: Any, codec: Codec, seen: set[int]) -> None:
 def register_hint_types(hint: Any, codec: Codec) -> None:
     """Register with ``codec`` the dataclasses, pydantic models and enums ``hint`` names."""
     _register_types(hint, codec, set())
+
+
+def streamed_update(schema: StateSchema, update: Any) -> Any:
+    """A node's return as an ``updates`` chunk shows it: a pydantic model as the writes it
+    makes (LangGraph streams the written fields), anything else as it was returned."""
+    if isinstance(getattr(type(update), "model_fields", None), dict) and schema.kind != "root":
+        return schema.input_to_dict(update)
+    return update
+
+
+def _default_of(info: Any) -> Any:
+    """A pydantic field's default value (made by its factory), or a marker equal to none."""
+    factory = getattr(info, "default_factory", None)
+    if factory is not None:
+        try:
+            return factory()
+        except TypeError:  # a factory that takes the validated data
+            return _NO_DEFAULT
+    return getattr(info, "default", _NO_DEFAULT)
+
+
+_NO_DEFAULT = object()
