@@ -38,6 +38,7 @@ SAME = [
     "api_12",
     "subgraph_persistence",
     "state_schemas",
+    "state_history",
 ]
 
 
