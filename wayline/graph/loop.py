@@ -699,9 +699,12 @@ class RunLoop:
 
     def _input_step(self, update: Any, goto: list[Any]) -> Iterator[Event]:
         """New input (or a Command's update/goto) is a superstep of its own, run by START."""
-        as_dict = self.graph.schema.input_to_dict(update)
-        self.graph.schema.check_keys(as_dict, "the input")
         schema = self.graph.schema
+        as_dict = schema.input_to_dict(update)
+        if self.invocation.namespace:  # a subgraph's input is its parent's state, which it
+            as_dict = {k: v for k, v in as_dict.items() if k in schema.channels}  # reads
+        else:  # through its own schema (as LangGraph); a caller's typo is refused
+            schema.check_keys(as_dict, "the input")
         keys = self.graph.builder.input_keys or (schema.own if schema.kind != "dict" else None)
         if keys is not None and not goto:  # as LangGraph: input is read through its schema
             as_dict = {k: v for k, v in as_dict.items() if k in keys}

@@ -114,6 +114,24 @@ class Wide(TypedDict):
     now: int
 
 
+class Counted(TypedDict):
+    value: Annotated[list[str], operator.add]
+    counter: int
+
+
+def parent_state_into_child(checkpointer):
+    """A subgraph invoked inside a node with the parent's whole state reads its own keys."""
+    sub = StateGraph(SubState).add_node("s", lambda s: {"value": ["s"]}).add_edge(START, "s")
+    child = sub.compile()
+
+    def call(state: Counted):
+        return {"value": child.invoke(state)["value"]}
+
+    graph = StateGraph(Counted).add_node("call", call).add_edge(START, "call")
+    config = {"configurable": {"thread_id": "into"}}
+    return graph.compile(checkpointer=checkpointer).invoke({"value": [], "counter": 1}, config)
+
+
 def schemas(checkpointer):
     root = StateGraph(RootState).add_node("n", lambda s: ["n"]).add_edge(START, "n").compile()
     seq = StateGraph(SeqState).add_node("n", lambda s: None).add_edge(START, "n").compile()
@@ -165,5 +183,6 @@ def pydantic_states(checkpointer):
 
 
 def main(checkpointer):
-    parts = (persistent_replay, child_in_function, sources, schemas, pydantic_states)
+    parts = (persistent_replay, child_in_function, sources, parent_state_into_child)
+    parts += (schemas, pydantic_states)
     return [(part.__name__, part(checkpointer)) for part in parts]
