@@ -21,6 +21,7 @@ from wayline.errors import (
     ConfigError,
     EffectOutcomeUnknown,
     GraphInterrupt,
+    ParentCommand,
     ReplayDivergenceError,
     RunNotFoundError,
     WaylineError,
@@ -59,7 +60,7 @@ from wayline.graph.streaming import (
     task_result,
     task_start,
 )
-from wayline.graph.subgraph import run_child, with_child_states
+from wayline.graph.subgraph import from_child, run_child, with_child_states
 from wayline.graph.types import Command, Interrupt, PregelTask, Send, StateSnapshot
 from wayline.graph.updates import StateUpdates, history
 from wayline.ids import RunRef, derive_id
@@ -800,6 +801,8 @@ def _run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
             return loop.outcome(task, output)
         except (GraphInterrupt, EffectOutcomeUnknown) as exc:
             return loop.failed(task, exc)
+        except ParentCommand as signal:
+            return loop.outcome(task, from_child(signal))
         except Exception as exc:
             delay = loop.retry_delay(task, exc, attempt)
             if delay is None:
@@ -850,6 +853,8 @@ async def _arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
             return loop.outcome(task, output)
         except (GraphInterrupt, EffectOutcomeUnknown) as exc:
             return loop.failed(task, exc)
+        except ParentCommand as signal:
+            return loop.outcome(task, from_child(signal))
         except Exception as exc:
             delay = loop.retry_delay(task, exc, attempt)
             if delay is None:
@@ -895,13 +900,13 @@ def _checked_config(config: Any) -> Mapping[str, Any]:
 def _inside_task(config: Mapping[str, Any] | None) -> bool:
     """Whether ``invoke`` was called from inside a running node without a thread of its
     own: then the graph runs as that node's subgraph."""
-    config = _checked_config(config)
-    if (config.get("configurable") or {}).get("thread_id"):
-        return False
+    thread = (_checked_config(config).get("configurable") or {}).get("thread_id")
     try:
-        return current_scope().loop is not None
+        loop = current_scope().loop
     except WaylineError:
         return False
+    # the node's own config passed on (as LangGraph's examples do) names the node's thread
+    return loop is not None and (not thread or thread == loop.run_id)
 
 
 def _ids(config: Mapping[str, Any] | None, *, create: bool) -> tuple[str, str]:

@@ -130,6 +130,34 @@ def run_child(
     if run is None and ledger is not None:  # the parent remembers its child (for purge)
         ledger.record(f"{CHILD_RECORD}{run_id}", lambda: run_id)
     ctx = context if context is not None else loop.invocation.context
+    try:
+        return _call(bound, loop, scope, input, config, ctx, run_id, run, persistent, ledger)
+    except ParentCommand as signal:  # leaves the function that invoked the child, and is
+        signal.from_child = True  # type: ignore[attr-defined]  # applied by its task
+        raise
+
+
+def from_child(signal: ParentCommand) -> Command[Any]:
+    """A ``Command(graph=Command.PARENT)`` a child raised through the node function that
+    invoked it, as the command that node's task applies; a node's own is re-raised."""
+    if not getattr(signal, "from_child", False):
+        raise signal
+    command = signal.command
+    return Command(update=command.update, goto=command.goto, resume=command.resume)
+
+
+def _call(
+    bound: CompiledGraph,
+    loop: Any,
+    scope: Any,
+    input: Any,
+    config: Mapping[str, Any],
+    ctx: Any,
+    run_id: str,
+    run: Any,
+    persistent: bool,
+    ledger: Any,
+) -> Any:
     if persistent and ledger is not None:
         # a turn this task finished is not run again when the task re-runs (a crash
         # before the parent's step committed): the ledger returns the turn's output

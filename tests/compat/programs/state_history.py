@@ -132,6 +132,37 @@ def parent_state_into_child(checkpointer):
     return graph.compile(checkpointer=checkpointer).invoke({"value": [], "counter": 1}, config)
 
 
+class Jump(TypedDict):
+    jump: bool
+
+
+class Hops(TypedDict):
+    hops: Annotated[list[str], operator.add]
+
+
+def parent_command_through_function(checkpointer):
+    """A child invoked inside a node (with the node's config) jumps its parent elsewhere."""
+    from langgraph.types import Command
+
+    def child_node(state: Jump):
+        return Command(graph=Command.PARENT, goto="second") if state["jump"] else state
+
+    child = StateGraph(Jump).add_node("node", child_node).add_edge(START, "node").compile()
+
+    def first(state: Hops, config):
+        child.invoke({"jump": True}, config)
+        raise AssertionError("the child's Command leaves this function")
+
+    graph = (
+        StateGraph(Hops)
+        .add_node("first", first)
+        .add_node("second", lambda s: {"hops": ["second"]})
+        .add_edge(START, "first")
+        .compile(checkpointer=checkpointer)
+    )
+    return graph.invoke({"hops": []}, {"configurable": {"thread_id": "jump"}})
+
+
 def schemas(checkpointer):
     root = StateGraph(RootState).add_node("n", lambda s: ["n"]).add_edge(START, "n").compile()
     seq = StateGraph(SeqState).add_node("n", lambda s: None).add_edge(START, "n").compile()
@@ -184,5 +215,5 @@ def pydantic_states(checkpointer):
 
 def main(checkpointer):
     parts = (persistent_replay, child_in_function, sources, parent_state_into_child)
-    parts += (schemas, pydantic_states)
+    parts += (parent_command_through_function, schemas, pydantic_states)
     return [(part.__name__, part(checkpointer)) for part in parts]
