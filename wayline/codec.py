@@ -78,7 +78,9 @@ class Codec:
         key = name or f"{cls.__module__}.{cls.__qualname__}"
         with self._lock:
             other = self._by_name.get(key)
-            if other is not None and other is not cls:
+            # a class defined in a function is made anew by each call: the newest wins
+            local = name is None and "<locals>" in cls.__qualname__
+            if other is not None and other is not cls and not local:
                 raise CodecError(f"type name {key!r} is already registered to {other!r}")
             self._by_name[key] = cls
             self._names[cls] = key

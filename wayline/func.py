@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Generic, TypedDict, TypeVar
 
+from wayline.codec import default_codec
 from wayline.effects.retry import RetryPolicy
 from wayline.errors import GraphError, GraphInterrupt, WaylineError
 from wayline.graph.builder import StateGraph
@@ -37,6 +38,7 @@ from wayline.graph.context import (
     set_scope,
 )
 from wayline.graph.jsonschema import type_schema
+from wayline.graph.schema import register_hint_types
 from wayline.graph.timeouts import Pulse, TimeoutPolicy, check_async, timed
 from wayline.graph.types import END, START, Command, StateSnapshot
 from wayline.ids import derive_id
@@ -86,6 +88,7 @@ class _Task:
         check_async(self.name, timeout, inspect.iscoroutinefunction(fn))
         self.timeout = timeout
         functools.update_wrapper(self, fn)
+        register_annotations(fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> TaskFuture:
         try:
@@ -223,6 +226,7 @@ class entrypoint:
     def __call__(self, fn: Callable[..., Any]) -> EntrypointGraph:
         name = getattr(fn, "__name__", "entrypoint")
         params = set(inspect.signature(fn).parameters)
+        register_annotations(fn)
         is_async = inspect.iscoroutinefunction(fn)
         check_async(name, self.timeout, is_async)
 
@@ -254,6 +258,18 @@ class entrypoint:
         builder.add_edge(name, END)
         graph = builder.compile(self.checkpointer, name=name, store=self.memory_store)
         return EntrypointGraph(graph, name, fn)
+
+
+def register_annotations(fn: Callable[..., Any]) -> None:
+    """Register the dataclasses, pydantic models and enums a task's or entrypoint's
+    annotations name with the default codec, as a state schema's are: its input and
+    result are stored."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # an annotation that does not resolve: nothing to register
+        return
+    for hint in hints.values():
+        register_hint_types(hint, default_codec)
 
 
 def _written(result: Any) -> dict[str, Any]:

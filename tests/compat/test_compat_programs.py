@@ -39,6 +39,8 @@ SAME = [
     "subgraph_persistence",
     "node_features",
     "agent_streams",
+    "state_schemas",
+    "state_history",
 ]
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from wayline.graph.algo import PULL, values_of
 from wayline.graph.timeouts import Pulse
 from wayline.managed import managed_value
-from wayline.runtime import ExecutionInfo, Runtime
+from wayline.runtime import ExecutionInfo, Runtime, ServerInfo
 
 if TYPE_CHECKING:
     from wayline.graph.context import TaskScope
@@ -124,6 +124,7 @@ def runtime_of(scope: TaskScope) -> Runtime[Any]:
             stream_writer=scope.writer or _drop,
             previous=loop.invocation.previous,
             execution_info=_execution_info(loop, scope),
+            server_info=_server_info(scope.config),
             control=loop.invocation.control,
         )
         if scope.pulse is not None:  # runtime.heartbeat() refreshes the idle timeout
@@ -136,15 +137,26 @@ def _execution_info(loop: RunLoop, scope: TaskScope) -> ExecutionInfo:
     from wayline.graph import travel
 
     config = scope.config or {}
+    own = f"{scope.node}:{scope.task_id}"  # as LangGraph: the task's own namespace segment
     return ExecutionInfo(
         checkpoint_id=travel.checkpoint_id(loop.tenant_id, loop.run_id, loop.step),
-        checkpoint_ns="|".join(loop.invocation.namespace),
+        checkpoint_ns="|".join((*loop.invocation.namespace, own)),
         task_id=scope.task_id,
-        thread_id=loop.run_id,
+        thread_id=loop.run_id.split("::")[0],  # a subgraph's run is on its parent's thread
         run_id=config.get("run_id"),
         node_attempt=scope.attempt,
         node_first_attempt_time=scope.first_attempt_at,
     )
+
+
+def _server_info(config: Any) -> ServerInfo | None:
+    """LangGraph's ``runtime.server_info``: the assistant and graph a server's run names
+    in ``configurable`` (and its authenticated user), None outside a server."""
+    conf = (config or {}).get("configurable") or {}
+    assistant, graph = conf.get("assistant_id"), conf.get("graph_id")
+    if assistant is None and graph is None:
+        return None
+    return ServerInfo(str(assistant or ""), str(graph or ""), conf.get("langgraph_auth_user"))
 
 
 def _injected(what: str, task: ExecTask, scope: TaskScope) -> Any:

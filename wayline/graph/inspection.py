@@ -16,6 +16,7 @@ from wayline.graph.algo import with_pending
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct, state_digest
 from wayline.graph.run_config import at_step as _at
 from wayline.graph.run_config import run_ids as _ids
+from wayline.graph.snapshot_source import step_source
 from wayline.graph.subgraph import with_child_states
 from wayline.graph.tasks import defer_split
 from wayline.graph.types import Interrupt, PregelTask, StateSnapshot
@@ -109,6 +110,7 @@ class Inspection:
             "snapshot_step": rec.snapshot_step,
             "replayed_steps": rec.folds,
             "rows_read": rec.rows_read,
+            "source": step_source(graph.store, tenant, run_id, at),
         }
         step_cfg = {"configurable": {**cfg["configurable"], **_at(tenant, run_id, at)}}
         parent = {"configurable": {**cfg["configurable"], **_at(tenant, run_id, at - 1)}}

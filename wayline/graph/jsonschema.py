@@ -69,11 +69,17 @@ def schema_of(cls: Any, name: str) -> Any:
                 default: Any = f.default
             elif f.default_factory is not dataclasses.MISSING:
                 default = f.default_factory()
-            else:
-                default = ...
+            else:  # as LangGraph: a field that admits None is optional
+                default = None if _admits_none(hints[f.name]) else ...
             fields[f.name] = (hints[f.name], default)
         return pydantic.create_model(name, **fields).model_json_schema()
     return type_schema(cls, name)
+
+
+def _admits_none(hint: Any) -> bool:
+    if typing.get_origin(hint) is typing.Annotated:
+        hint = typing.get_args(hint)[0]
+    return hint is type(None) or type(None) in typing.get_args(hint)
 
 
 def type_schema(typ: Any, name: str) -> Any:

@@ -52,6 +52,7 @@ from wayline.graph.commits import StepCommits, staged_copy
 from wayline.graph.identity import check_identity
 from wayline.graph.interrupts import UnfinishedStep, answer
 from wayline.graph.node import route_writes, split_output
+from wayline.graph.schema import streamed_update
 from wayline.graph.segments import LogIndex
 from wayline.graph.snapshot_policy import SnapshotPolicy
 from wayline.graph.tasks import ExecTask, TaskOutcome, TaskSteps, defer_split
@@ -450,10 +451,11 @@ class RunLoop(TaskSteps, StepCommits):
         done = [o for o in ordered if o.result is not None]
         if self.step_events:  # the fold keeps fold order, whatever order events go in
             for o in (o for o in outcomes if o.result is not None) if self.as_finished else done:
+                update = streamed_update(self.graph.schema, o.update)
                 if o.cached:  # as LangGraph: a cached output says so
-                    yield ("updates", {o.task.spec.name: o.update, "__metadata__": CACHED})
+                    yield ("updates", {o.task.spec.name: update, "__metadata__": CACHED})
                 else:
-                    yield ("updates", {o.task.spec.name: o.update})
+                    yield ("updates", {o.task.spec.name: update})
         errors = [o for o in ordered if o.error is not None]
         asked = [o for o in ordered if o.interrupts]
         paused = any(o.paused for o in ordered)
@@ -560,9 +562,13 @@ class RunLoop(TaskSteps, StepCommits):
 
     def _input_step(self, update: Any, goto: list[Any]) -> Iterator[Event]:
         """New input (or a Command's update/goto) is a superstep of its own, run by START."""
-        as_dict = self.graph.schema.input_to_dict(update)
-        self.graph.schema.check_keys(as_dict, "the input")
-        keys = self.graph.builder.input_keys
+        schema = self.graph.schema
+        as_dict = schema.input_to_dict(update)
+        if self.invocation.namespace:  # a subgraph's input is its parent's state, which it
+            as_dict = {k: v for k, v in as_dict.items() if k in schema.channels}  # reads
+        else:  # through its own schema (as LangGraph); a caller's typo is refused
+            schema.check_keys(as_dict, "the input")
+        keys = self.graph.builder.input_keys or (schema.own if schema.kind != "dict" else None)
         if keys is not None and not goto:  # as LangGraph: input is read through its schema
             as_dict = {k: v for k, v in as_dict.items() if k in keys}
         writes = list(as_dict.items())

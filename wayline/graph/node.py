@@ -127,8 +127,9 @@ def _injected(param: inspect.Parameter) -> str | None:
 
 def _input_annotation(fn: Callable[..., Any], first: str) -> type | None:
     """The TypedDict/dataclass/pydantic class a node's first parameter is annotated with."""
+    target = fn if inspect.isroutine(fn) else type(fn).__call__  # callable objects
     try:
-        hint = typing.get_type_hints(fn).get(first)
+        hint = typing.get_type_hints(target).get(first)
     except Exception:
         return None
     if not isinstance(hint, type):

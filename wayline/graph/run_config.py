@@ -62,13 +62,13 @@ def checked_config(config: Any) -> Mapping[str, Any]:
 def inside_task(config: Mapping[str, Any] | None) -> bool:
     """Whether ``invoke`` was called from inside a running node without a thread of its
     own: then the graph runs as that node's subgraph."""
-    config = checked_config(config)
-    if (config.get("configurable") or {}).get("thread_id"):
-        return False
+    thread = (checked_config(config).get("configurable") or {}).get("thread_id")
     try:
-        return current_scope().loop is not None
+        loop = current_scope().loop
     except WaylineError:
         return False
+    # the node's own config passed on (as LangGraph's examples do) names the node's thread
+    return loop is not None and (not thread or thread == loop.run_id)
 
 
 def run_ids(config: Mapping[str, Any] | None, *, create: bool) -> tuple[str, str]:

@@ -11,8 +11,9 @@ import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from wayline.errors import EffectOutcomeUnknown, GraphInterrupt, NodeCancelledError
+from wayline.errors import EffectOutcomeUnknown, GraphInterrupt, NodeCancelledError, ParentCommand
 from wayline.graph.context import reset_scope, set_scope
+from wayline.graph.subgraph import from_child
 from wayline.graph.timeouts import timed
 
 if TYPE_CHECKING:
@@ -40,6 +41,8 @@ def run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
             return done
         except (GraphInterrupt, EffectOutcomeUnknown) as exc:
             return loop.failed(task, exc)
+        except ParentCommand as signal:
+            return loop.outcome(task, from_child(signal))
         except Exception as exc:
             delay = loop.retry_delay(task, exc, attempt)
             if delay is None:
@@ -95,6 +98,8 @@ async def arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
             return done
         except (GraphInterrupt, EffectOutcomeUnknown) as exc:
             return loop.failed(task, exc)
+        except ParentCommand as signal:
+            return loop.outcome(task, from_child(signal))
         except Exception as exc:
             delay = loop.retry_delay(task, exc, attempt)
             if delay is None:

@@ -29,7 +29,7 @@ from wayline.graph.channels import (
 )
 from wayline.graph.message import add_messages
 
-__all__ = ["ROOT", "StateSchema", "is_typeddict"]
+__all__ = ["ROOT", "StateSchema", "is_typeddict", "register_hint_types", "streamed_update"]
 
 SchemaKind = Literal["typeddict", "dataclass", "pydantic", "dict", "root"]
 ROOT = "__root__"
@@ -65,6 +65,8 @@ class StateSchema:
             raise GraphError(
                 f"cannot read the annotations of state schema {schema!r}: {exc}"
             ) from exc
+        if kind == "typeddict" and set(hints) == {ROOT}:
+            kind = "root"  # ``class State(TypedDict): __root__: ...``: a single-value state
         if kind == "pydantic":
             hints = {k: v for k, v in hints.items() if k in schema.model_fields}  # type: ignore[attr-defined]
         elif kind == "dataclass":
@@ -143,7 +145,15 @@ class StateSchema:
             return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
         fields = getattr(type(value), "model_fields", None)
         if isinstance(fields, dict):
-            return {k: getattr(value, k) for k in value.model_fields_set or fields}
+            # the fields it set, and those that differ from their default: a nested model
+            # changed in place is written (as LangGraph), a default left alone is not
+            kept = value.model_fields_set
+            out = {}
+            for key, info in fields.items():
+                field = getattr(value, key)
+                if key in kept or field != _default_of(info):
+                    out[key] = field
+            return out
         raise InvalidUpdateError(
             f"expected a dict of state updates, got {type(value).__name__}: return a dict "
             "whose keys are state keys, a Command, or None"
@@ -259,7 +269,7 @@ def _is_reducer(obj: Any) -> bool:
     return len(positional) == 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
-_ABSTRACT = {
+_CONCRETE = {
     collections.abc.Sequence: list,
     collections.abc.MutableSequence: list,
     collections.abc.Set: set,
@@ -267,14 +277,13 @@ _ABSTRACT = {
     collections.abc.Mapping: dict,
     collections.abc.MutableMapping: dict,
 }
-"""What an abstract collection starts empty as, as LangGraph's reducer channel does (so an
-``Annotated[Sequence[BaseMessage], add_messages]`` input is folded by its reducer too)."""
+"""An abstract collection's empty value, as LangGraph's reducer channels make it
+(``Annotated[Sequence[str], add_messages]`` starts from ``[]``)."""
 
 
 def _factory(base: Any) -> Callable[[], Any] | None:
     origin = typing.get_origin(base) or base
-    if origin in _ABSTRACT:
-        return _ABSTRACT[origin]
+    origin = _CONCRETE.get(origin, origin)
     if isinstance(origin, type) and not is_typeddict(origin):
         return origin
     return None
@@ -298,3 +307,30 @@ def _register_types(hint: Any, codec: Codec, seen: set[int]) -> None:
             return
     for arg in typing.get_args(hint):
         _register_types(arg, codec, seen)
+
+
+def register_hint_types(hint: Any, codec: Codec) -> None:
+    """Register with ``codec`` the dataclasses, pydantic models and enums ``hint`` names."""
+    _register_types(hint, codec, set())
+
+
+def streamed_update(schema: StateSchema, update: Any) -> Any:
+    """A node's return as an ``updates`` chunk shows it: a pydantic model as the writes it
+    makes (LangGraph streams the written fields), anything else as it was returned."""
+    if isinstance(getattr(type(update), "model_fields", None), dict) and schema.kind != "root":
+        return schema.input_to_dict(update)
+    return update
+
+
+def _default_of(info: Any) -> Any:
+    """A pydantic field's default value (made by its factory), or a marker equal to none."""
+    factory = getattr(info, "default_factory", None)
+    if factory is not None:
+        try:
+            return factory()
+        except TypeError:  # a factory that takes the validated data
+            return _NO_DEFAULT
+    return getattr(info, "default", _NO_DEFAULT)
+
+
+_NO_DEFAULT = object()

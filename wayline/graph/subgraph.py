@@ -29,6 +29,7 @@ from wayline.graph.context import current_scope, scoped_index
 from wayline.graph.nested_stream import CHILD_TAP
 from wayline.graph.types import Command, StateSnapshot
 from wayline.ids import RunRef
+from wayline.store.records import CommitBatch, RunUpdate
 
 if TYPE_CHECKING:
     from wayline.graph.builder import StateGraph
@@ -127,8 +128,9 @@ def run_child(
     if parent_keys is None:
         scope.calls += 1
     persistent = child.persistent_child
+    tail = node + (f":{call}" if call else "")
     if persistent:  # compile(checkpointer=True): one child thread per node, kept
-        run_id = f"{loop.run_id}{SEP}{node}" + (f":{call}" if call else "")
+        run_id = f"{loop.run_id}{SEP}{tail}"
     else:
         run_id = child_run_id(loop.run_id, node, scope.task_id, call)
     bound = as_child_of(child, loop.graph, loop.store)
@@ -137,9 +139,39 @@ def run_child(
         config["configurable"] = {**config["configurable"], "subject": loop.subject}
     run = loop.store.get_run(loop.tenant_id, run_id)
     ledger = getattr(scope.config, "ledger", None)
+    if persistent and run is None:  # a fork's first turn: the child as it was at the fork
+        run = fork_persistent(bound, loop.store, loop.tenant_id, loop.run_id, tail)
     if run is None and ledger is not None:  # the parent remembers its child (for purge)
         ledger.record(f"{CHILD_RECORD}{run_id}", lambda: run_id)
     ctx = context if context is not None else loop.invocation.context
+    try:
+        return _call(bound, loop, scope, input, config, ctx, run_id, run, persistent, ledger)
+    except ParentCommand as signal:  # leaves the function that invoked the child, and is
+        signal.from_child = True  # type: ignore[attr-defined]  # applied by its task
+        raise
+
+
+def from_child(signal: ParentCommand) -> Command[Any]:
+    """A ``Command(graph=Command.PARENT)`` a child raised through the node function that
+    invoked it, as the command that node's task applies; a node's own is re-raised."""
+    if not getattr(signal, "from_child", False):
+        raise signal
+    command = signal.command
+    return Command(update=command.update, goto=command.goto, resume=command.resume)
+
+
+def _call(
+    bound: CompiledGraph,
+    loop: Any,
+    scope: Any,
+    input: Any,
+    config: Mapping[str, Any],
+    ctx: Any,
+    run_id: str,
+    run: Any,
+    persistent: bool,
+    ledger: Any,
+) -> Any:
     if persistent and ledger is not None:
         # a turn this task finished is not run again when the task re-runs (a crash
         # before the parent's step committed): the ledger returns the turn's output
@@ -176,14 +208,91 @@ def _turn(
             if not persistent:
                 return bound.output_of(bound.get_state(config).values)
             start = input  # a persistent child's next turn: new input on its thread
-    for _ in _drive(bound, loop, start, config, ctx, run_id):
-        pass
+    try:
+        for _ in _drive(bound, loop, start, config, ctx, run_id):
+            pass
+    finally:
+        ledger = getattr(scope.config, "ledger", None)
+        child = loop.store.get_run(loop.tenant_id, run_id)
+        if persistent and ledger is not None and child is not None:
+            # where the child's thread was when this turn ended, so that a fork of the
+            # parent at this step or later forks the child there (``fork_persistent``)
+            ledger.record(f"{TURN_STEP}{run_id}@{child.step}", lambda: child.step)
     snapshot = bound.get_state(config)
     if snapshot.interrupts:
         raise _questions(snapshot.interrupts)
     if snapshot.next and snapshot.metadata.get("status") == "interrupted":
         raise GraphInterrupt([])  # its own breakpoint: the parent pauses too, asking nothing
     return bound.output_of(snapshot.values)
+
+
+TURN_STEP = "subgraph-step:"
+"""A parent task's record of the step a persistent child's thread reached in its turn."""
+
+
+def fork_persistent(
+    child: CompiledGraph, store: Any, tenant_id: str, parent_run: str, tail: str
+) -> Any:
+    """A fork of a parent run meets its persistent child (``compile(checkpointer=True)``)
+    for the first time: fork the child's thread of the run it was forked from at the step
+    that thread had reached at the fork point (as LangGraph, whose replay loads the
+    subgraph's checkpoint of that time). Returns the new child run, or None (no origin, or
+    the child had not run by then)."""
+    from wayline.graph import travel
+    from wayline.graph.loop import default_owner
+
+    origin = travel.load_origin(store, tenant_id, parent_run)
+    if origin is None:
+        return None
+    source = f"{origin.run_id}{SEP}{tail}"
+    src = store.get_run(tenant_id, source)
+    if src is None:
+        return None
+    reached = [
+        step
+        for run, through in _lineage(store, tenant_id, origin.run_id, origin.step)
+        for step in _turn_steps(store, tenant_id, run, f"{run}{SEP}{tail}", through)
+    ]
+    if not reached:
+        return None
+    new_id, at = f"{parent_run}{SEP}{tail}", max(reached)
+    token = travel.create_fork(
+        store, tenant_id, source, at, new_run_id=new_id, owner=default_owner()
+    )
+    try:
+        ref = RunRef(tenant_id, new_id)
+        if not child.get_state(ref.config()).tasks:  # the turn had ended there: done
+            digest = child.state_digest(ref.config())
+            batch = CommitBatch(run=RunUpdate("done", at, (), state_digest=digest))
+            store.commit(tenant_id, new_id, token, batch)
+    finally:
+        store.release(tenant_id, new_id, token)
+    return store.get_run(tenant_id, new_id)
+
+
+def _turn_steps(store: Any, tenant_id: str, run: str, child: str, through: int) -> list[int]:
+    """The steps ``child``'s thread reached in the turns ``run``'s tasks ran through step
+    ``through``."""
+    prefix = f"{TURN_STEP}{child}@"
+    return [
+        int(rec.name[len(prefix) :])
+        for rec in store.list_effects(tenant_id, run)
+        if rec.kind == "record" and rec.name.startswith(prefix) and rec.step <= through
+    ]
+
+
+def _lineage(store: Any, tenant_id: str, run_id: str, through: int) -> list[tuple[str, int]]:
+    """A run, and the runs it was forked from (whose steps before the fork it shares),
+    each with the last step of it that counts."""
+    from wayline.graph import travel
+
+    runs = [(run_id, through)]
+    origin = travel.load_origin(store, tenant_id, run_id)
+    while origin is not None and all(origin.run_id != r for r, _ in runs):
+        through = min(through, origin.step)
+        runs.append((origin.run_id, through))
+        origin = travel.load_origin(store, tenant_id, origin.run_id)
+    return runs
 
 
 def as_child_of(child: CompiledGraph, parent: CompiledGraph, store: Any) -> CompiledGraph:
@@ -194,6 +303,7 @@ def as_child_of(child: CompiledGraph, parent: CompiledGraph, store: Any) -> Comp
     bound.name = f"{parent.name}{SEP}{child.name}"
     if bound.memory_store is None:  # as LangGraph: a subgraph uses its parent's memory
         bound.memory_store = parent.memory_store
+    _CHILD_GRAPHS[bound.name] = child
     return bound
 
 
@@ -257,22 +367,37 @@ def _as_dict(state: Any) -> dict[str, Any]:
     return {}
 
 
+_CHILD_GRAPHS: dict[str, CompiledGraph] = {}
+"""The compiled graph of each child graph name (``parent::child``) this process ran: a
+subgraph invoked inside a node function is known to its parent only by its runs' name."""
+
+
 def with_child_states(graph: CompiledGraph, snapshot: StateSnapshot) -> StateSnapshot:
-    """``get_state(subgraphs=True)``: each task that runs a subgraph node gets the state
-    of its child run (recursively)."""
+    """``get_state(subgraphs=True)``: each task that runs a subgraph (as a node, or invoked
+    inside the node's function) gets the state of its child run (recursively)."""
     conf = snapshot.config["configurable"]
+    tenant = conf.get("tenant", "default")
     tasks = []
     for task in snapshot.tasks:
-        fn = graph.nodes[task.name].fn if task.name in graph.nodes else None
-        if isinstance(fn, SubgraphNode):
-            child = fn.child.with_store(graph.store)
-            cfg = {
-                "configurable": {
-                    "thread_id": child_run_id(conf["thread_id"], task.name, task.id),
-                    "tenant": conf.get("tenant", "default"),
-                }
-            }
-            if graph.store.get_run(cfg["configurable"]["tenant"], cfg["configurable"]["thread_id"]):
-                task = dataclasses.replace(task, state=child.get_state(cfg, subgraphs=True))
+        found = _child_of_task(graph, tenant, conf["thread_id"], task.name, task.id)
+        if found is not None:
+            child, run_id = found
+            cfg = {"configurable": {"thread_id": run_id, "tenant": tenant}}
+            task = dataclasses.replace(task, state=child.get_state(cfg, subgraphs=True))
         tasks.append(task)
     return dataclasses.replace(snapshot, tasks=tuple(tasks))
+
+
+def _child_of_task(
+    graph: CompiledGraph, tenant: str, thread: str, node: str, task_id: str
+) -> tuple[CompiledGraph, str] | None:
+    """The child graph (bound to ``graph``'s store) and run a task of ``node`` started."""
+    fn = graph.nodes[node].fn if node in graph.nodes else None
+    for run_id in (child_run_id(thread, node, task_id), f"{thread}{SEP}{node}"):
+        run = graph.store.get_run(tenant, run_id)
+        if run is None:
+            continue
+        child = fn.child if isinstance(fn, SubgraphNode) else _CHILD_GRAPHS.get(run.graph_name)
+        if child is not None:
+            return child.with_store(graph.store), run_id
+    return None

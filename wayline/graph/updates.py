@@ -13,14 +13,17 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wayline.errors import InvalidUpdateError, UnknownNodeError
+from wayline.graph.snapshot_source import mark
 from wayline.graph.types import END, StateSnapshot
+from wayline.store.records import CommitBatch
 
 if TYPE_CHECKING:
     from wayline.graph.compiled import CompiledGraph
 
 __all__ = ["StateUpdate", "StateUpdates"]
 
-_NOT_NODES = (END, "__copy__")
+COPY = "__copy__"
+_NOT_NODES = (END, COPY)
 INPUT = "__input__"
 """LangGraph's ``as_node`` for an update written as the graph's input (routed from START)."""
 
@@ -67,6 +70,8 @@ class StateUpdates:
         if any(not s for s in steps):
             raise ValueError("No updates provided: each superstep needs at least one update")
         tenant, run_id = _ids(config, create=False)
+        if len(steps) == 1 and len(steps[0]) == 1 and steps[0][0].as_node == COPY:
+            return _copy(graph, config, tenant, run_id)
         # as LangGraph, a thread may start with an update: an empty input step first
         start: dict[str, Any] | None = {} if graph.store.get_run(tenant, run_id) is None else None
         for superstep in steps:
@@ -78,6 +83,10 @@ class StateUpdates:
                 pass
             for superstep in steps:
                 loop.update_many([(u.values, u.as_node) for u in superstep])
+                loop.sink.submit(
+                    CommitBatch(audit=[mark(tenant, loop.run_id, loop.step, "update")])
+                )
+            loop.sink.flush()
         except BaseException as exc:
             error = exc
             raise
@@ -156,6 +165,35 @@ def history(
             continue
         n += 1
         yield snapshot
+
+
+def _copy(
+    graph: CompiledGraph, config: Mapping[str, Any], tenant: str, run_id: str
+) -> dict[str, Any]:
+    """``update_state(config, None, as_node="__copy__")``: a fork of the run at the step
+    ``config`` names (its latest without one) that writes nothing, as LangGraph's copy of a
+    checkpoint (``metadata["source"] == "fork"``); returns the fork's config."""
+    from wayline.errors import RunNotFoundError
+    from wayline.graph import travel
+    from wayline.graph.compiled import _at
+    from wayline.graph.loop import default_owner
+    from wayline.ids import RunRef
+
+    run = graph.store.get_run(tenant, run_id)
+    if run is None:
+        raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant!r} to copy a checkpoint of")
+    step = travel.requested_step(config, tenant, run_id)
+    step = run.step if step is None else step
+    fork_id = travel.fork_id_for(graph.store, tenant, run_id, step)
+    token = travel.create_fork(
+        graph.store, tenant, run_id, step, new_run_id=fork_id, owner=default_owner()
+    )
+    try:
+        batch = CommitBatch(audit=[mark(tenant, fork_id, step, "fork")])
+        graph.store.commit(tenant, fork_id, token, batch)
+    finally:
+        graph.store.release(tenant, fork_id, token)
+    return RunRef(tenant, fork_id).config(**_at(tenant, fork_id, step))
 
 
 def _check_superstep(graph: CompiledGraph, updates: Sequence[StateUpdate]) -> None:
