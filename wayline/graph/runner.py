@@ -14,13 +14,38 @@ from typing import TYPE_CHECKING, Any
 from wayline.errors import EffectOutcomeUnknown, GraphInterrupt, NodeCancelledError, ParentCommand
 from wayline.graph.context import reset_scope, set_scope
 from wayline.graph.subgraph import from_child
+from wayline.graph.tasks import TaskOutcome
 from wayline.graph.timeouts import timed
 
 if TYPE_CHECKING:
     from wayline.graph.loop import RunLoop
-    from wayline.graph.tasks import ExecTask, TaskOutcome
+    from wayline.graph.tasks import ExecTask
 
 __all__ = ["arun_task", "run_task"]
+
+
+_CAUGHT = (GraphInterrupt, EffectOutcomeUnknown, ParentCommand, Exception)
+"""What an attempt's loop catches; other signals (a lost lease, a cancellation) leave it."""
+
+
+def _succeeded(loop: RunLoop, task: ExecTask, key: Any, output: Any) -> TaskOutcome:
+    """A node's output as its outcome, cached under ``key`` when its node caches."""
+    done = loop.outcome(task, output)
+    loop.to_cache(task, key, output)
+    return done
+
+
+def _failed(
+    loop: RunLoop, task: ExecTask, exc: BaseException, attempt: int
+) -> TaskOutcome | float | None:
+    """What an attempt that raised comes to, the same for sync and async nodes: an outcome
+    now (an interrupt, an unknown effect outcome, a subgraph's ``Command.PARENT``), the
+    delay before the next attempt, or None: failed for good (the error handler decides)."""
+    if isinstance(exc, GraphInterrupt | EffectOutcomeUnknown):
+        return loop.failed(task, exc)
+    if isinstance(exc, ParentCommand):
+        return loop.outcome(task, from_child(exc))
+    return loop.retry_delay(task, exc, attempt)  # type: ignore[arg-type]
 
 
 def run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
@@ -36,17 +61,14 @@ def run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
             output = fn(*args)
             if type(output) is not dict and inspect.isawaitable(output):  # an ABC check
                 output = asyncio.run(_await(_own(task, _bounded(loop, task, output))))
-            done = loop.outcome(task, output)
-            loop.to_cache(task, key, output)
-            return done
-        except (GraphInterrupt, EffectOutcomeUnknown) as exc:
-            return loop.failed(task, exc)
-        except ParentCommand as signal:
-            return loop.outcome(task, from_child(signal))
-        except Exception as exc:
-            delay = loop.retry_delay(task, exc, attempt)
-            if delay is None:
-                return _handled(loop, task, exc)
+            return _succeeded(loop, task, key, output)
+        except _CAUGHT as exc:
+            judged = _failed(loop, task, exc, attempt)
+            if judged is None:
+                return _handled(loop, task, exc)  # type: ignore[arg-type]
+            if isinstance(judged, TaskOutcome):
+                return judged
+            delay = judged
         finally:
             reset_scope(token)
         time.sleep(delay)
@@ -93,17 +115,14 @@ async def arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
                 output = await _own(task, _bounded(loop, task, fn(*args)))
             else:
                 output = await asyncio.to_thread(fn, *args)
-            done = loop.outcome(task, output)
-            loop.to_cache(task, key, output)
-            return done
-        except (GraphInterrupt, EffectOutcomeUnknown) as exc:
-            return loop.failed(task, exc)
-        except ParentCommand as signal:
-            return loop.outcome(task, from_child(signal))
-        except Exception as exc:
-            delay = loop.retry_delay(task, exc, attempt)
-            if delay is None:
-                return await _ahandled(loop, task, exc)
+            return _succeeded(loop, task, key, output)
+        except _CAUGHT as exc:
+            judged = _failed(loop, task, exc, attempt)
+            if judged is None:
+                return await _ahandled(loop, task, exc)  # type: ignore[arg-type]
+            if isinstance(judged, TaskOutcome):
+                return judged
+            delay = judged
         finally:
             reset_scope(token)
         await asyncio.sleep(delay)
