@@ -15,6 +15,7 @@ import json
 
 import ormsgpack
 
+from wayline.forks import FORK_ACTION, ForkOrigin
 from wayline.store.base import Store
 from wayline.store.records import AuditRecord
 
@@ -33,17 +34,18 @@ def mark(tenant_id: str, run_id: str, step: int, source: str, actor: str = "clie
 
 
 def step_source(store: Store, tenant_id: str, run_id: str, step: int) -> str:
-    """What made step ``step`` of a run: ``input``, ``loop``, ``update`` or ``fork``."""
-    from wayline.graph.travel import load_origin
-
+    """What made step ``step`` of a run: ``input``, ``loop``, ``update`` or ``fork``. Each
+    run's audit log is read once: its source lines and its fork origin are both there."""
     run, through = run_id, step
     while True:
+        origin = None
         for entry in store.load_audit(tenant_id, run):
-            if entry.action == SOURCE_ACTION and entry.detail:
+            if entry.action == FORK_ACTION and origin is None:
+                origin = ForkOrigin.from_audit(entry)
+            elif entry.action == SOURCE_ACTION and entry.detail:
                 detail = json.loads(entry.detail)
                 if detail.get("step") == step:
                     return str(detail.get("source", "update"))
-        origin = load_origin(store, tenant_id, run)
         if origin is None or origin.step < through or origin.run_id == run:
             break
         run = origin.run_id
