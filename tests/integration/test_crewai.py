@@ -1,6 +1,7 @@
 """CrewAI Flows on wayline (``wayline.crewai``), on SQLite and PostgreSQL: a fresh process
 resumes a flow killed after its charge without re-running completed methods or the charge;
-a ledgered tool retried after a failure returns its recorded result; a zombie is fenced."""
+a ledgered tool retried after a failure returns its recorded result; a zombie is fenced;
+workers claim queued flows, only their own, and take over a killed worker's."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +24,17 @@ from crewai.flow.persistence import persist
 from crewai.tools import BaseTool
 from pydantic import BaseModel
 
-from wayline.crewai import WaylineFlowPersistence, kickoff_on_wayline, ledgered
+from wayline.crewai import (
+    CrewAIWorker,
+    FlowOutcome,
+    WaylineFlowPersistence,
+    enqueue_flow,
+    kickoff_on_wayline,
+    ledgered,
+)
 from wayline.crewai import payment_flow as crew_payment
 from wayline.demo.payments import PaymentsService
-from wayline.errors import LeaseLost
+from wayline.errors import ConfigError, LeaseLost, VersionMismatchError
 
 TIMEOUT_S = 120.0
 
@@ -175,3 +184,110 @@ def test_a_zombie_flow_is_fenced(url: str) -> None:
     finally:
         zombie.close()
         other.close()
+
+
+class Counted(BaseModel):
+    id: str = ""
+    word: str = ""
+    seen: list[str] = []
+
+
+def counting_flow(ran: list[str]) -> Any:
+    @persist(WaylineFlowPersistence("sqlite:///:memory:"))  # the worker's backend replaces it
+    class Greet(Flow[Counted]):
+        @start()
+        def hello(self) -> None:
+            ran.append("hello")
+            self.state.seen.append(f"hello {self.state.word}")
+
+        @listen(hello)
+        def bye(self) -> str:
+            ran.append("bye")
+            return f"{self.state.seen[-1]}, bye"
+
+    return Greet
+
+
+def test_a_worker_claims_a_queued_flow(url: str) -> None:
+    ran: list[str] = []
+    p = WaylineFlowPersistence(url)
+    try:
+        Greet = counting_flow(ran)
+        run = enqueue_flow(p, Greet, "greet-1", {"word": "crew"})
+        assert (run.status, run.engine) == ("pending", "crewai")
+        assert ran == []  # enqueuing ran nothing
+        worker = CrewAIWorker(p, [Greet])
+        out = worker.run_once()
+        assert out == FlowOutcome("greet-1", "done", result="hello crew, bye")
+        assert worker.run_once() is None  # nothing left to claim
+        rec = p.store.get_run("default", "greet-1")
+        assert rec is not None and (rec.status, rec.inbox, rec.lease_owner) == ("done", None, None)
+        assert p.completed_methods("greet-1") == ["hello", "bye"] and ran == ["hello", "bye"]
+    finally:
+        p.close()
+
+
+def test_a_run_continues_only_on_the_flow_it_was_queued_for(url: str) -> None:
+    p = WaylineFlowPersistence(url)
+    try:
+        enqueue_flow(p, counting_flow([]), "greet-2", {"word": "a"})
+
+        @persist(p)
+        class Other(Flow[Counted]):
+            @start()
+            def only(self) -> None:
+                self.state.word = "other"
+
+        assert CrewAIWorker(p, [Other]).run_once() is None  # not its run: never claimed
+        with pytest.raises(VersionMismatchError, match=r"flow run 'greet-2'.*'Greet'"):
+            kickoff_on_wayline(Other(), "greet-2")
+        rec = p.store.get_run("default", "greet-2")
+        assert rec is not None and rec.status == "pending" and rec.inbox is not None
+    finally:
+        p.close()
+
+
+def test_a_worker_refuses_a_flow_that_does_not_persist(tmp_path: Path) -> None:
+    class Plain(Flow[Counted]):
+        @start()
+        def only(self) -> None: ...
+
+    p = WaylineFlowPersistence(f"sqlite:///{tmp_path / 'plain.db'}")
+    try:
+        with pytest.raises(ConfigError, match=r"'Plain'.*@persist"):
+            CrewAIWorker(p, [Plain])
+    finally:
+        p.close()
+
+
+def test_a_killed_workers_flow_is_taken_over_after_its_lease(url: str, tmp_path: Path) -> None:
+    """A worker process claims the queued flow and is SIGKILLed after the provider committed
+    the charge; this process's worker claims it once the dead worker's lease expires and
+    finishes it: prepare does not run again, the charge is resent under its key once."""
+    with PaymentsService(tmp_path / "ledger.db") as svc:
+        p = WaylineFlowPersistence(url, lease_seconds=2.0)
+        try:
+            ran: list[str] = []
+            make = crew_payment.factory(svc.url, ran.append)
+            enqueue_flow(p, make, crew_payment.RUN_ID)
+            marker = str(tmp_path / "marker.jsonl")
+            rc = _child(tmp_path, url, svc.url, "--worker", "--point", "provider_committed",
+                        "--marker", marker)  # fmt: skip
+            assert rc == -signal.SIGKILL, (tmp_path / "child.stderr").read_text()[-2000:]
+            assert svc.ledger.stats()["charges"] == 1
+            assert p.completed_methods(crew_payment.RUN_ID) == ["prepare"]
+            worker = CrewAIWorker(p, [make])
+            deadline = time.monotonic() + 30.0
+            out = worker.run_once()  # the dead worker's lease has not expired yet, or has
+            while out is None and time.monotonic() < deadline:
+                p.store.wait_for_work(0.2)
+                out = worker.run_once()
+            assert out is not None and out.status == "done", out
+            assert out.result.startswith(f"{crew_payment.RUN_ID} paid by ")
+            assert p.completed_methods(crew_payment.RUN_ID) == ["prepare", "charge", "finalize"]
+            stats = svc.ledger.stats()
+            assert (stats["charges"], stats["deduplicated"]) == (1, 1)
+            run = p.store.get_run("default", crew_payment.RUN_ID)
+            assert run is not None and run.status == "done" and run.fencing_token >= 2
+        finally:
+            p.close()

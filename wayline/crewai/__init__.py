@@ -1,10 +1,20 @@
 """CrewAI Flows on wayline: flow state on wayline's store through CrewAI's
 ``FlowPersistence`` seam (``WaylineFlowPersistence``), a resume that does not re-run
-completed methods (``kickoff_on_wayline``), and tools whose calls go through the effect
+completed methods (``kickoff_on_wayline``), workers that claim queued flow runs
+(``CrewAIWorker``, ``enqueue_flow``), and tools whose calls go through the effect
 ledger (``ledgered``). The only package importing ``crewai`` (the ``wayline[crewai]``
 extra)."""
 
 from wayline.crewai.persistence import WaylineFlowPersistence, kickoff_on_wayline
 from wayline.crewai.tools import LedgeredTool, ledgered
+from wayline.crewai.worker import CrewAIWorker, FlowOutcome, enqueue_flow
 
-__all__ = ["LedgeredTool", "WaylineFlowPersistence", "kickoff_on_wayline", "ledgered"]
+__all__ = [
+    "CrewAIWorker",
+    "FlowOutcome",
+    "LedgeredTool",
+    "WaylineFlowPersistence",
+    "enqueue_flow",
+    "kickoff_on_wayline",
+    "ledgered",
+]

@@ -7,7 +7,8 @@ with ``kickoff(inputs={"id": ...})``, charging through a tool with no key; ``way
 ``ledgered`` (derived key passed to the provider, ``idempotent=True``).
 
 ``python -m wayline.crewai.payment_flow --arm plain|wayline --dir D --service URL
-[--point P --marker M] [--resume] --out report.json``
+[--point P --marker M] [--resume] [--worker] --out report.json`` (``--worker``: a
+``CrewAIWorker`` claims the queued run instead, as ``enqueue_flow`` queued it)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pydantic import BaseModel
 
 from wayline.crewai.persistence import WaylineFlowPersistence, kickoff_on_wayline
 from wayline.crewai.tools import ledgered
+from wayline.crewai.worker import CrewAIWorker
 from wayline.demo.payment_flow import KillSwitch, post_charge
 
 RUN_ID = "order-7"
@@ -76,6 +78,15 @@ def build(arm: str, service: str, at: Any, persistence: FlowPersistence) -> Flow
     return Payment()
 
 
+def factory(service: str, at: Any) -> Any:
+    """The wayline arm's flow as a worker builds it (``persistence=`` the worker's)."""
+
+    def make(*, persistence: FlowPersistence) -> Flow[PayState]:
+        return build("wayline", service, at, persistence)
+
+    return make
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--arm", choices=["plain", "wayline"], required=True)
@@ -86,6 +97,7 @@ def main() -> int:
     p.add_argument("--resume", action="store_true")
     p.add_argument("--out")
     p.add_argument("--url", help="the wayline store (default: runs.db in --dir)")
+    p.add_argument("--worker", action="store_true", help="claim the queued run as a worker")
     args = p.parse_args()
     hook = KillSwitch(args.point, args.marker, args.service) if args.point else None
 
@@ -99,9 +111,14 @@ def main() -> int:
         result = flow.kickoff(inputs={"id": RUN_ID})
     else:
         url = args.url or f"sqlite:///{d / 'runs.db'}"
-        wp = WaylineFlowPersistence(url, steal=True, lease_seconds=2.0)
-        flow = build("wayline", args.service, at, wp)
-        result = kickoff_on_wayline(flow, RUN_ID)
+        if args.worker:
+            wp = WaylineFlowPersistence(url, lease_seconds=2.0)
+            outcome = CrewAIWorker(wp, [factory(args.service, at)]).run_once()
+            result = outcome.result if outcome is not None else None
+        else:
+            wp = WaylineFlowPersistence(url, steal=True, lease_seconds=2.0)
+            flow = build("wayline", args.service, at, wp)
+            result = kickoff_on_wayline(flow, RUN_ID)
     if args.out:
         Path(args.out).write_text(json.dumps({"result": result}, default=str))
     return 0

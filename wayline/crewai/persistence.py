@@ -29,24 +29,41 @@ from crewai.flow.persistence.base import FlowPersistence
 from pydantic import BaseModel, PrivateAttr
 
 from wayline.codec import default_codec
-from wayline.errors import LeaseLost, WaylineError
+from wayline.errors import LeaseLost, VersionMismatchError, WaylineError
+from wayline.ids import derive_id
 from wayline.store import open_store
 from wayline.store.base import Store
 from wayline.store.records import CommitBatch, DeltaRecord, RunUpdate
 
-__all__ = ["CREWAI_GRAPH", "WaylineFlowPersistence", "kickoff_on_wayline"]
+__all__ = ["CREWAI_GRAPH", "WaylineFlowPersistence", "flow_identity", "kickoff_on_wayline"]
 
 CREWAI_GRAPH = ("crewai-flow", "")
-"""(graph name, version) of the runs a CrewAI flow writes."""
+"""(graph name, version) of a run a flow's first ``save_state`` creates: CrewAI's seam does
+not say which flow saves. A queued run (``enqueue_flow``) names its flow instead."""
+
+INBOX_KEY = "crewai_inputs"
+
+
+def flow_identity(flow: Any) -> tuple[str, str]:
+    """(name, fingerprint) of a flow: a run continues only on the flow that wrote it. The
+    fingerprint covers each method's name and what triggers it (start, listen, router)."""
+    methods = {
+        name: method.model_dump(exclude={"do"}, exclude_none=True, mode="json")
+        for name, method in flow._definition.methods.items()
+    }
+    shape = json.dumps(methods, sort_keys=True, separators=(",", ":"))
+    return str(flow._definition.name), "cf-" + derive_id(shape)[:16]
 
 
 class _Held:
     """A run this process holds: its token and what the store recorded for it."""
 
-    def __init__(self, token: int, incarnation: str, methods: list[str]) -> None:
+    def __init__(self, token: int, incarnation: str, methods: list[str], inbox: bool) -> None:
         self.token = token
         self.incarnation = incarnation
         self.methods = methods
+        self.inbox = inbox
+        """A queued run's inputs are still in its inbox: the first commit takes them."""
         self.lost = False
 
 
@@ -77,6 +94,11 @@ class WaylineFlowPersistence(FlowPersistence):
         self.init_db()
 
     @property
+    def owner(self) -> str:
+        """Who holds the leases this persistence claims (host, process, instance)."""
+        return self._owner
+
+    @property
     def store(self) -> Store:
         if self._store is None:
             self._store = open_store(self.url)
@@ -100,6 +122,7 @@ class WaylineFlowPersistence(FlowPersistence):
         batch = CommitBatch(
             deltas=[DeltaRecord(step=step, payload=payload, channels=((method_name, 0),))],
             run=RunUpdate(status="running", step=step, next_nodes=(method_name,)),
+            take_inbox=held.inbox,
         )
         try:
             self.store.commit(self.tenant, flow_uuid, held.token, batch)
@@ -107,6 +130,7 @@ class WaylineFlowPersistence(FlowPersistence):
             held.lost = True
             raise
         held.methods.append(method_name)
+        held.inbox = False
 
     def load_state(self, flow_uuid: str) -> dict[str, Any] | None:
         rec = self.store.get_run(self.tenant, flow_uuid)
@@ -128,8 +152,9 @@ class WaylineFlowPersistence(FlowPersistence):
         rows = self.store.load_deltas(self.tenant, flow_uuid, -1, rec.step)
         return [str(default_codec.loads(r.payload)["method"]) for r in rows]
 
-    def hold(self, flow_uuid: str) -> _Held:
-        """This process's lease on the flow's run (claimed on first use, then kept)."""
+    def hold(self, flow_uuid: str, *, token: int | None = None) -> _Held:
+        """This process's lease on the flow's run (claimed on first use, then kept);
+        ``token``: a lease a worker already claimed (``claim_next``)."""
         with self._lock:
             held = self._held.get(flow_uuid)
             if held is not None:
@@ -144,14 +169,16 @@ class WaylineFlowPersistence(FlowPersistence):
                     graph_version=CREWAI_GRAPH[1],
                     durability="sync",
                 )
-            token = store.claim(
-                self.tenant,
-                flow_uuid,
-                owner=self._owner,
-                lease_seconds=self.lease_seconds,
-                steal=self.steal,
-            )
-            held = _Held(token, rec.incarnation, self.completed_methods(flow_uuid))
+            if token is None:
+                token = store.claim(
+                    self.tenant,
+                    flow_uuid,
+                    owner=self._owner,
+                    lease_seconds=self.lease_seconds,
+                    steal=self.steal,
+                )
+            inbox = rec.inbox is not None
+            held = _Held(token, rec.incarnation, self.completed_methods(flow_uuid), inbox)
             self._held[flow_uuid] = held
             if self._beat is None:
                 self._beat = threading.Thread(target=self._heartbeats, daemon=True)
@@ -166,7 +193,9 @@ class WaylineFlowPersistence(FlowPersistence):
             return
         step = len(held.methods) - 1
         if status == "done":
-            batch = CommitBatch(run=RunUpdate(status="done", step=step, next_nodes=()))
+            batch = CommitBatch(
+                run=RunUpdate(status="done", step=step, next_nodes=()), take_inbox=held.inbox
+            )
             self.store.commit(self.tenant, flow_uuid, held.token, batch)
         elif error is not None:
             with contextlib.suppress(LeaseLost):
@@ -228,7 +257,10 @@ def kickoff_on_wayline(
             "with @persist(WaylineFlowPersistence(url)) or pass persistence=..."
         )
     flow.persistence = p
+    _check_identity(p, flow, flow_id)
     held = p.hold(flow_id)
+    if inputs is None and held.inbox:
+        inputs = _queued_inputs(p, flow_id)
     if held.methods:
         flow.checkpoint_completed_methods = set(held.methods)
         flow.checkpoint_method_counts = dict(Counter(held.methods))
@@ -241,3 +273,24 @@ def kickoff_on_wayline(
         raise
     p.finish(flow_id)
     return result
+
+
+def _check_identity(p: WaylineFlowPersistence, flow: Any, flow_id: str) -> None:
+    rec = p.store.get_run(p.tenant, flow_id)
+    if rec is None or (rec.graph_name, rec.graph_version) == CREWAI_GRAPH:
+        return
+    name, version = flow_identity(flow)
+    if (rec.graph_name, rec.graph_version) != (name, version):
+        raise VersionMismatchError(
+            f"flow run {flow_id!r} was written by flow {rec.graph_name!r} version "
+            f"{rec.graph_version}; this is {name!r} version {version}: continue it with the "
+            "flow that started it"
+        )
+
+
+def _queued_inputs(p: WaylineFlowPersistence, flow_id: str) -> dict[str, Any] | None:
+    rec = p.store.get_run(p.tenant, flow_id)
+    if rec is None or rec.inbox is None:
+        return None
+    inputs = default_codec.loads(rec.inbox).get(INBOX_KEY)
+    return dict(inputs) if isinstance(inputs, dict) else None
