@@ -1,7 +1,8 @@
 """CrewAI Flows on wayline (``wayline.crewai``), on SQLite and PostgreSQL: a fresh process
 resumes a flow killed after its charge without re-running completed methods or the charge;
 a ledgered tool retried after a failure returns its recorded result; a zombie is fenced;
-workers claim queued flows, only their own, and take over a killed worker's."""
+workers claim queued flows, only their own, and take over a killed worker's; a
+``@human_feedback`` pause is an approval decided through ``Wayline.resume``."""
 
 from __future__ import annotations
 
@@ -19,12 +20,16 @@ os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 pytest.importorskip("crewai", reason="needs the wayline[crewai] extra")
 
+from crewai.flow.async_feedback import HumanFeedbackPending
 from crewai.flow.flow import Flow, listen, start
+from crewai.flow.human_feedback import human_feedback
 from crewai.flow.persistence import persist
 from crewai.tools import BaseTool
 from pydantic import BaseModel
 
+from wayline import Actor, Wayline
 from wayline.crewai import (
+    AwaitDecision,
     CrewAIWorker,
     FlowOutcome,
     WaylineFlowPersistence,
@@ -34,7 +39,7 @@ from wayline.crewai import (
 )
 from wayline.crewai import payment_flow as crew_payment
 from wayline.demo.payments import PaymentsService
-from wayline.errors import ConfigError, LeaseLost, VersionMismatchError
+from wayline.errors import ApprovalRefused, ConfigError, LeaseLost, VersionMismatchError
 
 TIMEOUT_S = 120.0
 
@@ -291,3 +296,76 @@ def test_a_killed_workers_flow_is_taken_over_after_its_lease(url: str, tmp_path:
             assert run is not None and run.status == "done" and run.fencing_token >= 2
         finally:
             p.close()
+
+
+MANAGER = Actor(id="maria", roles=("manager",))
+INTERN = Actor(id="ivan", roles=("intern",))
+
+
+class Draft(BaseModel):
+    id: str = ""
+    title: str = ""
+    published: str = ""
+
+
+def review_flow(ran: list[str]) -> Any:
+    @persist(WaylineFlowPersistence("sqlite:///:memory:"))  # the worker's backend replaces it
+    class Review(Flow[Draft]):
+        @start()
+        def draft(self) -> None:
+            ran.append("draft")
+
+        @listen(draft)
+        @human_feedback(message="ship it?", provider=AwaitDecision())
+        def review(self) -> dict[str, str]:
+            ran.append("review")
+            return {"title": self.state.title}
+
+        @listen(review)
+        def publish(self, result: Any) -> str:
+            ran.append("publish")
+            self.state.published = f"{self.state.title}: {result.feedback}"
+            return self.state.published
+
+    return Review
+
+
+def test_a_feedback_pause_is_decided_by_an_approver_and_resumed_by_a_worker(url: str) -> None:
+    ran: list[str] = []
+    Review = review_flow(ran)
+    p = WaylineFlowPersistence(url, approvers=("manager",))
+    try:
+        enqueue_flow(p, Review, "rev-1", {"title": "launch post"})
+        first = CrewAIWorker(p, [Review]).run_once()
+        assert first is not None and first.status == "interrupted" and ran == ["draft", "review"]
+        client = Wayline(url)
+        run = client.get("rev-1")
+        assert (run.status, run.lease_owner, run.inbox) == ("interrupted", None, None)
+        [pending] = client.pending("rev-1")
+        assert pending.value["message"] == "ship it?"
+        assert pending.value["output"] == {"title": "launch post"}
+        assert pending.approvers == ("manager",)
+        assert CrewAIWorker(p, [Review]).run_once() is None  # nothing to run while it waits
+        assert isinstance(
+            kickoff_on_wayline(Review(), "rev-1", persistence=p), HumanFeedbackPending
+        )
+        with pytest.raises(ApprovalRefused, match="may not decide"):
+            client.resume("rev-1", "ship", actor=INTERN, digest=pending.digest)
+        assert ran == ["draft", "review"]  # neither a refusal nor a second look ran anything
+
+        client.resume("rev-1", "ship", actor=MANAGER, digest=pending.digest)
+        fresh = WaylineFlowPersistence(url, approvers=("manager",))  # another worker process
+        try:
+            done = CrewAIWorker(fresh, [Review]).run_once()
+        finally:
+            fresh.close()
+        assert done == FlowOutcome("rev-1", "done", result="launch post: ship")
+        assert ran == ["draft", "review", "publish"]  # draft and review did not run again
+        assert p.completed_methods("rev-1") == ["draft", "review", "publish"]
+        assert client.get("rev-1").status == "done" and client.pending("rev-1") == []
+        audit = [(a.actor, a.action, a.outcome) for a in client.audit("rev-1")]
+        assert ("method:review", "request", "pending") in audit
+        decided = [(who, outcome) for who, action, outcome in audit if action == "decide"]
+        assert decided == [("ivan", "refused"), ("maria", "accepted")]
+    finally:
+        p.close()

@@ -23,17 +23,20 @@ import os
 import socket
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
+from crewai.flow.async_feedback.types import HumanFeedbackPending, PendingFeedbackContext
 from crewai.flow.persistence.base import FlowPersistence
 from pydantic import BaseModel, PrivateAttr
 
 from wayline.codec import default_codec
+from wayline.crewai.feedback import answered_feedback, feedback_interrupt
 from wayline.errors import LeaseLost, VersionMismatchError, WaylineError
 from wayline.ids import derive_id
 from wayline.store import open_store
 from wayline.store.base import Store
-from wayline.store.records import CommitBatch, DeltaRecord, RunUpdate
+from wayline.store.records import AuditRecord, CommitBatch, DeltaRecord, InterruptRecord, RunUpdate
 
 __all__ = ["CREWAI_GRAPH", "WaylineFlowPersistence", "flow_identity", "kickoff_on_wayline"]
 
@@ -58,10 +61,14 @@ def flow_identity(flow: Any) -> tuple[str, str]:
 class _Held:
     """A run this process holds: its token and what the store recorded for it."""
 
-    def __init__(self, token: int, incarnation: str, methods: list[str], inbox: bool) -> None:
+    def __init__(self, token: int, incarnation: str, rows: list[dict[str, Any]], inbox: bool):
         self.token = token
         self.incarnation = incarnation
-        self.methods = methods
+        self.steps = len(rows)
+        """Rows committed: the next row's step (a pause for feedback is a row too)."""
+        self.methods = [str(r["method"]) for r in rows if "pending" not in r]
+        self.pending = bool(rows) and "pending" in rows[-1]
+        """The last row paused for human feedback: its interrupt is still to clear."""
         self.inbox = inbox
         """A queued run's inputs are still in its inbox: the first commit takes them."""
         self.lost = False
@@ -75,6 +82,9 @@ class WaylineFlowPersistence(FlowPersistence):
     url: str = ""
     tenant: str = "default"
     lease_seconds: float = 30.0
+    approvers: tuple[str, ...] | None = None
+    """Who may answer a flow's ``@human_feedback`` pause (actor ids or roles); None: anyone
+    of the tenant."""
     steal: bool = False
     """Take a flow's lease even while its holder's lease is live (you know it is dead)."""
 
@@ -114,14 +124,59 @@ class WaylineFlowPersistence(FlowPersistence):
         self, flow_uuid: str, method_name: str, state_data: dict[str, Any] | BaseModel
     ) -> None:
         held = self.hold(flow_uuid)
+        self._commit(flow_uuid, held, {"method": method_name, "state": _plain_state(state_data)})
+        held.methods.append(method_name)
+
+    def save_pending_feedback(
+        self,
+        flow_uuid: str,
+        context: PendingFeedbackContext,
+        state_data: dict[str, Any] | BaseModel,
+    ) -> None:
+        """A ``@human_feedback`` pause: the state and CrewAI's context are the run's next
+        row, and the question is an interrupt of the run (an approval when ``approvers`` is
+        set), answered through ``Wayline.resume`` like any other; no process holds the run
+        while it waits."""
+        held = self.hold(flow_uuid)
+        pending = context.to_dict()
+        row = {"method": context.method_name, "state": _plain_state(state_data), "pending": pending}
+        interrupt, audit = feedback_interrupt(
+            self.tenant, flow_uuid, held.incarnation, held.steps, pending, self.approvers
+        )
+        self._commit(flow_uuid, held, row, interrupts=[interrupt], audit=[audit])
+
+    def load_pending_feedback(
+        self, flow_uuid: str
+    ) -> tuple[dict[str, Any], PendingFeedbackContext] | None:
+        row = self._last_row(flow_uuid)
+        if row is None or "pending" not in row:
+            return None
+        return dict(row["state"]), PendingFeedbackContext.from_dict(row["pending"])
+
+    def clear_pending_feedback(self, flow_uuid: str) -> None:
+        """Nothing to do: the save of the answered method cleared the interrupt."""
+
+    def _commit(
+        self,
+        flow_uuid: str,
+        held: _Held,
+        row: dict[str, Any],
+        *,
+        interrupts: Sequence[InterruptRecord] = (),
+        audit: Sequence[AuditRecord] = (),
+    ) -> None:
         if held.lost:
             raise LeaseLost(flow_uuid, held.token, "another process holds this flow now")
-        state = _plain_state(state_data)
-        step = len(held.methods)
-        payload = default_codec.dumps({"method": method_name, "state": state})
+        step, method = held.steps, str(row["method"])
+        pausing = bool(interrupts)
         batch = CommitBatch(
-            deltas=[DeltaRecord(step=step, payload=payload, channels=((method_name, 0),))],
-            run=RunUpdate(status="running", step=step, next_nodes=(method_name,)),
+            deltas=[DeltaRecord(step, default_codec.dumps(row), channels=((method, 0),))],
+            interrupts=list(interrupts),
+            audit=list(audit),
+            clear_pending_through=step if held.pending else None,
+            run=RunUpdate(
+                status="interrupted" if pausing else "running", step=step, next_nodes=(method,)
+            ),
             take_inbox=held.inbox,
         )
         try:
@@ -129,28 +184,32 @@ class WaylineFlowPersistence(FlowPersistence):
         except LeaseLost:
             held.lost = True
             raise
-        held.methods.append(method_name)
+        held.steps += 1
+        held.pending = pausing
         held.inbox = False
 
     def load_state(self, flow_uuid: str) -> dict[str, Any] | None:
+        row = self._last_row(flow_uuid)
+        state = row["state"] if row is not None else None
+        return dict(state) if isinstance(state, dict) else None
+
+    def _rows(self, flow_uuid: str, *, last: bool = False) -> list[dict[str, Any]]:
         rec = self.store.get_run(self.tenant, flow_uuid)
         if rec is None or rec.step < 0:
-            return None
-        rows = self.store.load_deltas(self.tenant, flow_uuid, rec.step - 1, rec.step)
-        if not rows:
-            return None
-        state = default_codec.loads(rows[-1].payload)["state"]
-        return dict(state) if isinstance(state, dict) else None
+            return []
+        since = rec.step - 1 if last else -1
+        rows = self.store.load_deltas(self.tenant, flow_uuid, since, rec.step)
+        return [dict(default_codec.loads(r.payload)) for r in rows]
+
+    def _last_row(self, flow_uuid: str) -> dict[str, Any] | None:
+        rows = self._rows(flow_uuid, last=True)
+        return rows[-1] if rows else None
 
     # -- runs -------------------------------------------------------------------------------
 
     def completed_methods(self, flow_uuid: str) -> list[str]:
         """The methods the store recorded as completed for this flow, in order."""
-        rec = self.store.get_run(self.tenant, flow_uuid)
-        if rec is None or rec.step < 0:
-            return []
-        rows = self.store.load_deltas(self.tenant, flow_uuid, -1, rec.step)
-        return [str(default_codec.loads(r.payload)["method"]) for r in rows]
+        return [str(r["method"]) for r in self._rows(flow_uuid) if "pending" not in r]
 
     def hold(self, flow_uuid: str, *, token: int | None = None) -> _Held:
         """This process's lease on the flow's run (claimed on first use, then kept);
@@ -178,7 +237,7 @@ class WaylineFlowPersistence(FlowPersistence):
                     steal=self.steal,
                 )
             inbox = rec.inbox is not None
-            held = _Held(token, rec.incarnation, self.completed_methods(flow_uuid), inbox)
+            held = _Held(token, rec.incarnation, self._rows(flow_uuid), inbox)
             self._held[flow_uuid] = held
             if self._beat is None:
                 self._beat = threading.Thread(target=self._heartbeats, daemon=True)
@@ -186,18 +245,19 @@ class WaylineFlowPersistence(FlowPersistence):
             return held
 
     def finish(self, flow_uuid: str, *, status: str = "done", error: str | None = None) -> None:
-        """The flow ended: record it and give its lease up."""
+        """The flow ended (``done``, ``failed``) or paused for feedback (``interrupted``,
+        recorded by its pause): record it and give its lease up."""
         with self._lock:
             held = self._held.pop(flow_uuid, None)
         if held is None or held.lost:
             return
-        step = len(held.methods) - 1
+        step = held.steps - 1
         if status == "done":
             batch = CommitBatch(
                 run=RunUpdate(status="done", step=step, next_nodes=()), take_inbox=held.inbox
             )
             self.store.commit(self.tenant, flow_uuid, held.token, batch)
-        elif error is not None:
+        elif status == "failed" and error is not None:
             with contextlib.suppress(LeaseLost):
                 self.store.note_error(
                     self.tenant, flow_uuid, token=held.token, error=error, status="failed"
@@ -248,8 +308,11 @@ def kickoff_on_wayline(
     persistence: WaylineFlowPersistence | None = None,
 ) -> Any:
     """Start the flow ``flow_id``, or continue it without re-running the methods the store
-    recorded as completed (CrewAI's ``kickoff(inputs={"id": ...})`` would run them again).
-    Returns what ``flow.kickoff`` returns; the run is ``done`` (or ``failed``) after."""
+    recorded as completed (CrewAI's ``kickoff(inputs={"id": ...})`` would run them again),
+    or continue a flow paused for ``@human_feedback`` with the decision recorded on its run.
+    Returns what ``flow.kickoff`` returns; the run is ``done`` (or ``failed``) after, or
+    ``interrupted`` when it returns ``HumanFeedbackPending`` (also what a call returns
+    while the pause is not decided yet, without running anything)."""
     p = persistence or flow.persistence
     if not isinstance(p, WaylineFlowPersistence):
         raise WaylineError(
@@ -258,20 +321,29 @@ def kickoff_on_wayline(
         )
     flow.persistence = p
     _check_identity(p, flow, flow_id)
+    rec = p.store.get_run(p.tenant, flow_id)
+    feedback = answered_feedback(p.store, p.tenant, flow_id)
+    if rec is not None and rec.status == "interrupted" and feedback is None:
+        loaded = p.load_pending_feedback(flow_id)  # still waiting: nothing to run
+        if loaded is not None:
+            return HumanFeedbackPending(context=loaded[1])
     held = p.hold(flow_id)
-    if inputs is None and held.inbox:
-        inputs = _queued_inputs(p, flow_id)
-    if held.methods:
-        flow.checkpoint_completed_methods = set(held.methods)
-        flow.checkpoint_method_counts = dict(Counter(held.methods))
-        flow._restore_from_checkpoint()
     try:
-        result = flow.kickoff(inputs={**(inputs or {}), "id": flow_id})
+        if feedback is not None and held.pending:
+            result = type(flow).from_pending(flow_id, p).resume(feedback)
+        else:
+            if inputs is None and held.inbox:
+                inputs = _queued_inputs(p, flow_id)
+            if held.methods:
+                flow.checkpoint_completed_methods = set(held.methods)
+                flow.checkpoint_method_counts = dict(Counter(held.methods))
+                flow._restore_from_checkpoint()
+            result = flow.kickoff(inputs={**(inputs or {}), "id": flow_id})
     except BaseException as exc:
         if not isinstance(exc, LeaseLost):
             p.finish(flow_id, status="failed", error=f"{type(exc).__name__}: {exc}")
         raise
-    p.finish(flow_id)
+    p.finish(flow_id, status="interrupted" if isinstance(result, HumanFeedbackPending) else "done")
     return result
 
 
@@ -292,5 +364,6 @@ def _queued_inputs(p: WaylineFlowPersistence, flow_id: str) -> dict[str, Any] | 
     rec = p.store.get_run(p.tenant, flow_id)
     if rec is None or rec.inbox is None:
         return None
-    inputs = default_codec.loads(rec.inbox).get(INBOX_KEY)
+    body = default_codec.loads(rec.inbox)  # a decision's inbox (Wayline.resume) has none
+    inputs = body.get(INBOX_KEY) if isinstance(body, dict) else None
     return dict(inputs) if isinstance(inputs, dict) else None

@@ -10,6 +10,8 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from crewai.flow.async_feedback.types import HumanFeedbackPending
+
 from wayline.codec import default_codec
 from wayline.crewai.persistence import (
     INBOX_KEY,
@@ -30,8 +32,9 @@ FlowFactory = Callable[..., Any]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class FlowOutcome:
-    """A run a worker took to its end: ``done`` with what ``kickoff`` returned, or
-    ``failed`` with the error (the run is ``failed`` in the store)."""
+    """Where a worker left a run: ``done`` with what ``kickoff`` returned, ``interrupted``
+    (paused for ``@human_feedback``: ``result`` is CrewAI's ``HumanFeedbackPending``; a
+    decision puts it back in the queue), or ``failed`` with the error."""
 
     run_id: str
     status: str
@@ -111,12 +114,13 @@ class CrewAIWorker:
         except Exception as exc:
             outcome = FlowOutcome(run.run_id, "failed", error=f"{type(exc).__name__}: {exc}")
         else:
-            outcome = FlowOutcome(run.run_id, "done", result=result)
+            paused = isinstance(result, HumanFeedbackPending)
+            outcome = FlowOutcome(run.run_id, "interrupted" if paused else "done", result=result)
         self.completed.append(outcome)
         return outcome
 
     def run(self, *, max_runs: int | None = None) -> None:
-        """Claim and run until ``max_runs`` runs ended (None: forever)."""
+        """Claim and run until ``max_runs`` runs ended or paused (None: forever)."""
         done = 0
         while max_runs is None or done < max_runs:
             if self.run_once() is None:
