@@ -324,8 +324,9 @@ def review_flow(ran: list[str]) -> Any:
         @listen(review)
         def publish(self, result: Any) -> str:
             ran.append("publish")
-            self.state.published = f"{self.state.title}: {result.feedback}"
-            return self.state.published
+            published = f"{self.state.title}: {result.feedback}"
+            self.state.published = published
+            return published
 
     return Review
 
