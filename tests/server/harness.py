@@ -85,6 +85,17 @@ def start(store_url: str, *, port: int = 0, **config: Any) -> Running:
     return Running(f"http://127.0.0.1:{port}", store, keys, server, thread, app)
 
 
+def make_cron_due(server: Running, cron_id: str) -> None:
+    """Bring a cron's next tick to now (an every-minute cron's is up to a minute away)."""
+    store = server.store
+    ph = store.placeholder
+    with store._tx("acme") as db:
+        db.execute(
+            f"UPDATE schedules SET next_at = {ph} WHERE tenant_id = {ph} AND schedule_id = {ph}",
+            (time.time(), "acme", cron_id),
+        )
+
+
 def until(predicate: Any, timeout: float = 20.0, what: str = "condition") -> Any:
     """Poll ``predicate`` until it returns something truthy (or fail after ``timeout``)."""
     deadline = time.monotonic() + timeout

@@ -10,24 +10,13 @@ from typing import Any
 
 import httpx
 import pytest
-from harness import Running, as_dict, until
+from harness import Running, as_dict, make_cron_due, until
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 
 def client(server: Running, key: str = "alice") -> SyncLangGraphClient:
     return get_sync_client(url=server.url, api_key=server.keys[key], timeout=30.0)
-
-
-def _make_due(server: Running, cron_id: str) -> None:
-    """Bring a cron's next tick to now (an every-minute cron's is up to a minute away)."""
-    store = server.store
-    ph = store.placeholder
-    with store._tx("acme") as db:
-        db.execute(
-            f"UPDATE schedules SET next_at = {ph} WHERE tenant_id = {ph} AND schedule_id = {ph}",
-            (time.time(), "acme", cron_id),
-        )
 
 
 def _fired(c: SyncLangGraphClient, cron_id: str) -> list[dict[str, Any]]:
@@ -51,7 +40,7 @@ def test_a_stateless_cron_fires_a_run_on_a_new_thread(server: Running) -> None:
     listed = c.crons.search(assistant_id="simple", metadata={"team": "ops"})
     assert [x["cron_id"] for x in listed] == [cron["cron_id"]]
     assert c.crons.count(assistant_id="simple", metadata={"team": "ops"}) == 1
-    _make_due(server, cron["cron_id"])
+    make_cron_due(server, cron["cron_id"])
     (run,) = until(lambda: _fired(c, cron["cron_id"]), what="the tick's run")
     joined = c.runs.join(run["thread_id"], run["run_id"])
     assert as_dict(joined) == {"items": ["a", "b"], "n": 1}
@@ -73,7 +62,7 @@ def test_a_thread_cron_hands_the_thread_each_tick(server: Running) -> None:
     )
     assert cron["thread_id"] == tid and cron["timezone"] == "Europe/Paris"
     for turn in (1, 2):
-        _make_due(server, cron["cron_id"])
+        make_cron_due(server, cron["cron_id"])
         until(lambda t=turn: len(_fired(c, cron["cron_id"])) == t, what=f"tick {turn}")
         until(lambda: c.threads.get(tid)["status"] == "idle", what="the thread to settle")
     assert as_dict(c.threads.get_state(tid)["values"])["items"] == ["a", "b", "a", "b"]
@@ -87,7 +76,7 @@ def test_update_pause_and_delete(server: Running) -> None:
     assert changed["schedule"] == "30 6 * * *" and changed["enabled"] is False
     assert c.crons.count(metadata={"k": "upd"}) == 1
     assert c.crons.search(enabled=False, metadata={"k": "upd"})[0]["cron_id"] == cron["cron_id"]
-    _make_due(server, cron["cron_id"])  # paused: due, but not fired
+    make_cron_due(server, cron["cron_id"])  # paused: due, but not fired
     with pytest.raises(AssertionError):
         until(lambda: _fired(c, cron["cron_id"]), timeout=1.0, what="no fire")
     c.crons.delete(cron["cron_id"])

@@ -1,6 +1,7 @@
 """``webhook=`` on run creation through ``langgraph-sdk``, on SQLite and PostgreSQL: the
 URL is told once that its run ended (and that it waits for an approval), signed with the
-server's key; a server without a key refuses ``webhook=`` rather than never calling it."""
+server's key; a server without a key refuses ``webhook=`` rather than never calling it. A
+cron's ``webhook=`` is told of each tick's run."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from harness import Running, start, until
+from harness import Running, as_dict, make_cron_due, start, until
 from langgraph_sdk import get_sync_client
 from pg import schema_url
 
@@ -108,3 +109,18 @@ def test_webhook_needs_a_signing_key(server: Running) -> None:
         c.runs.create(tid, "simple", input={"n": 0}, webhook="http://127.0.0.1:9/hook")
     assert refused.value.response.status_code == 422
     assert "--webhook-secret" in refused.value.response.text
+
+
+def test_a_crons_ticks_tell_its_webhook(hooked: Running, receiver: Receiver) -> None:
+    c = get_sync_client(url=hooked.url, api_key=hooked.keys["alice"], timeout=30.0)
+    tid = c.threads.create()["thread_id"]
+    cron = as_dict(c.crons.create_for_thread(tid, "simple", schedule="0 9 * * *",
+                                             input={"n": 0}, webhook=receiver.url))  # fmt: skip
+    assert cron["payload"]["webhook"] == receiver.url
+    make_cron_due(hooked, cron["cron_id"])
+    until(lambda: receiver.of(tid), what="the first tick's webhook")
+    make_cron_due(hooked, cron["cron_id"])
+    until(lambda: len(receiver.of(tid)) == 2, what="the second tick's webhook")
+    runs = c.runs.list(tid)
+    assert [r["status"] for r in runs] == ["success", "success"]
+    assert receiver.of(tid) == [("run.ended", "done"), ("run.ended", "done")]  # once a tick

@@ -35,7 +35,7 @@ from wayline.store.schedules import ScheduleRecord, Schedules
 
 __all__ = ["routes"]
 
-_NOT_YET = ("webhook", "on_run_completed", "multitask_strategy")
+_NOT_YET = ("on_run_completed", "multitask_strategy")
 """Accepted by the platform, refused here (422) rather than silently ignored: a cron's tick
 is a plain run on its thread."""
 SORTABLE = ("cron_id", "assistant_id", "thread_id", "created_at", "updated_at", "next_run_date")
@@ -69,7 +69,8 @@ def _end_at(body: dict[str, Any]) -> float | None:
     return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
 
 
-def _checked(body: dict[str, Any]) -> None:
+def _checked(svc: Service, body: dict[str, Any]) -> None:
+    svc._check_webhook(body)  # each tick's run tells it, as a run created with webhook=
     for name in _NOT_YET:
         if body.get(name):
             raise ApiError(422, f"{name} is not supported on crons by wayline serve yet")
@@ -82,7 +83,10 @@ def _checked(body: dict[str, Any]) -> None:
 def _inbox(assistant: Assistant, body: dict[str, Any]) -> bytes:
     breakpoints = (_names(body, "interrupt_before"), _names(body, "interrupt_after"))
     codec = assistant.graph.codec
-    return encode_inbox(codec, body.get("input") or {}, breakpoints, _emitted_modes(body))
+    modes = _emitted_modes(body)
+    return encode_inbox(
+        codec, body.get("input") or {}, breakpoints, modes, webhook=body.get("webhook")
+    )
 
 
 def _api(who: Principal, assistant: Assistant, body: dict[str, Any]) -> dict[str, Any]:
@@ -133,7 +137,7 @@ def cron_json(s: ScheduleRecord) -> dict[str, Any]:
 
 def create(who: Principal, svc: Service, thread_id: str | None, body: dict[str, Any]) -> Any:
     who.require("execute")
-    _checked(body)
+    _checked(svc, body)
     assistant = _assistant(svc, body)
     if thread_id is not None:
         if svc.tables.get_thread(who.tenant, thread_id) is None:
@@ -224,6 +228,7 @@ def update(who: Principal, svc: Service, cron_id: str, body: dict[str, Any]) -> 
     old = book.get(who.tenant, cron_id)
     if old is None or old.api is None:
         raise ApiError(404, f"Cron {cron_id} not found")
+    svc._check_webhook(body)
     for name in _NOT_YET:
         if body.get(name):
             raise ApiError(422, f"{name} is not supported on crons by wayline serve yet")
@@ -242,7 +247,7 @@ def update(who: Principal, svc: Service, cron_id: str, body: dict[str, Any]) -> 
             enabled=None if body.get("enabled") is None else bool(body["enabled"]),
             end_at=_end_at(body) if body.get("end_time") is not None else None,
             clear_end="end_time" in body and body["end_time"] is None,
-            inbox=_inbox(assistant, payload) if "input" in body else None,
+            inbox=_inbox(assistant, payload) if {"input", "webhook"} & body.keys() else None,
             api={**_api(who, assistant, merged), "user_id": old.api.get("user_id")},
             metadata=_object(body, "metadata") if "metadata" in body else None,
         )
