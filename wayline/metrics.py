@@ -9,7 +9,8 @@ a run's id.
   batches, one value per run batch in it (``wayline.store.observe``);
 - ``wayline.reconstruct.duration`` (ms; ``graph``, ``recovery``): a run loop's read of a
   run's committed state, and ``wayline.replay.depth`` (deltas) the deltas it folded after
-  its snapshot;
+  its snapshot; for a LangGraph graph on a worker, the first checkpoint read of a claim
+  (``WaylineSaver.get_tuple``) and the deltas of the value chains it folded;
 - ``wayline.node.duration`` (ms; ``graph``, ``node``): each node attempt;
 - ``wayline.step.bytes`` (By; ``graph``, ``table``, ``class``): what each step a worker
   committed wrote, per table and data class;

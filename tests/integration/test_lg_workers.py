@@ -28,6 +28,7 @@ from wayline.errors import ApprovalRefused
 from wayline.langgraph import WaylineSaver
 from wayline.langgraph.engine import LangGraphEngine
 from wayline.store.base import Store
+from wayline.store.metric_samples import metric_samples
 from wayline.worker import Worker, WorkerConfig
 
 HERE = Path(__file__).parent
@@ -128,7 +129,7 @@ def test_a_killed_workers_langgraph_run_is_finished_by_another(
     first.kill()
     first.wait()
     client.start(lg_worker_graphs.counter, INPUT, run_id="unkilled")
-    spawn(procs, url, side, lease=1.0, name="second")
+    second = spawn(procs, url, side, lease=1.0, name="second")
     assert client.wait("k", timeout=60).status == "done"
     assert client.wait("unkilled", timeout=60).status == "done"
     store = wayline.connect(url)
@@ -141,6 +142,19 @@ def test_a_killed_workers_langgraph_run_is_finished_by_another(
     assert len(charges(side)) == 2  # one per run: the killed run's charge was recorded
     tokens = [token for _, _, token in checkpoints(store, "k")]
     assert tokens[0] < tokens[-1]  # the takeover wrote under a newer lease
+    # its first read of "k" is timed as a recovery (as wayline's engine times it), the new
+    # run's start read nothing: the metrics it flushed on stopping say so
+    second.send_signal(signal.SIGTERM)
+    assert second.wait(timeout=30) == 0
+    reads: collections.Counter[str] = collections.Counter()
+    depth: collections.Counter[str] = collections.Counter()
+    for row in metric_samples(store).load("default", 0):
+        if row.metric == "wayline.reconstruct.duration":
+            reads[dict(row.attrs)["recovery"]] += row.count
+            assert dict(row.attrs)["graph"] == "lg_counter"
+        if row.metric == "wayline.replay.depth":
+            depth[dict(row.attrs)["recovery"]] += row.count
+    assert reads == {"true": 1} and depth == {"true": 1}
 
 
 def test_a_paused_langgraph_worker_past_its_lease_writes_no_checkpoint(

@@ -159,7 +159,13 @@ class LangGraphExecution:
         """Ended or paused: its lease given up (a heartbeat that finds it gone: no loss)."""
         self.cancelled = False
         self.steps = 0
-        self.fence = RunFence(lease.token, lease.owner, take_inbox=run.inbox is not None)
+        self.fence = RunFence(
+            lease.token,
+            lease.owner,
+            take_inbox=run.inbox is not None,
+            graph=run.graph_name,
+            recovery=run.taken_over,
+        )
         self.config: dict[str, Any] = {
             "configurable": {
                 "thread_id": run.run_id,

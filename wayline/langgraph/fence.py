@@ -21,13 +21,26 @@ FENCE_KEY = "__wayline_fence"
 
 
 class RunFence:
-    """One claimed execution of a thread: its fencing token, and whether the run's queued
-    input is still to be cleared (by the first write that applies it)."""
+    """One claimed execution of a thread: its fencing token, whether the run's queued
+    input is still to be cleared (by the first write that applies it), and which graph and
+    kind of claim its first read is timed for (``wayline.reconstruct.duration``)."""
 
-    def __init__(self, token: int, owner: str, *, take_inbox: bool = True) -> None:
+    def __init__(
+        self,
+        token: int,
+        owner: str,
+        *,
+        take_inbox: bool = True,
+        graph: str = "",
+        recovery: bool = False,
+    ) -> None:
         self.token = token
         self.owner = owner
+        self.graph = graph
+        self.recovery = recovery
+        """The claim took the run from a worker whose lease expired (``taken_over``)."""
         self._take_inbox = take_inbox
+        self._unread = True
         self._lock = threading.Lock()
 
     def write(self, step: int | None) -> LgFence:
@@ -36,6 +49,12 @@ class RunFence:
         with self._lock:
             take, self._take_inbox = self._take_inbox, False
         return LgFence(self.token, step, take)
+
+    def first_read(self) -> bool:
+        """True once: the read that continues the run from its committed checkpoint."""
+        with self._lock:
+            first, self._unread = self._unread, False
+        return first
 
 
 def fence_of(config: Mapping[str, Any]) -> RunFence | None:

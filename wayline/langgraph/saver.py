@@ -18,9 +18,11 @@ strict msgpack allowlist (``allowed_modules`` adds user types): reading never un
 from __future__ import annotations
 
 import asyncio
+import builtins
 import dataclasses
 import secrets
 import threading
+import time
 from collections import OrderedDict, defaultdict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -49,6 +51,7 @@ from wayline.langgraph.values import (
     pack,
     unpack,
 )
+from wayline.metrics import observe_read
 from wayline.store.base import Store
 from wayline.store.lg_records import LgCheckpoint, LgThreadRows, LgValue, LgWrite
 
@@ -351,11 +354,21 @@ class WaylineSaver(BaseCheckpointSaver[str]):
     # -- reads ----------------------------------------------------------------------------
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """A checkpoint and its pending writes. A worker's first read of a claimed run is
+        timed as wayline's own engine times it (``wayline.reconstruct.duration``, and the
+        deltas of the value chains it folded as ``wayline.replay.depth``)."""
+        fence = fence_of(config)
+        timed = fence is not None and fence.first_read()
+        started = time.perf_counter()
         tenant, thread, ns = self._where(config)
         row = self.store.lg_get_checkpoint(tenant, thread, ns, get_checkpoint_id(config))
         if row is None:
-            return None
-        return self._tuple(tenant, thread, row, remember=True)
+            return None  # a new run's start: nothing read, nothing to time
+        folds = [0]
+        found = self._tuple(tenant, thread, row, remember=True, folds=folds)
+        if timed and fence is not None:
+            observe_read(fence.graph, tenant, started, folds[0], recovery=fence.recovery)
+        return found
 
     def list(
         self,
@@ -398,14 +411,20 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         return decoded
 
     def _tuple(
-        self, tenant: str, thread: str, row: LgCheckpoint, *, remember: bool
+        self,
+        tenant: str,
+        thread: str,
+        row: LgCheckpoint,
+        *,
+        remember: bool,
+        folds: builtins.list[int] | None = None,
     ) -> CheckpointTuple:
         ns = row.checkpoint_ns
         decoded = self._decode_checkpoint(row)
         body, meta = decoded["checkpoint"], decoded["metadata"]
         channel_values = {}
         for channel, version in body["channel_versions"].items():
-            found = self._value(tenant, thread, ns, channel, str(version), remember)
+            found = self._value(tenant, thread, ns, channel, str(version), remember, folds)
             if found is not None:
                 channel_values[channel] = found[0]
         checkpoint: Checkpoint = {**body, "channel_values": channel_values}  # type: ignore[typeddict-item]
@@ -431,9 +450,17 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         )
 
     def _value(
-        self, tenant: str, thread: str, ns: str, channel: str, version: str, remember: bool
+        self,
+        tenant: str,
+        thread: str,
+        ns: str,
+        channel: str,
+        version: str,
+        remember: bool,
+        folds: builtins.list[int] | None = None,
     ) -> tuple[Any] | None:
-        """(value,) of a channel version, or None when the channel had no value."""
+        """(value,) of a channel version, or None when the channel had no value; ``folds``
+        counts the deltas of the chain read to build it."""
         row = self.store.lg_load_value(tenant, thread, ns, channel, version)
         if row is None:
             return None
@@ -446,6 +473,8 @@ class WaylineSaver(BaseCheckpointSaver[str]):
                 self.values.remember(key, Head(version, value, version, len(row.payload), 0))
             return (value,)
         chain = self.store.lg_load_chain(tenant, thread, ns, channel, row.root)
+        if folds is not None:
+            folds[0] += sum(1 for v in chain if v.base is not None)
         refs = sorted({v.writes_of for v in chain if v.writes_of is not None})
         load = self._writes_loader(tenant, thread, ns, channel, refs)
         value, head = self.values.decode_chain(
