@@ -102,3 +102,18 @@ def test_bad_crons_are_422_and_other_tenants_see_none(server: Running) -> None:
         eve.crons.delete(cron["cron_id"])
     assert other.value.response.status_code == 404
     c.crons.delete(cron["cron_id"])
+
+
+def test_on_run_completed_keep_is_what_a_tick_does_and_delete_is_refused(server: Running) -> None:
+    c = client(server)
+    kept = as_dict(c.crons.create("simple", schedule="0 9 * * *", on_run_completed="keep"))
+    assert kept["on_run_completed"] == "keep"
+    make_cron_due(server, kept["cron_id"])
+    (run,) = until(lambda: _fired(c, kept["cron_id"]), what="the tick's run")
+    c.runs.join(run["thread_id"], run["run_id"])
+    assert c.threads.get(run["thread_id"])["thread_id"] == run["thread_id"]  # kept
+    with pytest.raises(httpx.HTTPStatusError) as deleting:
+        c.crons.create("simple", schedule="0 9 * * *", on_run_completed="delete")
+    assert deleting.value.response.status_code == 422
+    assert "DELETE /threads/" in deleting.value.response.text
+    c.crons.delete(kept["cron_id"])

@@ -35,7 +35,7 @@ from wayline.store.schedules import ScheduleRecord, Schedules
 
 __all__ = ["routes"]
 
-_NOT_YET = ("on_run_completed", "multitask_strategy")
+_NOT_YET = ("multitask_strategy",)
 """Accepted by the platform, refused here (422) rather than silently ignored: a cron's tick
 is a plain run on its thread."""
 SORTABLE = ("cron_id", "assistant_id", "thread_id", "created_at", "updated_at", "next_run_date")
@@ -69,11 +69,22 @@ def _end_at(body: dict[str, Any]) -> float | None:
     return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
 
 
-def _checked(svc: Service, body: dict[str, Any]) -> None:
+def _refused(svc: Service, body: dict[str, Any]) -> None:
+    """What a create or an update may not ask for (422, never silently ignored)."""
     svc._check_webhook(body)  # each tick's run tells it, as a run created with webhook=
+    if body.get("on_run_completed") not in (None, "keep"):
+        raise ApiError(
+            422,
+            f"on_run_completed {body['on_run_completed']!r} is not supported by wayline serve: "
+            "a tick's thread is kept ('keep'); delete one with DELETE /threads/{thread_id}",
+        )
     for name in _NOT_YET:
         if body.get(name):
             raise ApiError(422, f"{name} is not supported on crons by wayline serve yet")
+
+
+def _checked(svc: Service, body: dict[str, Any]) -> None:
+    _refused(svc, body)
     if not isinstance(body.get("schedule"), str):
         raise ApiError(422, "schedule must be a cron expression such as '0 9 * * 1-5'")
     _object(body, "metadata")
@@ -121,7 +132,7 @@ def cron_json(s: ScheduleRecord) -> dict[str, Any]:
         "cron_id": s.schedule_id,
         "assistant_id": api.get("assistant_id"),
         "thread_id": s.thread_id,
-        "on_run_completed": None,
+        "on_run_completed": (api.get("payload") or {}).get("on_run_completed"),
         "end_time": None if s.end_at is None else iso(s.end_at),
         "schedule": s.cron,
         "timezone": s.timezone,
@@ -228,10 +239,7 @@ def update(who: Principal, svc: Service, cron_id: str, body: dict[str, Any]) -> 
     old = book.get(who.tenant, cron_id)
     if old is None or old.api is None:
         raise ApiError(404, f"Cron {cron_id} not found")
-    svc._check_webhook(body)
-    for name in _NOT_YET:
-        if body.get(name):
-            raise ApiError(422, f"{name} is not supported on crons by wayline serve yet")
+    _refused(svc, body)
     payload = {
         **(old.api.get("payload") or {}),
         **{k: v for k, v in body.items() if k != "schedule"},
