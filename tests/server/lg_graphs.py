@@ -1,6 +1,7 @@
 """LangGraph graphs the server tests serve (LangGraph's own engine on the server's
 workers): ``lg_configured`` says which config and context it ran with; ``lg_chatty``
 writes ``custom`` chunks and calls a chat model (tokens for ``messages`` streams);
+``lg_nested`` does what ``lg_chatty`` does inside a subgraph;
 ``lg_memory`` reads and writes LangGraph's long-term store (``store: BaseStore`` and
 ``runtime.store``), served with an index (``LETTERS``: a deterministic embedding)."""
 
@@ -67,6 +68,29 @@ def lg_chatty() -> Any:
     return g.compile(name="lg_chatty")
 
 
+def _inner(state: Chat) -> dict[str, Any]:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    get_stream_writer()({"progress": "inside"})
+    model = GenericFakeChatModel(messages=iter([AIMessage(REPLY)]))
+    return {"messages": [model.invoke(state["messages"])], "n": 2}
+
+
+def lg_nested() -> Any:
+    inner = StateGraph(Chat)
+    inner.add_node("inner", _inner)
+    inner.add_edge(START, "inner")
+    inner.add_edge("inner", END)
+    g = StateGraph(Chat)
+    g.add_node("prepare", _prepare)
+    g.add_node("child", inner.compile())
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "child")
+    g.add_edge("child", END)
+    return g.compile(name="lg_nested")
+
+
 LETTERS = "aeiourstnl"
 
 
@@ -107,5 +131,6 @@ def served_graphs(store: Any) -> dict[str, Any]:
     return {
         "lg_configured": served(lg_configured(), store),
         "lg_chatty": served(lg_chatty(), store),
+        "lg_nested": served(lg_nested(), store),
         "lg_memory": served(lg_memory(), store, memory=WaylineStore(index=index)),
     }

@@ -282,6 +282,9 @@ class LangGraphExecution:
         app = self.engine._bound
         emitter = emitter_for(self.store, self.record, self.lease.token, options)
         modes = ["updates", *(emitter.modes if emitter is not None else ())]
+        # what subgraphs emit, recorded too when the run's stream asked (stream_subgraphs):
+        # LangGraph streams a subgraph's messages otherwise as the node's output, whole
+        nested = emitter is not None and bool(options.get("stream_subgraphs"))
         stream = app.astream(
             given,
             self.config,
@@ -290,12 +293,16 @@ class LangGraphExecution:
             interrupt_before=options.get("interrupt_before"),
             interrupt_after=options.get("interrupt_after"),
             context=_context(app, options.get("context")),
+            subgraphs=nested,
         )
         try:
-            async for mode, chunk in stream:
+            async for part in stream:
+                ns, mode, chunk = part if nested else ((), *part)
                 if mode != "updates":
                     assert emitter is not None
-                    emitter.chunk(mode, chunk)
+                    emitter.chunk(mode, chunk, tuple(ns))
+                    continue
+                if ns:  # a subgraph's step: the run's own steps are the root's
                     continue
                 self.steps += 1
                 if emitter is not None:
