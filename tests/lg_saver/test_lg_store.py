@@ -22,6 +22,8 @@ from langgraph.store.memory import InMemoryStore
 
 import wayline
 from wayline.cli.app_config import read_app_config
+from wayline.cli.loading import load_engine
+from wayline.cli.serve import _served
 from wayline.client import Wayline
 from wayline.errors import ConfigError, LeaseLost
 from wayline.langgraph.engine import LangGraphEngine
@@ -36,6 +38,29 @@ LETTERS = "aeiourstnl"
 
 def embed(texts):
     return [[float(str(t).lower().count(c)) for c in LETTERS] for t in texts]
+"""
+
+
+NOTES = """
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from typing_extensions import TypedDict
+
+
+class Notes(TypedDict, total=False):
+    said: list
+
+
+def note(state: Notes, runtime: Runtime) -> dict:
+    runtime.store.put(("notes",), "n1", {"text": "rain on the plain"})
+    return {"said": ["noted"]}
+
+
+g = StateGraph(Notes)
+g.add_node("note", note)
+g.add_edge(START, "note")
+g.add_edge("note", END)
+graph = g.compile()
 """
 
 
@@ -68,7 +93,7 @@ def notes_graph(store: Any = None) -> Any:
     return g.compile(name="lg_notes", store=store)
 
 
-def run_on_worker(backend: Store, engine: LangGraphEngine, run_id: str, tenant: str) -> None:
+def run_on_worker(backend: Store, engine: Any, run_id: str, tenant: str) -> None:
     worker = Worker(backend, engine, WorkerConfig(poll_interval=0.02, lease_seconds=5))
     thread = threading.Thread(target=worker.run)
     thread.start()
@@ -137,7 +162,10 @@ def test_langgraph_json_store_reaches_the_graphs_a_worker_runs(
     memory = app.memory()
     assert isinstance(memory, WaylineStore)
     tenant = f"t-{uuid.uuid4().hex[:8]}"
-    engine = LangGraphEngine(notes_graph(), memory=memory).bind(backend)
+    (tmp_path / "notes.py").write_text(NOTES)
+    spec = app.graphs["notes"]
+    engine = _served(load_engine(spec, backend), "notes", backend, memory)  # as serve does
+    assert engine.memory_store.index_config["dims"] == 10  # what /store searches with
     run_on_worker(backend, engine, "noted", tenant)
     found = WaylineStore.over(memory.durable.bound(backend, tenant)).search(
         ("notes",), query="the plain rain on", limit=1
