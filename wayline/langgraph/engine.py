@@ -220,7 +220,7 @@ class LangGraphExecution:
             },
             "metadata": {"wayline_owner": lease.owner, "wayline_token": lease.token},
         }
-        if engine.graph.store is None and engine.store is not None:  # as LangGraph's server
+        if engine.graph.store is None and engine.store is not None:  # a graph's own store wins
             store = engine.memory.for_run(engine.store, run.tenant_id, run.run_id, lease.token)
             self.config["configurable"][CONFIG_KEY_RUNTIME] = Runtime(store=store)
         if probe.installed():  # a harness counting what runs (wayline killtest)
