@@ -5,12 +5,14 @@ charge.
 The side channel is ``worker_graphs``'s: ``$WAYLINE_TEST_SIDE`` collects every node
 execution (fsynced) and every charge the provider really makes; ``block-RUN`` stops the
 first process that reaches n == 3 in RUN (it writes ``reached-RUN`` and waits for
-``go-RUN``); ``kill-RUN`` makes the provider's process SIGKILL itself right after it
-committed the charge; ``blind-RUN`` leaves the charge without ``reconcile``.
+``go-RUN``; ``greeting`` blocks the same way in its one node); ``kill-RUN`` makes the
+provider's process SIGKILL itself right after it committed the charge; ``blind-RUN``
+leaves the charge without ``reconcile``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import os
 import signal
@@ -21,6 +23,7 @@ from typing import Annotated, Any, TypedDict
 from langgraph.config import get_config
 from langgraph.func import entrypoint, task
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from wayline.effects import NOT_FOUND
@@ -142,3 +145,33 @@ def doubling(n: int) -> dict[str, Any]:
     doubled = double(n).result()
     answer = interrupt({"doubled": doubled})
     return {"doubled": doubled, "answer": answer}
+
+
+@dataclasses.dataclass
+class Tone:
+    tone: str = "plain"
+
+
+class Greeting(TypedDict, total=False):
+    said: Annotated[list[str], operator.add]
+
+
+def greet(state: Greeting, runtime: Runtime[Tone]) -> dict[str, Any]:
+    """Says whom (the run's ``configurable.user``) in which tone (its context) it greets."""
+    config = get_config()
+    thread = config["configurable"]["thread_id"]
+    append("executions.log", f"{thread} 0 {os.getpid()}")
+    _maybe_block(thread)
+    user = config["configurable"].get("user", "nobody")
+    return {"said": [f"{user}/{runtime.context.tone}"]}
+
+
+def build_greeting() -> StateGraph[Greeting, Tone]:
+    g = StateGraph(Greeting, context_schema=Tone)
+    g.add_node("greet", greet)
+    g.add_edge(START, "greet")
+    g.add_edge("greet", END)
+    return g
+
+
+greeting = build_greeting().compile(name="lg_greeting")

@@ -4,7 +4,7 @@ killed with SIGKILL, paused with SIGSTOP.
 
 The graphs are lg_worker_graphs.py's, written as LangGraph programs: ``counter`` runs six
 steps and charges through ``wayline.langgraph.effect`` at n == 3; ``approval`` asks with
-LangGraph's ``interrupt``.
+LangGraph's ``interrupt``; ``greeting`` says which config and context it ran with.
 """
 
 from __future__ import annotations
@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_notifications import SECRET, Receiver
 from test_workers import charges, executions, wait_until
 
 import wayline
 from wayline.client import Wayline
+from wayline.codec import default_codec
 from wayline.control.approvals import Actor
 from wayline.errors import ApprovalRefused
+from wayline.graph.checkpoint import encode_inbox
 from wayline.langgraph import WaylineSaver
 from wayline.langgraph.engine import LangGraphEngine
 from wayline.store.base import Store
@@ -36,6 +39,7 @@ sys.path.insert(0, str(HERE))
 import lg_worker_graphs  # noqa: E402
 
 GRAPH = f"{HERE / 'lg_worker_graphs.py'}:counter"
+GREETING = f"{HERE / 'lg_worker_graphs.py'}:greeting"
 INPUT = {"log": [], "n": 0}
 pytestmark = pytest.mark.crash
 
@@ -66,10 +70,19 @@ def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
             p.wait()
 
 
-def spawn(procs: list[Any], url: str, side: Path, *, lease: float, name: str) -> Any:
+def spawn(
+    procs: list[Any],
+    url: str,
+    side: Path,
+    *,
+    lease: float,
+    name: str,
+    graph: str = GRAPH,
+    options: tuple[str, ...] = (),
+) -> Any:
     log = open(side / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
-    cmd = [sys.executable, "-m", "wayline.cli.main", "worker", GRAPH, "--db", url]
-    cmd += ["--lease", str(lease), "--poll", "0.05", "--concurrency", "2"]
+    cmd = [sys.executable, "-m", "wayline.cli.main", "worker", graph, "--db", url]
+    cmd += ["--lease", str(lease), "--poll", "0.05", "--concurrency", "2", *options]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     procs.append(proc)
     wait_until(lambda: b"serving" in (side / f"{name}.log").read_bytes(), f"{name} to start")
@@ -286,3 +299,76 @@ def test_an_entrypoint_runs_on_a_worker_and_waits_for_its_answer(url: str, side:
     finally:
         worker.stop()
         thread.join()
+
+
+def queue(store: Store, graph: Any, value: Any, run_id: str, **options: Any) -> None:
+    """Queue a run as ``wayline serve`` does: its input with a ``run_config`` (the config
+    and context of an assistant and a run) and a ``webhook``."""
+    engine = LangGraphEngine(graph)
+    store.enqueue(
+        "default",
+        run_id,
+        encode_inbox(default_codec, value, None, **options),
+        graph_name=engine.name,
+        graph_version=engine.version,
+        durability="sync",
+        schema_version="",
+        engine="langgraph",
+        fingerprint=engine.fingerprint,
+        shape=engine.shape_json,
+    )
+
+
+def greeted(store: Store, run_id: str) -> Any:
+    app = lg_worker_graphs.greeting.copy(update={"checkpointer": WaylineSaver(store)})
+    return app.get_state({"configurable": {"thread_id": run_id}}).values
+
+
+RUN_CONFIG = {"config": {"configurable": {"user": "ada"}}, "context": {"tone": "warm"}}
+
+
+def test_a_takeover_after_the_input_was_taken_keeps_the_queued_config_and_context(
+    url: str, side: Path, procs: list[Any]
+) -> None:
+    (side / "block-c").touch()
+    first = spawn(procs, url, side, lease=1.0, name="first", graph=GREETING)
+    store = wayline.connect(url)
+    queue(store, lg_worker_graphs.greeting, {"said": []}, "c", run_config=RUN_CONFIG)
+    wait_until(lambda: (side / "reached-c").exists(), "the first worker to be in the node")
+    run = store.get_run("default", "c")
+    assert run is not None and run.inbox is None  # its input checkpoint took the inbox
+    first.kill()
+    first.wait()
+    spawn(procs, url, side, lease=1.0, name="second", graph=GREETING)
+    assert Wayline(url).wait("c", timeout=60).status == "done"
+    assert executions(side)[("c", 0)] == 2  # the node in flight at the kill ran again
+    assert greeted(store, "c") == {"said": ["ada/warm"]}  # with what was queued
+
+
+def test_a_langgraph_runs_webhook_is_told_once_across_a_kill(
+    url: str, side: Path, procs: list[Any]
+) -> None:
+    everyone, own = Receiver(), Receiver()  # the worker's notifier's URL, the run's webhook=
+    try:
+        (side / "block-h").touch()
+        hooks = ("--webhook", everyone.url, "--webhook-secret", SECRET)
+        first = spawn(procs, url, side, lease=1.0, name="first", graph=GREETING, options=hooks)
+        store = wayline.connect(url)
+        queue(store, lg_worker_graphs.greeting, {"said": []}, "h", webhook=own.url)
+        wait_until(lambda: (side / "reached-h").exists(), "the first worker to be in the node")
+        first.kill()
+        first.wait()
+        spawn(procs, url, side, lease=1.0, name="second", graph=GREETING, options=hooks)
+        assert Wayline(url).wait("h", timeout=60).status == "done"
+        wait_until(lambda: own.events("h") and everyone.events("h"), "both notices")
+        queue(store, lg_worker_graphs.greeting, {"said": []}, "h2")  # a run after: its
+        assert Wayline(url).wait("h2", timeout=60).status == "done"  # notices sent by now
+        wait_until(lambda: everyone.events("h2"), "the next run's notice")
+        assert own.events("h") == {"run.ended": 1} and everyone.events("h") == {"run.ended": 1}
+        (told,) = [p for p in own.posts if p["body"]["run_id"] == "h"]
+        assert told["signed"] and told["body"]["status"] == "done"
+        assert told["body"]["url"] == own.url
+        assert own.events("h2") == {}  # a run without webhook= tells nobody
+    finally:
+        everyone.close()
+        own.close()

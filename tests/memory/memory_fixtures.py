@@ -15,7 +15,16 @@ import pytest
 import wayline
 from wayline.memory import DurableStore, InMemoryStore
 
-STORES = ["wayline-sqlite", "wayline-postgres", "wayline-inmemory", "langgraph-inmemory"]
+STORES = [
+    "wayline-sqlite",
+    "wayline-postgres",
+    "wayline-inmemory",
+    "langgraph-inmemory",
+    "lgstore-sqlite",
+    "lgstore-postgres",
+]
+"""``lgstore-*``: ``wayline.langgraph.store.WaylineStore``, LangGraph's ``BaseStore`` on the
+durable store, given LangGraph's own operation types."""
 DURABLE = ["wayline-sqlite", "wayline-postgres"]
 LETTERS = "aeiourstnl"
 
@@ -63,8 +72,12 @@ def make_store(kind: str, request: pytest.FixtureRequest, **options: Any) -> Any
         return LgInMemoryStore(**options)
     if kind == "wayline-inmemory":
         return InMemoryStore(**options)
-    name = "sqlite_backend" if kind == "wayline-sqlite" else "pg_backend"
+    name = "sqlite_backend" if kind.endswith("-sqlite") else "pg_backend"
     backend = request.getfixturevalue(name)
+    if kind.startswith("lgstore-"):
+        from wayline.langgraph.store import WaylineStore
+
+        return WaylineStore(backend, tenant=f"t-{uuid.uuid4().hex[:10]}", **options)
     return DurableStore(backend, tenant=f"t-{uuid.uuid4().hex[:10]}", **options)
 
 
@@ -99,8 +112,14 @@ class Calls:
 
 def ops_of(store: Any) -> tuple[Any, Any, Any, Any]:
     """(GetOp, ListNamespacesOp, PutOp, SearchOp) of the store's own library."""
-    if type(store).__module__.startswith("langgraph"):
+    if type(store).__module__.startswith("langgraph") or _is_lg_store(store):
         from langgraph.store import base as lg
     else:
         from wayline.memory import base as lg  # type: ignore[no-redef]
     return lg.GetOp, lg.ListNamespacesOp, lg.PutOp, lg.SearchOp
+
+
+def _is_lg_store(store: Any) -> bool:
+    from langgraph.store.base import BaseStore as LgBaseStore
+
+    return isinstance(store, LgBaseStore)

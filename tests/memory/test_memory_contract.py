@@ -11,7 +11,7 @@ import datetime
 from typing import Any
 
 import pytest
-from memory_fixtures import Calls, make_store, ops_of
+from memory_fixtures import STORES, Calls, make_store, ops_of
 
 
 def test_put_get_round_trip(any_store: Any, mode: str) -> None:
@@ -191,9 +191,7 @@ def test_put_index_names_its_own_fields(any_store: Any, mode: str) -> None:
     assert best[0].key == "c"  # one of its two embedded texts is an exact match
 
 
-@pytest.mark.parametrize(
-    "kind", ["wayline-sqlite", "wayline-postgres", "wayline-inmemory", "langgraph-inmemory"]
-)
+@pytest.mark.parametrize("kind", STORES)
 def test_search_without_index_has_no_scores(
     kind: str, request: pytest.FixtureRequest, mode: str
 ) -> None:

@@ -1,16 +1,21 @@
 """LangGraph graphs the server tests serve (LangGraph's own engine on the server's
 workers): ``lg_configured`` says which config and context it ran with; ``lg_chatty``
-writes ``custom`` chunks and calls a chat model (tokens for ``messages`` streams)."""
+writes ``custom`` chunks and calls a chat model (tokens for ``messages`` streams);
+``lg_nested`` does what ``lg_chatty`` does inside a subgraph;
+``lg_memory`` reads and writes LangGraph's long-term store (``store: BaseStore`` and
+``runtime.store``), served with an index (``LETTERS``: a deterministic embedding)."""
 
 from __future__ import annotations
 
 import operator
 from typing import Annotated, Any, TypedDict
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config, get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
 
 REPLY = "tokens from a LangGraph node"
 
@@ -63,10 +68,69 @@ def lg_chatty() -> Any:
     return g.compile(name="lg_chatty")
 
 
+def _inner(state: Chat) -> dict[str, Any]:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    get_stream_writer()({"progress": "inside"})
+    model = GenericFakeChatModel(messages=iter([AIMessage(REPLY)]))
+    return {"messages": [model.invoke(state["messages"])], "n": 2}
+
+
+def lg_nested() -> Any:
+    inner = StateGraph(Chat)
+    inner.add_node("inner", _inner)
+    inner.add_edge(START, "inner")
+    inner.add_edge("inner", END)
+    g = StateGraph(Chat)
+    g.add_node("prepare", _prepare)
+    g.add_node("child", inner.compile())
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "child")
+    g.add_edge("child", END)
+    return g.compile(name="lg_nested")
+
+
+LETTERS = "aeiourstnl"
+
+
+def letters(texts: Any) -> list[list[float]]:
+    """How often each of ten letters occurs in each text: the same vector every run."""
+    return [[float(str(t).lower().count(c)) for c in LETTERS] for t in texts]
+
+
+def _remember(state: Said, config: RunnableConfig, *, store: BaseStore) -> dict[str, Any]:
+    user = config["configurable"]["user_id"]
+    seen = sorted(i.key for i in store.search(("memories", user)))
+    store.put(("memories", user), "from-run", {"text": "rain on the plain"})
+    return {"items": [f"seen={seen}"]}
+
+
+def _recall(state: Said, runtime: Runtime[Any]) -> dict[str, Any]:
+    user = get_config()["configurable"]["user_id"]
+    assert runtime.store is not None
+    best = runtime.store.search(("memories", user), query="rain", limit=1)
+    return {"items": [f"best={best[0].key}"]}
+
+
+def lg_memory() -> Any:
+    g = StateGraph(Said)
+    g.add_node("remember", _remember)
+    g.add_node("recall", _recall)
+    g.add_edge(START, "remember")
+    g.add_edge("remember", "recall")
+    g.add_edge("recall", END)
+    return g.compile(name="lg_memory")
+
+
 def served_graphs(store: Any) -> dict[str, Any]:
     from wayline.langgraph.served import served
+    from wayline.langgraph.store import WaylineStore
 
+    index = {"dims": len(LETTERS), "embed": letters, "fields": ["text"]}
     return {
         "lg_configured": served(lg_configured(), store),
         "lg_chatty": served(lg_chatty(), store),
+        "lg_nested": served(lg_nested(), store),
+        "lg_memory": served(lg_memory(), store, memory=WaylineStore(index=index)),
     }

@@ -92,6 +92,22 @@ def test_a_webhook_is_told_once_that_its_run_ended(hooked: Running, receiver: Re
     assert receiver.of(other) == []
 
 
+def test_a_langgraph_runs_webhook_is_told_once_that_it_ended(
+    hooked: Running, receiver: Receiver
+) -> None:
+    c = get_sync_client(url=hooked.url, api_key=hooked.keys["alice"], timeout=30.0)
+    tid = c.threads.create()["thread_id"]
+    run = c.runs.create(tid, "lg_configured", input={"items": []}, webhook=receiver.url)
+    c.runs.join(tid, run["run_id"])
+    until(lambda: receiver.of(tid), what="the webhook")
+    again = c.runs.create(tid, "lg_configured", input={"items": []}, webhook=receiver.url)
+    c.runs.join(tid, again["run_id"])
+    until(lambda: len(receiver.of(tid)) == 2, what="the second run's webhook")
+    assert receiver.of(tid) == [("run.ended", "done"), ("run.ended", "done")]
+    told = next(p["body"] for p in receiver.posts if p["body"]["run_id"] == tid)
+    assert told["graph"] == "lg_configured"
+
+
 def test_an_approval_is_announced_to_its_webhook(hooked: Running, receiver: Receiver) -> None:
     c = get_sync_client(url=hooked.url, api_key=hooked.keys["alice"], timeout=30.0)
     tid = c.threads.create()["thread_id"]

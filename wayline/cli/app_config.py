@@ -3,10 +3,13 @@
 What applies is honoured: ``graphs`` (each name an assistant: ``./path/file.py:attr`` relative
 to the file, or ``package.module:attr``; a ``{"path": ...}`` entry too), ``env`` (a ``.env``
 file beside it, or a mapping; a variable already set in the environment wins, as in
-``langgraph dev``) and ``dependencies`` (each local path, and its ``src/`` folder, goes on
+``langgraph dev``), ``dependencies`` (each local path, and its ``src/`` folder, goes on
 ``sys.path``, where ``pip install`` of it would have put its packages; installing packages is
-left to the user). The other keys are read and named as not applied (``NOT_APPLIED``): the
-command prints them, ``docs/langgraph.md`` says why.
+left to the user) and ``store`` (the long-term store LangGraph graphs get, on wayline's
+memory: ``{"index": {"embed", "dims", "fields"}, "ttl": {"default_ttl",
+"refresh_on_read", "sweep_interval_minutes"}}``, ``wayline.langgraph.store``). The other
+keys are read and named as not applied (``NOT_APPLIED``): the command prints them,
+``docs/langgraph.md`` says why.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ from wayline.errors import ConfigError
 __all__ = ["NOT_APPLIED", "AppConfig", "read_app_config"]
 
 NOT_APPLIED = {
-    "store": "a LangGraph long-term store (BaseStore) is not provided to LangGraph graphs yet",
     "auth": "wayline serve authenticates with its own API keys (wayline keys create)",
     "http": "custom routes, CORS and middleware: use --cors-origin; no custom app",
     "checkpointer": "threads are always checkpointed by wayline's store (WaylineSaver)",
@@ -38,7 +40,10 @@ NOT_APPLIED = {
     "keep_pkg_tools": "wayline builds no image",
 }
 """The keys of ``langgraph.json`` that ``wayline serve`` reads but does not apply, and why."""
-_APPLIED = {"$schema", "graphs", "env", "dependencies"}
+_APPLIED = {"$schema", "graphs", "env", "dependencies", "store"}
+_STORE_KEYS = {"index", "ttl"}
+_INDEX_KEYS = {"embed", "dims", "fields"}
+_TTL_KEYS = {"default_ttl", "refresh_on_read", "sweep_interval_minutes"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +56,20 @@ class AppConfig:
     """Folders put on ``sys.path`` (local dependencies and their ``src/``)."""
     not_applied: dict[str, str]
     """The keys given that are not applied, and why."""
+    store: dict[str, Any] | None = None
+    """``store`` as given (``index``, ``ttl``), checked; ``memory()`` builds it."""
+
+    def memory(self) -> Any:
+        """The ``WaylineStore`` template LangGraph graphs get (None: no ``store`` given):
+        the index's ``embed`` loaded (a path relative to this file, a module, a provider)."""
+        if self.store is None:
+            return None
+        from wayline.langgraph.store import WaylineStore, resolve_embed
+
+        index = self.store.get("index")
+        if index is not None and isinstance(index.get("embed"), str):
+            index = {**index, "embed": resolve_embed(index["embed"], self.path.resolve().parent)}
+        return WaylineStore(index=index, ttl=self.store.get("ttl"))
 
     def apply(self) -> None:
         """Put the dependencies on ``sys.path`` and the env in ``os.environ`` (unset only)."""
@@ -86,7 +105,42 @@ def read_app_config(path: str | Path) -> AppConfig:
         env=_env(file, base, data.get("env")),
         paths=_paths(file, base, data.get("dependencies") or []),
         not_applied={k: NOT_APPLIED[k] for k in data if k in NOT_APPLIED},
+        store=_store(file, data.get("store")),
     )
+
+
+def _store(file: Path, given: Any) -> dict[str, Any] | None:
+    if given is None:
+        return None
+    if not isinstance(given, Mapping) or set(given) - _STORE_KEYS:
+        raise ConfigError(
+            f'{file}: store must be an object with "index" and/or "ttl", not {given!r}'
+        )
+    out: dict[str, Any] = {}
+    index = given.get("index")
+    if index is not None:
+        if not isinstance(index, Mapping) or set(index) - _INDEX_KEYS:
+            raise ConfigError(f'{file}: store.index takes "embed", "dims", "fields": {index!r}')
+        dims = index.get("dims")
+        if isinstance(dims, bool) or not isinstance(dims, int) or dims <= 0:
+            raise ConfigError(f"{file}: store.index.dims must be a whole number > 0: {dims!r}")
+        if not isinstance(index.get("embed"), str) or not index["embed"]:
+            raise ConfigError(
+                f'{file}: store.index.embed must name the embeddings, e.g. "./embed.py:embed" '
+                f'or "openai:text-embedding-3-small"'
+            )
+        fields = index.get("fields")
+        if fields is not None and not (
+            isinstance(fields, list) and all(isinstance(f, str) for f in fields)
+        ):
+            raise ConfigError(f"{file}: store.index.fields must be a list of JSON paths")
+        out["index"] = dict(index)
+    ttl = given.get("ttl")
+    if ttl is not None:
+        if not isinstance(ttl, Mapping) or set(ttl) - _TTL_KEYS:
+            raise ConfigError(f"{file}: store.ttl takes {sorted(_TTL_KEYS)}: {ttl!r}")
+        out["ttl"] = dict(ttl)
+    return out
 
 
 def _spec(file: Path, base: Path, name: str, given: Any) -> str:

@@ -274,7 +274,9 @@ def worker(
     ] = 10.0,
 ) -> None:
     """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
-    graphs = list(graphs or []) + _app_graphs(config_file)
+    explicit = list(graphs or [])
+    app_specs, memory = _app_graphs(config_file)
+    graphs = explicit + app_specs
     if not graphs:
         fail("name the graphs to serve (module:attribute), or an app's --config langgraph.json", 2)
     from wayline.cli.loading import check_importable, load_engine
@@ -294,7 +296,8 @@ def worker(
         options += (
             ["--webhook", webhook, "--webhook-secret", webhook_secret or ""] if webhook else []
         )
-        each = [[*graphs, *options, "--cpus", _cpu_list(place)] for place in placed]
+        options += ["--config", config_file] if config_file else []  # each reads it again
+        each = [[*explicit, *options, "--cpus", _cpu_list(place)] for place in placed]
         raise typer.Exit(_worker_processes(each))
     pinned = placed[0]
     if isinstance(pinned, frozenset):  # the whole process: threads the store starts
@@ -305,6 +308,10 @@ def worker(
     store = open_store(db, create=True)
     with reported(2):
         compiled = [load_engine(spec, store) for spec in graphs]
+        if memory is not None:  # the app's long-term store, for its LangGraph graphs
+            for engine in compiled:
+                if getattr(engine, "kind", None) == "langgraph":
+                    engine.memory = memory  # type: ignore[attr-defined]
     if webhook and not webhook_secret:
         fail("--webhook needs --webhook-secret (or WAYLINE_WEBHOOK_SECRET): it signs each POST", 2)
     config = WorkerConfig(
@@ -336,11 +343,12 @@ def worker(
     )
 
 
-def _app_graphs(config_file: str | None) -> list[str]:
+def _app_graphs(config_file: str | None) -> tuple[list[str], Any]:
     """The graphs of an app's ``langgraph.json`` (its env and dependencies applied here and
-    passed on to worker processes through the environment)."""
+    passed on to worker processes through the environment), and its long-term store
+    (``AppConfig.memory``; None: it names none)."""
     if config_file is None:
-        return []
+        return [], None
     from wayline.cli.app_config import read_app_config
 
     with reported(2):
@@ -349,7 +357,9 @@ def _app_graphs(config_file: str | None) -> list[str]:
     if app_config.paths:
         given = os.environ.get("PYTHONPATH")
         os.environ["PYTHONPATH"] = os.pathsep.join([*app_config.paths, *([given] if given else [])])
-    return list(app_config.graphs.values())
+    with reported(2):
+        memory = app_config.memory()
+    return list(app_config.graphs.values()), memory
 
 
 Placed = frozenset[int] | int | Literal["auto"] | None

@@ -97,6 +97,7 @@ def serve(
     from wayline.store.server_tables import server_tables
 
     specs = list(graphs or [])
+    memory = None
     if config_file is not None:
         from wayline.cli.app_config import read_app_config
 
@@ -106,6 +107,11 @@ def serve(
             console.print(f"[red]{exc}[/]")
             raise typer.Exit(2) from None
         app_config.apply()
+        try:
+            memory = app_config.memory()
+        except WaylineError as exc:
+            console.print(f"[red]{exc}[/]")
+            raise typer.Exit(2) from None
         specs += [f"{name}={spec}" for name, spec in app_config.graphs.items()]
         for key, why in app_config.not_applied.items():
             console.print(f"{config_file}: {key!r} not applied: {why}")
@@ -131,7 +137,7 @@ def serve(
             name, sep, target = spec.partition("=")
             if not sep or not name or not target:
                 raise WaylineError(f"graph {spec!r} must look like NAME=module:attribute")
-            compiled[name] = _served(load_engine(target, store), name, store)
+            compiled[name] = _served(load_engine(target, store), name, store, memory)
         if demo:
             key, revoked = _demo_key(server_tables(store))
             console.print("demo key (tenant default, actor demo, role finance):")
@@ -206,15 +212,18 @@ def _check_port(host: str, port: int) -> None:
             ) from None
 
 
-def _served(engine: Any, name: str, store: Any) -> Any:
+def _served(engine: Any, name: str, store: Any, memory: Any = None) -> Any:
     """What the server serves of a loaded graph: a wayline graph itself; a LangGraph graph
-    with what the server reads of its threads (``wayline.langgraph.served``)."""
+    with what the server reads of its threads (``wayline.langgraph.served``), and the
+    long-term store of the app's ``langgraph.json`` (``memory``) when it names one."""
     from wayline.worker.engine import WaylineEngine
 
     if isinstance(engine, WaylineEngine):
         return engine.graph
     from wayline.langgraph.served import served
 
+    if memory is not None:
+        engine.memory = memory
     return served(engine, store)
 
 

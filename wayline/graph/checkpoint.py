@@ -414,6 +414,7 @@ def encode_inbox(
     stream_modes: Sequence[str] = (),
     webhook: str | None = None,
     run_config: Mapping[str, Any] | None = None,
+    subgraphs: bool = False,
 ) -> bytes:
     """A run's next input as stored for a worker: new input, or a Command (resume etc.),
     and the options the invocation that takes it runs with: the breakpoints the worker
@@ -436,6 +437,8 @@ def encode_inbox(
         options["webhook"] = webhook
     if run_config:  # an assistant's config and context (wayline serve), merged with the run's
         options["run_config"] = dict(run_config)
+    if subgraphs and stream_modes:  # what subgraphs emit is recorded too (stream_subgraphs)
+        options["stream_subgraphs"] = True
     if options:
         items.append(options)
     return codec.dumps(items)

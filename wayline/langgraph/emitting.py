@@ -9,9 +9,13 @@ queued input asked for, and hands each chunk to the sink with its step and node.
 ``messages`` chunk carries both in its metadata (``langgraph_step``, ``langgraph_node``);
 a ``custom`` chunk carries neither, so ``custom`` also asks for ``debug``, whose ``task``
 events name each step's tasks before they run (a chunk belongs to the step whose tasks
-were announced last). Events are appended as each task's update arrives (before the
-checkpoint of its step, or shortly after: a stream reading both still sends them), chat
-tokens at most ``FLUSH_SECONDS`` apart, and what is left when the execution ends.
+were announced last). When the run's stream asked for ``stream_subgraphs``, what
+subgraphs emit is recorded too (``astream(subgraphs=True)``), in the root step and node
+that ran the subgraph, under the name LangGraph's server gives its events
+(``custom|node:task id``, ``messages|...``). Events are appended as each task's update
+arrives (before the checkpoint of its step, or shortly after: a stream reading both still
+sends them), chat tokens at most ``FLUSH_SECONDS`` apart, and what is left when the
+execution ends.
 """
 
 from __future__ import annotations
@@ -45,9 +49,11 @@ class LangGraphEmitter:
             out.append("messages")
         return out
 
-    def chunk(self, mode: str, data: Any) -> None:
-        """One chunk of ``astream`` (any mode but ``updates``)."""
-        if mode == "debug":
+    def chunk(self, mode: str, data: Any, ns: tuple[str, ...] = ()) -> None:
+        """One chunk of ``astream`` (any mode but ``updates``), of the subgraph ``ns``."""
+        if ns:
+            self._nested(mode, data, ns)
+        elif mode == "debug":
             if data.get("type") == "task":
                 step = int(data.get("step", self.step))
                 if step != self.step:
@@ -63,6 +69,15 @@ class LangGraphEmitter:
             meta = _node_meta(meta)
             step = int(meta.get("langgraph_step", self.step))
             self.sink.add(step, str(meta.get("langgraph_node", "")), "messages", (message, meta))
+
+    def _nested(self, mode: str, data: Any, ns: tuple[str, ...]) -> None:
+        """A subgraph's chunk: in the root step running it, by the root node hosting it."""
+        node = ns[0].split(":")[0]
+        if mode == "custom":
+            self.sink.add(self.step, node, "|".join(("custom", *ns)), data)
+        elif mode == "messages":
+            message, meta = data
+            self.sink.add(self.step, node, "|".join(("messages", *ns)), (message, _node_meta(meta)))
 
     def updated(self) -> None:
         """A task's update arrived: what its step emitted so far is appended."""

@@ -10,6 +10,13 @@ What wayline adds around LangGraph's loop:
   from the last checkpoint;
 - the run's queued input (``Wayline.start``) is cleared by the first write that applies
   it, so a kill before that write leaves it queued and a kill after does not apply it twice;
+  what was queued with it (an assistant's config and context, a ``webhook=``, the stream
+  modes to record) rides in each root checkpoint's metadata (``QUEUED_KEY``), so the worker
+  that takes the run over after that write continues with the same config and context;
+- the graph's long-term store, unless it was compiled with one of its own, is wayline's
+  memory (``wayline.langgraph.store.WaylineStore``) under the run's tenant: a node's
+  ``store`` and ``runtime.store`` read and write the items the server's ``/store`` shows,
+  each write fenced like a checkpoint;
 - an interrupt parks the run (status ``interrupted``, lease released, no worker held)
   with wayline's interrupt records, so a decision goes through ``Wayline.resume``: the
   actor, the approvers (``approvers={node: roles}``), the proposal's digest, the audit
@@ -24,6 +31,7 @@ Every checkpoint's metadata names the worker and token that wrote it (``wayline_
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import json
@@ -32,8 +40,10 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from langgraph._internal._constants import CONFIG_KEY_RUNTIME
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.pregel import Pregel
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from wayline.codec import default_codec
@@ -43,9 +53,10 @@ from wayline.graph.identity import check_identity, fingerprint_of, shape_json
 from wayline.graph.interrupts import Asked, ask
 from wayline.graph.types import Interrupt
 from wayline.langgraph.emitting import emitter_for
-from wayline.langgraph.fence import FENCE_KEY, RunFence
+from wayline.langgraph.fence import FENCE_KEY, QUEUED_KEY, RunFence
 from wayline.langgraph.identity import lg_shape
 from wayline.langgraph.saver import WaylineSaver
+from wayline.langgraph.store import WaylineStore
 from wayline.store.base import Store
 from wayline.store.records import CommitBatch, RunRecord, RunStatus, RunUpdate
 from wayline.worker.engine import EngineKind, Lease
@@ -62,7 +73,9 @@ class LangGraphEngine:
     run, so a worker with another shape of the graph does not take its runs. ``approvers``:
     per node, the actor ids or roles who may answer its interrupts (an approval, decided
     through ``Wayline.resume`` with an actor and the proposal's digest); other interrupts
-    may be answered by anyone of the run's tenant."""
+    may be answered by anyone of the run's tenant. ``memory``: the long-term store its
+    nodes get (a ``WaylineStore``, whose index and TTL apply; default: one without an
+    index), bound to each run's tenant; a graph compiled with a store of its own keeps it."""
 
     kind: EngineKind = "langgraph"
     schema_version = ""
@@ -76,6 +89,7 @@ class LangGraphEngine:
         store: Store | None = None,
         approvers: Mapping[str, Sequence[str]] | None = None,
         saver: WaylineSaver | None = None,
+        memory: WaylineStore | None = None,
     ) -> None:
         if not isinstance(graph, Pregel):
             raise ConfigError(
@@ -91,6 +105,7 @@ class LangGraphEngine:
         self.shape_json: str | None = shape_json(self.shape)
         self.approvers = {k: tuple(v) for k, v in (approvers or {}).items()}
         self.store = store
+        self.memory = memory if memory is not None else WaylineStore()
         self.saver = saver if saver is not None else (WaylineSaver(store) if store else None)
         self._bound: Any = None if self.saver is None else graph.copy({"checkpointer": self.saver})
 
@@ -103,7 +118,14 @@ class LangGraphEngine:
             version=self.version,
             store=store,
             approvers=self.approvers,
+            memory=self.memory,
         )
+
+    @property
+    def memory_store(self) -> Any:
+        """The long-term store the server's ``/store`` routes use (``wayline.server.
+        store_routes``): this engine's, whose index a search of them ranks with."""
+        return self.memory.durable
 
     @property
     def serde(self) -> Any:
@@ -136,6 +158,36 @@ class LangGraphEngine:
             return cmd, dict(options or {})
         options = rest[1] if len(rest) > 1 else {}
         return rest[0], dict(options or {})
+
+    def queued_options(self, run: RunRecord) -> dict[str, Any]:
+        """What the run's current invocation was queued with: its inbox's options, or, once
+        a checkpoint took the inbox, the ones that checkpoint keeps (``QUEUED_KEY``)."""
+        if run.inbox is not None:
+            return self.decode_input(run.inbox)[1]
+        if self.saver is None:
+            return {}
+        conf = {"thread_id": run.run_id, "tenant": run.tenant_id}
+        found = self.saver.get_tuple({"configurable": conf})
+        packed = None if found is None else (found.metadata or {}).get(QUEUED_KEY)
+        return self.unpack_options(packed) if isinstance(packed, str) else {}
+
+    def queued_webhook(self, run: RunRecord) -> str | None:
+        """The ``webhook=`` of the run's current invocation (``wayline.worker.notify``)."""
+        hook = self.queued_options(run).get("webhook")
+        return hook if isinstance(hook, str) and hook else None
+
+    def pack_options(self, options: Mapping[str, Any]) -> str | None:
+        """``options`` as checkpoint metadata holds them: LangGraph's serializer (the
+        inbox's own encoding), as text, since metadata keeps plain values only."""
+        if not options:
+            return None
+        kind, data = self.serde.dumps_typed(dict(options))
+        return f"{kind}:{base64.b64encode(bytes(data)).decode()}"
+
+    def unpack_options(self, packed: str) -> dict[str, Any]:
+        kind, _, data = packed.partition(":")
+        found = self.serde.loads_typed((kind, base64.b64decode(data)))
+        return dict(found) if isinstance(found, dict) else {}
 
     def labels(self) -> dict[str, str]:
         return {}
@@ -174,6 +226,9 @@ class LangGraphExecution:
             },
             "metadata": {"wayline_owner": lease.owner, "wayline_token": lease.token},
         }
+        if engine.graph.store is None and engine.store is not None:  # a graph's own store wins
+            store = engine.memory.for_run(engine.store, run.tenant_id, run.run_id, lease.token)
+            self.config["configurable"][CONFIG_KEY_RUNTIME] = Runtime(store=store)
         if probe.installed():  # a harness counting what runs (wayline killtest)
             from wayline.langgraph.probed import ProbeCallbacks
 
@@ -205,6 +260,9 @@ class LangGraphExecution:
     def _run(self) -> str:
         engine, run = self.engine, self.record
         given, options = (None, {}) if run.inbox is None else engine.decode_input(run.inbox)
+        if run.inbox is None:  # taken over (or resumed) after a checkpoint took the inbox
+            options = engine.queued_options(run)
+        self.fence.queued = engine.pack_options(options)
         before = self.store.load_interrupts(run.tenant_id, run.run_id, run.step + 1)
         answers = {
             i.interrupt_id: default_codec.loads(i.resume) for i in before if i.resume is not None
@@ -230,6 +288,9 @@ class LangGraphExecution:
         app = self.engine._bound
         emitter = emitter_for(self.store, self.record, self.lease.token, options)
         modes = ["updates", *(emitter.modes if emitter is not None else ())]
+        # what subgraphs emit, recorded too when the run's stream asked (stream_subgraphs):
+        # LangGraph streams a subgraph's messages otherwise as the node's output, whole
+        nested = emitter is not None and bool(options.get("stream_subgraphs"))
         stream = app.astream(
             given,
             self.config,
@@ -238,12 +299,16 @@ class LangGraphExecution:
             interrupt_before=options.get("interrupt_before"),
             interrupt_after=options.get("interrupt_after"),
             context=_context(app, options.get("context")),
+            subgraphs=nested,
         )
         try:
-            async for mode, chunk in stream:
+            async for part in stream:
+                ns, mode, chunk = part if nested else ((), *part)
                 if mode != "updates":
                     assert emitter is not None
-                    emitter.chunk(mode, chunk)
+                    emitter.chunk(mode, chunk, tuple(ns))
+                    continue
+                if ns:  # a subgraph's step: the run's own steps are the root's
                     continue
                 self.steps += 1
                 if emitter is not None:
@@ -306,7 +371,8 @@ class LangGraphExecution:
             clear_pending_through=step,
             take_inbox=self.fence.write(None).take_inbox,
         )
-        self.store.commit(self.record.tenant_id, self.record.run_id, self.lease.token, batch)
+        commit = self.lease.committer or self.store.commit  # the worker's: with notifications
+        commit(self.record.tenant_id, self.record.run_id, self.lease.token, batch)
         return status
 
 

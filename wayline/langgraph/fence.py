@@ -15,9 +15,12 @@ from typing import Any
 
 from wayline.store.lg_records import LgFence
 
-__all__ = ["FENCE_KEY", "RunFence", "fence_of"]
+__all__ = ["FENCE_KEY", "QUEUED_KEY", "RunFence", "fence_of"]
 
 FENCE_KEY = "__wayline_fence"
+QUEUED_KEY = "wayline_queued"
+"""The checkpoint metadata key holding what the invocation was queued with (its config,
+context, webhook, stream modes: ``RunFence.queued``)."""
 
 
 class RunFence:
@@ -31,6 +34,7 @@ class RunFence:
         owner: str,
         *,
         take_inbox: bool = True,
+        queued: str | None = None,
         graph: str = "",
         recovery: bool = False,
     ) -> None:
@@ -42,6 +46,10 @@ class RunFence:
         self._take_inbox = take_inbox
         self._unread = True
         self._lock = threading.Lock()
+        self.queued = queued
+        """The options queued with the invocation's input, encoded (``QUEUED_KEY``): kept
+        in the metadata of each root checkpoint it writes, since the first of them clears
+        the inbox that held them; a worker taking the run over reads them back there."""
 
     def write(self, step: int | None) -> LgFence:
         """The fence of the next write; the first one takes the run's input with it (a

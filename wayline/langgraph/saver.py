@@ -25,7 +25,7 @@ import threading
 import time
 from collections import OrderedDict, defaultdict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -41,7 +41,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from wayline.errors import WaylineError
-from wayline.langgraph.fence import fence_of
+from wayline.langgraph.fence import QUEUED_KEY, fence_of
 from wayline.langgraph.values import (
     Head,
     LoadWrites,
@@ -174,6 +174,9 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         parent = get_checkpoint_id(config)
         meta = get_serializable_checkpoint_metadata(config, metadata)
         step = int(meta.get("step", 0) or 0)
+        fence = fence_of(config)
+        if fence is not None and fence.queued is not None and ns == "":
+            meta = cast(CheckpointMetadata, {**meta, QUEUED_KEY: fence.queued})
         body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
         payload = pack(*self.serde.dumps_typed({"checkpoint": body, "metadata": meta}))
         lg_run = meta.get("run_id")
@@ -195,7 +198,6 @@ class WaylineSaver(BaseCheckpointSaver[str]):
             heads.append((key, head))
             if v.writes_of is not None and writes is not None:
                 refs.extend(writes.rows)
-        fence = fence_of(config)
         fenced = None if fence is None else fence.write(step if ns == "" else None)
         self.store.lg_put(tenant, thread, row, values, refs, fence=fenced)
         for key, head in heads:  # only once durable: a later suffix may build on them

@@ -103,7 +103,7 @@ class LangGraphServed(LangGraphEngine):
             values=dict(values),
             next=tuple(snap.next),
             config={"configurable": {"thread_id": thread, "tenant": tenant, "step": step}},
-            metadata={**(snap.metadata or {}), "step": step},
+            metadata={**_shown(snap.metadata), "step": step},
             created_at=snap.created_at,
             parent_config=None,
             tasks=tasks,
@@ -235,6 +235,14 @@ class LangGraphWatch(RunWatch):
         return out
 
 
+def _shown(metadata: Any) -> dict[str, Any]:
+    """A checkpoint's metadata as the API shows it: without what wayline keeps there for
+    a takeover (the invocation's queued options)."""
+    from wayline.langgraph.fence import QUEUED_KEY
+
+    return {k: v for k, v in (metadata or {}).items() if k != QUEUED_KEY}
+
+
 def _settled(run: Any) -> bool:
     from wayline.server.views import settled
 
@@ -250,6 +258,7 @@ def served(graph: Any, store: Store, **kw: Any) -> LangGraphServed:
             version=graph.version,
             store=store,
             approvers=graph.approvers,
+            memory=graph.memory,
         )
     if not hasattr(graph, "stream"):
         raise ConfigError(f"a {type(graph).__name__} is not a compiled LangGraph graph")

@@ -152,7 +152,8 @@ async def runs_stream(request: Request) -> Response:
         emitted=reads_emitted(rec.kwargs["stream_mode"]),
     )
     watch.meta = run_meta(rec, start.assistant.name)
-    events = sse_events(watch, rec.run_id, rec.kwargs["stream_mode"])
+    subgraphs = bool(rec.kwargs.get("stream_subgraphs"))
+    events = sse_events(watch, rec.run_id, rec.kwargs["stream_mode"], subgraphs=subgraphs)
     if rec.kwargs.get("on_disconnect") == "cancel":
         events = _cancel_on_disconnect(request, events, rec.thread_id, rec.run_id)
     return EventSourceResponse(
@@ -242,7 +243,13 @@ async def run_join_stream(request: Request) -> Response:
     last = request.headers.get("last-event-id", "")
     base = f"/threads/{tid}/runs/{rid}"
     return EventSourceResponse(
-        sse_events(watch, rid, list(modes or ["values"]), after=int(last) if last.isdigit() else 0),
+        sse_events(
+            watch,
+            rid,
+            list(modes or ["values"]),
+            after=int(last) if last.isdigit() else 0,
+            subgraphs=bool(rec.kwargs.get("stream_subgraphs")),
+        ),
         headers={
             "Location": f"{base}/stream",
             "Content-Location": base,

@@ -287,6 +287,7 @@ class Service:
                     "input": None,  # stored once, as the run's metered inbox
                     "command": None,
                     "stream_mode": _modes(body),
+                    "stream_subgraphs": bool(body.get("stream_subgraphs")),
                     "durability": durability,
                     "actor": who.actor,
                     "interrupt_before": breakpoints[0],
@@ -414,6 +415,7 @@ class Service:
                 _emitted_modes(body),
                 webhook=body.get("webhook"),
                 run_config=run_config,
+                subgraphs=bool(body.get("stream_subgraphs")),
             ),
             graph_name=graph.name,
             graph_version=graph.version,

@@ -4,8 +4,8 @@
 another tenant's items. Reads need ``read``, puts and deletes ``execute``.
 
 The store is a ``DurableStore`` on the server's database; its index (semantic search) is
-the one a served graph was compiled with (``compile(store=DurableStore(..., index=...))``),
-else none."""
+the one a served graph was compiled with (``compile(store=DurableStore(..., index=...))``)
+or the one ``langgraph.json``'s ``store.index`` gives its LangGraph graphs, else none."""
 
 from __future__ import annotations
 
@@ -25,14 +25,12 @@ def _store(request: Request, scope: str) -> DurableStore:
     who = principal(request)
     who.require(scope)  # type: ignore[arg-type]
     service = request.app.state.service
-    template = next(
-        (
-            a.graph.memory_store
-            for a in service.registry.assistants
-            if isinstance(getattr(a.graph, "memory_store", None), DurableStore)
-        ),
-        None,
-    )
+    templates = [
+        a.graph.memory_store
+        for a in service.registry.assistants
+        if isinstance(getattr(a.graph, "memory_store", None), DurableStore)
+    ]  # one with an index first: a LangGraph graph's default store has none
+    template = next((t for t in templates if t.index_config), templates[0] if templates else None)
     if isinstance(template, DurableStore):
         return template.bound(service.store, who.tenant)
     return DurableStore(service.store, tenant=who.tenant)

@@ -218,10 +218,12 @@ def open_watch(store: Store, graph: Any, *args: Any, **kw: Any) -> RunWatch:
 
 
 async def sse_events(
-    watch: RunWatch, run_id: str, modes: list[str], *, after: int = 0
+    watch: RunWatch, run_id: str, modes: list[str], *, after: int = 0, subgraphs: bool = False
 ) -> AsyncIterator[dict[str, Any]]:
     """The SSE stream: ``metadata`` first, then the events of the asked modes (and errors).
-    LangGraph's server sends no ``end`` event; the stream just closes.
+    LangGraph's server sends no ``end`` event; the stream just closes. ``subgraphs``
+    (``stream_subgraphs``): what subgraphs emitted too, each event named with its namespace
+    as LangGraph's server names it (``custom|node:task id``, ``messages|...``).
 
     Events carry ids 1, 2, ... in run order; the order is the same every time the run is
     streamed (it is read back from committed steps), so a client reconnecting with
@@ -244,6 +246,8 @@ async def sse_events(
                 steps.run_meta = {**steps.run_meta, "run_attempt": int(data)}
             elif kind == "messages":
                 sent = chat.events(data) + steps.message(*data)
+            elif "|" in kind:  # a subgraph's (``wayline.langgraph.emitting``)
+                sent = _nested(kind, data, modes, chat) if subgraphs else []
             elif kind == STEP:
                 sent = steps.step(data)
             elif kind == FINISH:
@@ -260,6 +264,15 @@ async def sse_events(
             break
         wait = MIN_POLL if events else min(MAX_POLL, wait * 1.5)
         await anyio.sleep(wait)
+
+
+def _nested(kind: str, data: Any, modes: list[str], chat: ChatEvents) -> list[Event]:
+    base, _, ns = kind.partition("|")
+    if base == "custom":
+        return [(kind, data)] if "custom" in modes else []
+    if base == "messages":
+        return [(f"{event}|{ns}", payload) for event, payload in chat.events(data)]
+    return []
 
 
 def _dump(data: Any) -> str:

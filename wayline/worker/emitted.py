@@ -88,7 +88,7 @@ class EmitSink:
         event = StreamEvent(step, node, mode, self.codec.dumps(chunk))
         with self._lock:
             self._pending.append(event)
-            if mode != "messages" or self._timer is not None:
+            if not mode.startswith("messages") or self._timer is not None:
                 return
             wait = self._last_flush + FLUSH_SECONDS - time.monotonic()
             if wait > 0:  # a burst of tokens: appended together, shortly

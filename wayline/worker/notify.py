@@ -176,11 +176,15 @@ def notifying(
     *,
     everything: bool,
     webhook: str | None,
+    with_inbox: bool = True,
 ) -> Committer:
     """``commit`` that adds each batch's notification intents to it (one transaction):
     for the worker's notifier (``everything``), and for each webhook the run was started
-    with and has not been told of its end yet (``webhook``: this claim's inbox brings one,
-    kept with the commit that takes the inbox)."""
+    with and has not been told of its end yet (``webhook``: this claim's invocation brings
+    one, kept with the commit that takes the inbox; ``with_inbox`` False: with this claim's
+    first commit, for an engine whose own writes take the inbox and keep the webhook until
+    then, LangGraph's: ``wayline.langgraph.engine``). A webhook already kept and not yet
+    told of the end is not kept twice: a takeover that finds it again tells it once."""
     targets: list[tuple[str, str | None]] = [("", None)] if everything else []
     done = set()
     for e in store.list_effects(run.tenant_id, run.run_id) if run.step >= 0 else []:
@@ -189,11 +193,11 @@ def notifying(
         elif e.kind == KIND and e.name == "run.ended":
             done.add(e.key)
     targets = [t for t in targets if t[1] is None or derive_id(t[0], KIND, "run.ended") not in done]
-    pending_hook = webhook
+    pending_hook = None if any(url == webhook for _, url in targets) else webhook
 
     def commit_with_intents(tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
         nonlocal pending_hook, targets
-        if pending_hook is not None and batch.take_inbox:
+        if pending_hook is not None and (batch.take_inbox or not with_inbox):
             record = EffectRecord(
                 tenant_id=tenant_id,
                 key=derive_id(tenant_id, run_id, HOOK, token),

@@ -409,11 +409,20 @@ class Worker:
         if self.config.notifier is not None:  # intents in the commit that moves the run
             graph = getattr(engine, "graph", None)
             hook = None
-            if run.inbox is not None and isinstance(graph, CompiledGraph):
+            queued_webhook = getattr(engine, "queued_webhook", None)
+            if callable(queued_webhook):  # an engine whose checkpoints keep it (LangGraph's)
+                hook = queued_webhook(run)
+            elif run.inbox is not None and isinstance(graph, CompiledGraph):
                 hook = inbox_webhook(graph.codec, run.inbox)
             everything = self.config.notifier.url is not None
             commit = notifying(
-                commit, self.store, run, self._notify, everything=everything, webhook=hook
+                commit,
+                self.store,
+                run,
+                self._notify,
+                everything=everything,
+                webhook=hook,
+                with_inbox=not callable(queued_webhook),
             )
         return commit
 
