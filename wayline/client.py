@@ -39,7 +39,7 @@ from wayline.store.records import (
     check_durability,
 )
 from wayline.store.schedules import ScheduleRecord, schedules
-from wayline.worker.engine import engine_for
+from wayline.worker.engines import engine_for
 
 __all__ = ["SETTLED", "Wayline"]
 

@@ -28,7 +28,8 @@ from wayline.effects.retry import retry_any
 from wayline.langgraph.engine import LangGraphEngine
 from wayline.store.base import Store
 from wayline.worker import Worker, WorkerConfig
-from wayline.worker.engine import Engine, Lease, WaylineEngine, engine_for
+from wayline.worker.engine import Engine, Lease, WaylineEngine
+from wayline.worker.engines import engine_for
 
 STEPS = 3
 INPUT = {"log": [], "n": 0}

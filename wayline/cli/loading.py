@@ -20,7 +20,8 @@ from wayline.errors import GraphLoadError, WaylineError
 from wayline.graph.builder import StateGraph
 from wayline.graph.compiled import CompiledGraph
 from wayline.store.base import Store
-from wayline.worker.engine import Engine, WaylineEngine, engine_for
+from wayline.worker.engine import Engine, WaylineEngine
+from wayline.worker.engines import engine_for
 
 __all__ = ["check_importable", "load_engine", "load_graph", "load_object"]
 

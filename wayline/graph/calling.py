@@ -11,9 +11,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from wayline.graph.algo import PULL, values_of
+from wayline.graph.node_runtime import ExecutionInfo, Runtime, ServerInfo
 from wayline.graph.timeouts import Pulse
 from wayline.managed import managed_value
-from wayline.runtime import ExecutionInfo, Runtime, ServerInfo
 
 if TYPE_CHECKING:
     from wayline.graph.context import TaskScope

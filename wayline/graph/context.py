@@ -1,9 +1,11 @@
-"""What a running node can reach: its task scope (for ``interrupt``) and its context."""
+"""What a running node can reach: its task scope (for ``interrupt`` and the durable timers
+``sleep`` / ``sleep_until``) and its context."""
 
 from __future__ import annotations
 
 import contextvars
 import dataclasses
+import datetime as dt
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
@@ -13,9 +15,10 @@ from wayline.errors import GraphInterrupt, WaylineError
 from wayline.graph import probe
 from wayline.graph.types import Interrupt, OnExpire
 from wayline.ids import derive_id
+from wayline.store.records import TIMER
 
 if TYPE_CHECKING:
-    from wayline.runtime import Runtime
+    from wayline.graph.node_runtime import Runtime
 
 __all__ = [
     "NodeContext",
@@ -24,6 +27,8 @@ __all__ = [
     "interrupt",
     "is_scoped",
     "scoped_index",
+    "sleep",
+    "sleep_until",
 ]
 
 
@@ -37,7 +42,7 @@ class TaskScope:
     config: Mapping[str, Any] | None = None
     """What ``get_config()`` returns inside the task (the node's context, as a mapping)."""
     runtime: Runtime[Any] | None = None
-    """What ``get_runtime()`` returns inside the task (``wayline.runtime.Runtime``)."""
+    """What ``get_runtime()`` returns inside the task (``wayline.graph.node_runtime.Runtime``)."""
     writer: Callable[[Any], None] | None = None
     """``get_stream_writer()``: emits a ``custom`` stream chunk."""
     answers: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -221,14 +226,10 @@ class NodeContext(Mapping[str, Any]):
         """Wait ``seconds`` durably, holding no worker: the wake time is committed with the
         step and any worker continues the run when it is due (``wayline.sleep``). The node
         runs again from its start when it wakes, as after an ``interrupt``."""
-        from wayline.graph.wakeups import sleep
-
         sleep(seconds)
 
     def sleep_until(self, when: Any) -> None:
         """Wait durably until ``when`` (an aware datetime, or a Unix time)."""
-        from wayline.graph.wakeups import sleep_until
-
         sleep_until(when)
 
     def _ledger(self) -> EffectLedger:
@@ -256,3 +257,50 @@ def coerce_context(schema: Any, context: Any) -> Any:
     if dataclasses.is_dataclass(schema) or is_model:
         return schema(**context)
     return context
+
+
+def sleep(seconds: float) -> None:
+    """Wait ``seconds`` durably, releasing the worker (``ctx.sleep`` in a node).
+
+    The wake time is committed with the step; any worker continues the run when it is due.
+    The node runs again from its start when it wakes and this call returns, like
+    ``interrupt``: keep code before it free of side effects (or in ``ctx.effect``).
+    """
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
+        raise WaylineError(f"sleep() takes a number of seconds >= 0, not {seconds!r}")
+    _sleep_to(time.time() + float(seconds))
+
+
+def sleep_until(when: dt.datetime | float) -> None:
+    """Wait durably until ``when`` (an aware datetime, or a Unix time), releasing the worker."""
+    if isinstance(when, dt.datetime):
+        if when.tzinfo is None:
+            raise WaylineError(
+                f"sleep_until({when!r}) needs an aware datetime (tzinfo set): a naive one "
+                "means a different time on each worker's machine"
+            )
+        at = when.timestamp()
+    elif isinstance(when, int | float) and not isinstance(when, bool):
+        at = float(when)
+    else:
+        raise WaylineError(f"sleep_until() takes an aware datetime or a Unix time, not {when!r}")
+    _sleep_to(at)
+
+
+def _sleep_to(at: float) -> None:
+    scope = current_scope()
+    idx = scope.counter
+    scope.counter += 1
+    if idx < len(scope.resume):
+        return  # woken: the timer's record was answered when it fell due
+    iso = dt.datetime.fromtimestamp(at, dt.UTC).isoformat()
+    raise GraphInterrupt(
+        [
+            Interrupt(
+                value={"sleep_until": iso},
+                id=scope.interrupt_id(idx),
+                expires_at=at,
+                on_expire=TIMER,
+            )
+        ]
+    )

@@ -22,10 +22,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from wayline.codec import Codec
-from wayline.errors import GraphInterrupt, WaylineError
-from wayline.graph.context import current_scope
-from wayline.graph.types import Interrupt, OnExpire
-from wayline.store.records import TIMER, AuditRecord, InterruptRecord
+from wayline.errors import WaylineError
+from wayline.graph.context import sleep, sleep_until
+from wayline.graph.types import OnExpire
+from wayline.store.records import AuditRecord, InterruptRecord
 
 __all__ = ["OnExpire", "Woken", "due", "encode_on_expire", "sleep", "sleep_until", "wake_time"]
 
@@ -140,50 +140,3 @@ def _detail(r: InterruptRecord, path: OnExpire) -> str:
     at = dt.datetime.fromtimestamp(r.expires_at or 0.0, dt.UTC).isoformat(timespec="seconds")
     what = {"fail": f"fail: {path.reason}", "resume": "resume", "goto": f"goto {path.node}"}
     return f"interrupt {r.interrupt_id} expired at {at}; on_expire {what[path.do]}"
-
-
-def sleep(seconds: float) -> None:
-    """Wait ``seconds`` durably, releasing the worker (``ctx.sleep`` in a node).
-
-    The wake time is committed with the step; any worker continues the run when it is due.
-    The node runs again from its start when it wakes and this call returns, like
-    ``interrupt``: keep code before it free of side effects (or in ``ctx.effect``).
-    """
-    if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
-        raise WaylineError(f"sleep() takes a number of seconds >= 0, not {seconds!r}")
-    _sleep_to(time.time() + float(seconds))
-
-
-def sleep_until(when: dt.datetime | float) -> None:
-    """Wait durably until ``when`` (an aware datetime, or a Unix time), releasing the worker."""
-    if isinstance(when, dt.datetime):
-        if when.tzinfo is None:
-            raise WaylineError(
-                f"sleep_until({when!r}) needs an aware datetime (tzinfo set): a naive one "
-                "means a different time on each worker's machine"
-            )
-        at = when.timestamp()
-    elif isinstance(when, int | float) and not isinstance(when, bool):
-        at = float(when)
-    else:
-        raise WaylineError(f"sleep_until() takes an aware datetime or a Unix time, not {when!r}")
-    _sleep_to(at)
-
-
-def _sleep_to(at: float) -> None:
-    scope = current_scope()
-    idx = scope.counter
-    scope.counter += 1
-    if idx < len(scope.resume):
-        return  # woken: the timer's record was answered when it fell due
-    iso = dt.datetime.fromtimestamp(at, dt.UTC).isoformat()
-    raise GraphInterrupt(
-        [
-            Interrupt(
-                value={"sleep_until": iso},
-                id=scope.interrupt_id(idx),
-                expires_at=at,
-                on_expire=TIMER,
-            )
-        ]
-    )

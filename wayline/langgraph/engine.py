@@ -55,6 +55,7 @@ from wayline.graph.types import Interrupt
 from wayline.langgraph.emitting import emitter_for
 from wayline.langgraph.fence import FENCE_KEY, QUEUED_KEY, RunFence
 from wayline.langgraph.identity import lg_shape
+from wayline.langgraph.probe_callbacks import ProbeCallbacks
 from wayline.langgraph.saver import WaylineSaver
 from wayline.langgraph.store import WaylineStore
 from wayline.store.base import Store
@@ -230,8 +231,6 @@ class LangGraphExecution:
             store = engine.memory.for_run(engine.store, run.tenant_id, run.run_id, lease.token)
             self.config["configurable"][CONFIG_KEY_RUNTIME] = Runtime(store=store)
         if probe.installed():  # a harness counting what runs (wayline killtest)
-            from wayline.langgraph.probed import ProbeCallbacks
-
             self.config["callbacks"] = [ProbeCallbacks(run.tenant_id, run.run_id)]
 
     @property

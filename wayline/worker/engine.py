@@ -3,8 +3,8 @@
 A worker claims a run (the store's claim query, one for every engine), hands it to the
 engine that serves its graph, and acts on how it ends. Two engines implement the seam:
 ``WaylineEngine`` (wayline's own loop, below) and ``wayline.langgraph.engine.LangGraphEngine``
-(LangGraph's Pregel on ``WaylineSaver``). ``tests/integration/test_engine_contract.py``
-runs the same contract against both.
+(LangGraph's Pregel on ``WaylineSaver``); ``wayline.worker.engines`` picks one for a graph.
+``tests/integration/test_engine_contract.py`` runs the same contract against both.
 
 The contract, for every engine:
 - **claim**: ``Engine.open(run, lease)`` binds a claimed run and its fencing token;
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from wayline.graph.checkpoint import (
@@ -45,7 +45,6 @@ __all__ = [
     "Execution",
     "Lease",
     "WaylineEngine",
-    "engine_for",
 ]
 
 EngineKind = Literal["wayline", "langgraph"]
@@ -187,32 +186,6 @@ class _WaylineExecution:
 
     def cancel(self) -> None:
         self.loop.cancelled = True
-
-
-def engine_for(graph: Any) -> Engine:
-    """The engine of a graph a worker serves or a client starts: a wayline graph, an
-    engine already, or a LangGraph graph (``CompiledStateGraph``, an ``@entrypoint``)."""
-    if isinstance(graph, CompiledGraph):
-        return WaylineEngine(graph)
-    if isinstance(graph, Engine):
-        return graph
-    if type(graph).__module__.startswith("langgraph."):
-        from wayline.langgraph.engine import LangGraphEngine
-
-        return LangGraphEngine(graph)
-    from wayline.errors import ConfigError
-
-    raise ConfigError(
-        f"a {type(graph).__name__} is not a graph wayline can run: give a compiled wayline "
-        "graph, a LangGraph CompiledStateGraph or @entrypoint, or an Engine"
-    )
-
-
-def engines_for(graphs: Any) -> list[Engine]:
-    """``engine_for`` of one graph or each of a sequence."""
-    if isinstance(graphs, Sequence) and not isinstance(graphs, str):
-        return [engine_for(g) for g in graphs]
-    return [engine_for(graphs)]
 
 
 def _emit_sink(store: Store, graph: CompiledGraph, run: RunRecord, token: int) -> EmitSink | None:

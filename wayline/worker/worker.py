@@ -41,7 +41,8 @@ from wayline.store.base import Store
 from wayline.store.group import GroupCommit
 from wayline.store.records import CommitBatch, RunRecord
 from wayline.worker.affinity import check_cpus, pin_this_thread
-from wayline.worker.engine import Engine, Execution, Lease, engines_for
+from wayline.worker.engine import Engine, Execution, Lease
+from wayline.worker.engines import engines_for
 from wayline.worker.notify import Committer, WebhookNotifier, notifying, send_loop
 from wayline.worker.placement import Placement
 from wayline.worker.ticker import tick_schedules
