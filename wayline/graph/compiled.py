@@ -55,6 +55,7 @@ from wayline.graph.streaming import (
     task_start,
 )
 from wayline.graph.subgraph import run_child
+from wayline.graph.subgraph_travel import open_pinned, strip
 from wayline.graph.timeouts import check_async
 from wayline.graph.types import Command, Send
 from wayline.graph.updates import StateUpdates
@@ -452,7 +453,14 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         config["configurable"] = {**config["configurable"], "thread_id": run_id}
         check_durability(durability)
         owner, token = default_owner(), None
-        fork = travel.open_replay(self, config, tenant, run_id, owner)
+        pinned = open_pinned(self, config, tenant, owner)  # a subgraph's checkpoint
+        if pinned is not None:
+            config = strip(config, pinned.fork_id)
+        fork = (
+            (pinned.fork_id, pinned.token)
+            if pinned is not None
+            else travel.open_replay(self, config, tenant, run_id, owner)
+        )
         if fork is not None:  # a past checkpoint (or a fork_id): run a fork of it
             run_id, token = fork
             config["configurable"] = {**config["configurable"], "thread_id": run_id}

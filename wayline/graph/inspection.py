@@ -18,6 +18,7 @@ from wayline.graph.run_config import at_step as _at
 from wayline.graph.run_config import run_ids as _ids
 from wayline.graph.snapshot_source import step_source
 from wayline.graph.subgraph import with_child_states
+from wayline.graph.subgraph_travel import name_children
 from wayline.graph.tasks import defer_split
 from wayline.graph.types import Interrupt, PregelTask, StateSnapshot
 from wayline.graph.updates import history
@@ -60,7 +61,7 @@ class Inspection:
         snapshot = graph._state(config)
         if not subgraphs:
             return snapshot
-        return with_child_states(graph, snapshot)
+        return name_children(with_child_states(graph, snapshot))
 
     def _state(self, config: Mapping[str, Any]) -> StateSnapshot:
         graph = _graph(self)

@@ -53,7 +53,7 @@ def child_runs(store: Any, tenant_id: str, run_id: str) -> list[str]:
             child = rec.name[len(CHILD_RECORD) :]
             found.extend(child_runs(store, tenant_id, child))
             found.append(child)
-    return found
+    return list(dict.fromkeys(found))  # a child met by several tasks is recorded by each
 
 
 def child_run_id(parent_run: str, node: str, task_id: str, call: int = 0) -> str:
@@ -139,9 +139,12 @@ def run_child(
         config["configurable"] = {**config["configurable"], "subject": loop.subject}
     run = loop.store.get_run(loop.tenant_id, run_id)
     ledger = getattr(scope.config, "ledger", None)
+    # the parent remembers its child (for purge): a new one, or a fork made for it (the
+    # child as it was at the fork point, or where a subgraph checkpoint's config named it)
+    remember = run is None or _fork_unrun(loop.store, loop.tenant_id, run)
     if persistent and run is None:  # a fork's first turn: the child as it was at the fork
         run = fork_persistent(bound, loop.store, loop.tenant_id, loop.run_id, tail)
-    if run is None and ledger is not None:  # the parent remembers its child (for purge)
+    if remember and ledger is not None:
         ledger.record(f"{CHILD_RECORD}{run_id}", lambda: run_id)
     ctx = context if context is not None else loop.invocation.context
     try:
@@ -149,6 +152,16 @@ def run_child(
     except ParentCommand as signal:  # leaves the function that invoked the child, and is
         signal.from_child = True  # type: ignore[attr-defined]  # applied by its task
         raise
+
+
+def _fork_unrun(store: Any, tenant_id: str, run: Any) -> bool:
+    """Whether ``run`` is a fork that has not run a step of its own yet."""
+    from wayline.graph import travel
+
+    if not travel.is_fork(run):
+        return False
+    origin = travel.load_origin(store, tenant_id, run.run_id)
+    return origin is not None and origin.step == run.step
 
 
 def from_child(signal: ParentCommand) -> Command[Any]:
