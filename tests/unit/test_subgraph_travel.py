@@ -151,3 +151,48 @@ def test_purging_the_root_fork_purges_the_child_forks(persistent: bool) -> None:
     assert app.store.get_run("default", child["thread_id"]) is not None
     assert wayline.Wayline(app.store).purge("t@0") > 0
     assert app.store.get_run("default", child["thread_id"]) is None
+
+
+def test_a_subgraph_node_sees_its_root_thread_and_its_namespace() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def inner(s: S, config: Any) -> S:
+        seen.append(dict(config["configurable"]))
+        return {"value": ["inner"]}
+
+    def outer(s: S, config: Any) -> S:
+        seen.append(dict(config["configurable"]))
+        return {"value": ["outer"]}
+
+    child = StateGraph(S).add_node("inner", inner).add_edge(START, "inner").compile()
+    store = wayline.connect("sqlite:///:memory:")
+    app = (
+        StateGraph(S)
+        .add_node("outer", outer)
+        .add_node("sub", child)
+        .add_edge(START, "outer")
+        .add_edge("outer", "sub")
+        .compile(store)
+    )
+    app.invoke({"value": []}, CFG)
+    root, nested = seen
+    assert root["thread_id"] == nested["thread_id"] == "t"  # as LangGraph: one thread
+    assert root["checkpoint_ns"] == f"outer:{root['checkpoint_ns'].split(':')[1]}"
+    sub_ns, own = nested["checkpoint_ns"].split("|")
+    assert sub_ns.startswith("sub:") and own.startswith("inner:")
+
+
+def test_a_subgraph_node_passing_its_config_on_runs_a_subgraph_of_its_own() -> None:
+    leaf = StateGraph(S).add_node("leaf", lambda s: {"value": ["leaf"]})
+    leaf_app = leaf.add_edge(START, "leaf").compile()
+
+    def calls_leaf(s: S, config: Any) -> S:
+        return {"value": leaf_app.invoke({"value": []}, config)["value"]}
+
+    child = StateGraph(S).add_node("calls", calls_leaf).add_edge(START, "calls").compile()
+    store = wayline.connect("sqlite:///:memory:")
+    app = StateGraph(S).add_node("sub", child).add_edge(START, "sub").compile(store)
+    assert app.invoke({"value": []}, CFG)["value"] == ["leaf"]
+    runs = [r.run_id for r in store.list_runs("default")]
+    assert [r for r in runs if "::" not in r] == ["t"]  # the leaf is no run of its own
+    assert len([r for r in runs if r.count("::") == 2]) == 1  # but the child's subgraph

@@ -21,6 +21,7 @@ from wayline.graph.calling import node_call
 from wayline.graph.channels import Channel
 from wayline.graph.context import NodeContext, TaskScope, is_scoped
 from wayline.graph.node import split_output
+from wayline.graph.run_config import node_config
 from wayline.graph.types import Interrupt
 from wayline.memory.step import RunMemory
 from wayline.metrics import timed_call
@@ -102,9 +103,8 @@ class TaskSteps:
         )
         if loop.origin is not None:  # a fork: original outcomes, substitutes or live
             ledger = replay_ledger(ledger, loop.origin, spec.path, loop.config)
-        ctx = NodeContext(
-            loop.run_id, loop.tenant_id, spec.name, step, task_id, loop.config, ledger
-        )
+        config = node_config(loop, spec.name, task_id)
+        ctx = NodeContext(loop.run_id, loop.tenant_id, spec.name, step, task_id, config, ledger)
         scope = TaskScope(task_id, resume, answers=by_id)
         return ExecTask(spec, task_id, step, scope, ctx)
 
