@@ -24,7 +24,7 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from wayline.errors import GraphInterrupt, ParentCommand
+from wayline.errors import GraphError, GraphInterrupt, ParentCommand
 from wayline.graph.context import current_scope, scoped_index
 from wayline.graph.nested_stream import CHILD_TAP
 from wayline.graph.types import Command, StateSnapshot
@@ -67,7 +67,7 @@ def namespace_of(run_id: str) -> tuple[str, ...]:
 
 
 def as_node_callable(
-    action: Callable[..., Any] | CompiledGraph, builder: StateGraph
+    action: Callable[..., Any] | CompiledGraph | Mapping[str, Any], builder: StateGraph
 ) -> Callable[..., Any]:
     """``add_node(name, compiled_graph)``: wrap a compiled graph to run as a subgraph."""
     from wayline.graph.compiled import CompiledGraph
@@ -76,6 +76,8 @@ def as_node_callable(
         return SubgraphNode(action, tuple(builder.schema.channels))
     if not callable(action) and callable(getattr(action, "invoke", None)):
         return _runnable_node(action)  # a langchain-core Runnable (a chat model...)
+    if isinstance(action, Mapping):
+        return _parallel_node(action)
     return action
 
 
@@ -87,6 +89,27 @@ def _runnable_node(runnable: Any) -> Callable[..., Any]:
         return runnable.invoke(state, dict(config))
 
     node.__name__ = str(getattr(runnable, "name", None) or type(runnable).__name__)
+    return node
+
+
+def _parallel_node(steps: Mapping[str, Any]) -> Callable[..., Any]:
+    """A dict of Runnables or functions as a node, as LangGraph coerces it (langchain's
+    ``RunnableParallel``): each value gets the node's input; the node returns their outputs
+    under their keys."""
+    for key, step in steps.items():
+        if not callable(step) and not callable(getattr(step, "invoke", None)):
+            raise GraphError(
+                f"add_node with a dict: its value for {key!r} is a {type(step).__name__}; "
+                "each value must be a function or a Runnable"
+            )
+
+    def node(state: Any, config: Any) -> Any:
+        return {
+            key: step.invoke(state, dict(config)) if hasattr(step, "invoke") else step(state)
+            for key, step in steps.items()
+        }
+
+    node.__name__ = f"RunnableParallel<{','.join(steps)}>"
     return node
 
 
