@@ -9,6 +9,7 @@ import copy
 import operator
 import typing
 from typing import Annotated, Any, TypedDict
+from unittest.mock import Mock
 
 import pytest
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -74,3 +75,24 @@ def test_a_dict_of_runnables_is_a_node() -> None:
 def test_a_dict_node_with_a_value_that_cannot_run_is_refused() -> None:
     with pytest.raises(GraphError, match="its value for 'n' is a int"):
         StateGraph(S).add_node("bad", {"n": 3})
+
+
+def test_a_node_taking_only_args_gets_the_state_alone() -> None:
+    seen: list[tuple[Any, ...]] = []
+
+    def wrapper(*args: Any) -> S:  # a decorator's wrapper without functools.wraps
+        seen.append(args)
+        return {"log": ["ran"]}
+
+    counted = Mock(side_effect=lambda state: {"log": ["mock"]})
+    app = (
+        StateGraph(S)
+        .add_node("wrapped", wrapper)
+        .add_node("mocked", counted)
+        .add_edge(START, "wrapped")
+        .add_edge("wrapped", "mocked")
+        .compile()
+    )
+    assert app.invoke({"log": []})["log"] == ["ran", "mock"]
+    assert seen == [({"log": []},)]
+    counted.assert_called_once_with({"log": ["ran"]})
