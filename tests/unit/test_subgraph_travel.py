@@ -196,3 +196,37 @@ def test_a_subgraph_node_passing_its_config_on_runs_a_subgraph_of_its_own() -> N
     runs = [r.run_id for r in store.list_runs("default")]
     assert [r for r in runs if "::" not in r] == ["t"]  # the leaf is no run of its own
     assert len([r for r in runs if r.count("::") == 2]) == 1  # but the child's subgraph
+
+
+class C(TypedDict, total=False):
+    value: Annotated[list[str], operator.add]
+    private: str
+
+
+def test_the_root_reads_a_subgraph_checkpoint_config_as_the_subgraphs_state() -> None:
+    def prep(s: C) -> C:
+        return {"private": "p", "value": ["a"]}
+
+    def ask(s: C) -> C:
+        return {"value": [interrupt("Q")]}
+
+    child = (
+        StateGraph(C)
+        .add_node("prep", prep)
+        .add_node("ask", ask)
+        .add_edge(START, "prep")
+        .add_edge("prep", "ask")
+        .compile()
+    )
+    store = wayline.connect("sqlite:///:memory:")
+    app = StateGraph(S).add_node("ex", child).add_edge(START, "ex").compile(store)
+    app.invoke({"value": []}, CFG)
+    sub = app.get_state(CFG, subgraphs=True).tasks[0].state
+    # the child's own keys (a root read would refuse its private key as undeclared)
+    again = app.get_state(sub.config)
+    assert (again.values, again.next) == ({"value": ["a"], "private": "p"}, ("ask",))
+    assert [h.values for h in app.get_state_history(sub.config)] == [
+        {"value": ["a"], "private": "p"},
+        {"value": []},
+    ]
+    assert app.get_state(CFG).values == {"value": []}  # the root's own, as before

@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.errors import TimeTravelError
 from wayline.graph import travel
+from wayline.graph.run_config import checked_config
 from wayline.graph.subgraph import _CHILD_GRAPHS, SEP, SubgraphNode, as_child_of, child_run_id
 from wayline.graph.types import StateSnapshot
 
 if TYPE_CHECKING:
     from wayline.graph.compiled import CompiledGraph
 
-__all__ = ["Pinned", "name_children", "open_pinned", "strip"]
+__all__ = ["Pinned", "name_children", "open_pinned", "strip", "subgraph_named"]
 
 NS_SEP = "|"
 """Joins the segments of a LangGraph namespace (``checkpoint_ns``)."""
@@ -135,6 +136,34 @@ def open_pinned(
         store.release(tenant, fork_id, token)
         raise
     return Pinned(fork_id, step, token, parent, parent_run)
+
+
+def subgraph_named(graph: CompiledGraph, config: Mapping[str, Any]) -> CompiledGraph | None:
+    """The subgraph (bound to ``graph``'s store) whose run ``config`` names, when it names
+    a child run of ``graph`` (a child state's config, as ``get_state(subgraphs=True)`` gives
+    it): ``graph.get_state(that_config)`` reads the child, as LangGraph's does. None: the
+    config names a run of ``graph`` itself (or no run)."""
+    conf = checked_config(config).get("configurable") or {}
+    thread = str(conf.get("thread_id", ""))
+    if thread.count(SEP) <= graph.name.count(SEP):  # a run at the graph's own depth: its own
+        return None
+    tenant = str(conf.get("tenant", "default"))
+    root, *segs = thread.split(SEP)
+    current, run_id = graph, root
+    for seg in segs:
+        run_id = f"{run_id}{SEP}{seg}"
+        run = graph.store.get_run(tenant, run_id)
+        if run is None:
+            return None
+        node = seg.split(":")[0]
+        fn = current.nodes[node].fn if node in current.nodes else None
+        child = fn.child if isinstance(fn, SubgraphNode) else _CHILD_GRAPHS.get(run.graph_name)
+        if child is None:
+            return None
+        current = as_child_of(child, current, graph.store)
+        if current.name != run.graph_name:  # not a run this graph's subgraph wrote
+            return None
+    return current
 
 
 def _step(cid: Any, tenant: str, run_id: str) -> int:
