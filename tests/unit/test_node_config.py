@@ -16,7 +16,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import tool
 
 import wayline
-from wayline import START, StateGraph
+from wayline import START, Command, Send, StateGraph, interrupt
 from wayline.errors import GraphError
 from wayline.graph.context import NodeContext
 
@@ -96,3 +96,37 @@ def test_a_node_taking_only_args_gets_the_state_alone() -> None:
     assert app.invoke({"log": []})["log"] == ["ran", "mock"]
     assert seen == [({"log": []},)]
     counted.assert_called_once_with({"log": ["ran"]})
+
+
+ROOT_LIST: Any = Annotated[list, operator.add]
+
+
+def test_a_single_value_state_takes_a_commands_list_update_as_one_value() -> None:
+    def fan(state: list[str]) -> Command[Any]:
+        return Command(update=["fan"], goto=[Send("echo", "x"), Send("echo", "y")])
+
+    def echo(arg: str) -> list[str]:
+        return [f"echo:{arg}"]
+
+    g = StateGraph(ROOT_LIST)
+    g.add_node("fan", fan)
+    g.add_node("echo", echo)
+    g.add_edge(START, "fan")
+    out: Any = g.compile().invoke(["in"])
+    assert out == ["in", "fan", "echo:x", "echo:y"]
+
+
+def test_an_interrupted_single_value_state_returns_its_questions() -> None:
+    def ask(state: list[str]) -> list[str]:
+        return [interrupt("why?")]
+
+    g = StateGraph(ROOT_LIST)
+    g.add_node("ask", ask)
+    g.add_edge(START, "ask")
+    app = g.compile()
+    cfg = {"configurable": {"thread_id": "t"}}
+    out = app.invoke(["in"], cfg)
+    assert list(out) == ["__interrupt__"]  # as LangGraph: a list has no room for them
+    assert [i.value for i in out["__interrupt__"]] == ["why?"]
+    done: Any = app.invoke(Command(resume="because"), cfg)
+    assert done == ["in", "because"]

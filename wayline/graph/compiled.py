@@ -419,10 +419,14 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
 
     def _result(self, loop: RunLoop) -> dict[str, Any]:
         """The state's output keys (typed as the dict it is for every schema but a
-        single-value one, whose value it is)."""
+        single-value one, whose value it is). Interrupted: with ``"__interrupt__"``, the
+        questions; a single-value state's result is then those alone, as LangGraph's."""
         out = self.output_of(with_pending(loop.channels, loop.pending.values()))
-        if loop.raised and isinstance(out, dict):
-            out["__interrupt__"] = list(loop.raised)
+        if loop.raised:
+            asked = list(loop.raised)
+            if not isinstance(out, dict):
+                return {"__interrupt__": asked}
+            out["__interrupt__"] = asked
         return typing.cast("dict[str, Any]", out)
 
     def make_loop(
