@@ -138,6 +138,7 @@ def test_a_map_without_the_namespace_is_refused() -> None:
     sub["checkpoint_map"] = {"": sub["checkpoint_map"][""]}
     with pytest.raises(TimeTravelError, match="no checkpoint for namespace 'executor'"):
         app.invoke(None, {"configurable": sub})
+    assert app.store.get_run("default", "t@0") is None  # nothing was forked
 
 
 @pytest.mark.parametrize("persistent", [True, False])

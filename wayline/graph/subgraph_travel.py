@@ -100,25 +100,16 @@ def open_pinned(
     store = graph.store
     root = str(conf.get("thread_id", "")).split(SEP)[0]
     step = _step(cmap[""], tenant, root)
+    levels = _levels(store, tenant, root, str(conf["checkpoint_ns"]), cmap)  # before any fork
     fork_id = str(conf.get("fork_id") or travel.fork_id_for(store, tenant, root, step))
     effects = str(conf.get("effects", "original"))
     actor = str(conf.get("actor", "client"))
     token = travel.create_fork(
         store, tenant, root, step, new_run_id=fork_id, effects=effects, owner=owner, actor=actor
     )
-    parent, parent_run, source = graph, fork_id, root
-    path: list[str] = []
+    parent, parent_run = graph, fork_id
     try:
-        for seg in str(conf["checkpoint_ns"]).split(NS_SEP):
-            path.append(seg)
-            key = NS_SEP.join(path)
-            src_child = f"{source}{SEP}{seg}"
-            if key not in cmap:
-                raise TimeTravelError(
-                    f"checkpoint_map has no checkpoint for namespace {key!r} (run "
-                    f"{src_child!r}); pass the config get_state(subgraphs=True) gave"
-                )
-            at = _step(cmap[key], tenant, src_child)
+        for seg, src_child, at in levels:
             parent, new_child = _child_in_fork(parent, tenant, parent_run, seg, src_child)
             child_token = travel.create_fork(
                 store,
@@ -131,7 +122,7 @@ def open_pinned(
                 actor=actor,
             )
             store.release(tenant, new_child, child_token)
-            parent_run, source = new_child, src_child
+            parent_run = new_child
     except BaseException:
         store.release(tenant, fork_id, token)
         raise
@@ -164,6 +155,30 @@ def subgraph_named(graph: CompiledGraph, config: Mapping[str, Any]) -> CompiledG
         if current.name != run.graph_name:  # not a run this graph's subgraph wrote
             return None
     return current
+
+
+def _levels(
+    store: Any, tenant: str, root: str, ns: str, cmap: Mapping[str, Any]
+) -> list[tuple[str, str, int]]:
+    """Each level down to namespace ``ns``: (its segment, the child run it names, the step
+    the map names), or ``TimeTravelError`` for a level the map or the store lacks."""
+    levels, path, source = [], [], root
+    for seg in ns.split(NS_SEP):
+        path.append(seg)
+        key = NS_SEP.join(path)
+        source = f"{source}{SEP}{seg}"
+        if key not in cmap:
+            raise TimeTravelError(
+                f"checkpoint_map has no checkpoint for namespace {key!r} (run {source!r}); "
+                "pass the config get_state(subgraphs=True) gave; nothing was forked"
+            )
+        if store.get_run(tenant, source) is None:
+            raise TimeTravelError(
+                f"no subgraph run {source!r} for tenant {tenant!r} to go back in; nothing "
+                "was forked"
+            )
+        levels.append((seg, source, _step(cmap[key], tenant, source)))
+    return levels
 
 
 def _step(cid: Any, tenant: str, run_id: str) -> int:
