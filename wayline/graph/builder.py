@@ -97,7 +97,7 @@ class StateGraph:
     def add_node(
         self,
         node: str | Callable[..., Any] | CompiledGraph,
-        action: Callable[..., Any] | CompiledGraph | None = None,
+        action: Callable[..., Any] | CompiledGraph | Mapping[str, Any] | None = None,
         *,
         retry_policy: RetryPolicy | Sequence[RetryPolicy] | None = None,
         input_schema: type | None = None,

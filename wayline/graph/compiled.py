@@ -55,6 +55,7 @@ from wayline.graph.streaming import (
     task_start,
 )
 from wayline.graph.subgraph import run_child
+from wayline.graph.subgraph_travel import open_pinned, strip
 from wayline.graph.timeouts import check_async
 from wayline.graph.types import Command, Send
 from wayline.graph.updates import StateUpdates
@@ -418,10 +419,14 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
 
     def _result(self, loop: RunLoop) -> dict[str, Any]:
         """The state's output keys (typed as the dict it is for every schema but a
-        single-value one, whose value it is)."""
+        single-value one, whose value it is). Interrupted: with ``"__interrupt__"``, the
+        questions; a single-value state's result is then those alone, as LangGraph's."""
         out = self.output_of(with_pending(loop.channels, loop.pending.values()))
-        if loop.raised and isinstance(out, dict):
-            out["__interrupt__"] = list(loop.raised)
+        if loop.raised:
+            asked = list(loop.raised)
+            if not isinstance(out, dict):
+                return {"__interrupt__": asked}
+            out["__interrupt__"] = asked
         return typing.cast("dict[str, Any]", out)
 
     def make_loop(
@@ -452,7 +457,14 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         config["configurable"] = {**config["configurable"], "thread_id": run_id}
         check_durability(durability)
         owner, token = default_owner(), None
-        fork = travel.open_replay(self, config, tenant, run_id, owner)
+        pinned = open_pinned(self, config, tenant, owner)  # a subgraph's checkpoint
+        if pinned is not None:
+            config = strip(config, pinned.fork_id)
+        fork = (
+            (pinned.fork_id, pinned.token)
+            if pinned is not None
+            else travel.open_replay(self, config, tenant, run_id, owner)
+        )
         if fork is not None:  # a past checkpoint (or a fork_id): run a fork of it
             run_id, token = fork
             config["configurable"] = {**config["configurable"], "thread_id": run_id}

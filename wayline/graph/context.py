@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import contextvars
+import copy
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from wayline.effects.ledger import EffectLedger
@@ -174,21 +175,63 @@ def signature_of(
     return same
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class NodeContext(Mapping[str, Any]):
+class NodeContext(dict[str, Any]):
     """The second argument of a node ``(state, ctx)``: where and how it is running.
 
-    It also reads as the LangGraph ``config`` mapping (``ctx["configurable"]``), so a ported
-    node with a ``(state, config)`` signature keeps working.
+    It is also the LangGraph ``config`` dict (``ctx["configurable"]``), a ``dict`` as
+    LangGraph's is, so a ported node with a ``(state, config)`` signature keeps working,
+    passing it on to langchain-core too (whose async runnables accept a config only as a
+    ``dict``). Its attributes are read-only; the dict is a copy of the task's config.
     """
 
+    __slots__ = ("config", "ledger", "node", "run_id", "step", "task_id", "tenant")
     run_id: str
     tenant: str
     node: str
     step: int
     task_id: str
     config: Mapping[str, Any]
-    ledger: EffectLedger | None = dataclasses.field(default=None, repr=False, compare=False)
+    ledger: EffectLedger | None
+
+    def __init__(
+        self,
+        run_id: str,
+        tenant: str,
+        node: str,
+        step: int,
+        task_id: str,
+        config: Mapping[str, Any],
+        ledger: EffectLedger | None = None,
+    ) -> None:
+        super().__init__(config)
+        fields = zip(
+            ("run_id", "tenant", "node", "step", "task_id", "config", "ledger"),
+            (run_id, tenant, node, step, task_id, config, ledger),
+            strict=True,
+        )
+        for name, value in fields:
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"NodeContext.{name} is read-only")
+
+    def __copy__(self) -> NodeContext:
+        args = (self.run_id, self.tenant, self.node, self.step, self.task_id, self.config)
+        return NodeContext(*args, self.ledger)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        """A deep copy of the config (as of LangGraph's): the ledger and its store are not
+        copied."""
+        return copy.deepcopy(dict(self), memo)
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a NodeContext holds its run's ledger; pickle dict(ctx) instead")
+
+    def __repr__(self) -> str:
+        return (
+            f"NodeContext(run_id={self.run_id!r}, tenant={self.tenant!r}, node={self.node!r}, "
+            f"step={self.step!r}, task_id={self.task_id!r})"
+        )
 
     @signature_of(EffectLedger.effect)
     def effect(self, name: str, fn: Callable[[str], Any], **options: Any) -> Any:
@@ -236,15 +279,6 @@ class NodeContext(Mapping[str, Any]):
         if self.ledger is None:
             raise WaylineError("this context has no effect ledger (it is not a running task)")
         return self.ledger
-
-    def __getitem__(self, key: str) -> Any:
-        return self.config[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.config)
-
-    def __len__(self) -> int:
-        return len(self.config)
 
 
 def coerce_context(schema: Any, context: Any) -> Any:

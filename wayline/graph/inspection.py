@@ -18,6 +18,7 @@ from wayline.graph.run_config import at_step as _at
 from wayline.graph.run_config import run_ids as _ids
 from wayline.graph.snapshot_source import step_source
 from wayline.graph.subgraph import with_child_states
+from wayline.graph.subgraph_travel import name_children, subgraph_named
 from wayline.graph.tasks import defer_split
 from wayline.graph.types import Interrupt, PregelTask, StateSnapshot
 from wayline.graph.updates import history
@@ -57,10 +58,13 @@ class Inspection:
         """The state at the run's last committed step (or at ``configurable.step``); with
         ``subgraphs=True`` each task running a subgraph carries the subgraph's state."""
         graph = _graph(self)
+        child = subgraph_named(graph, config)
+        if child is not None:  # a subgraph's checkpoint: its own state
+            return child.get_state(config, subgraphs=subgraphs)
         snapshot = graph._state(config)
         if not subgraphs:
             return snapshot
-        return with_child_states(graph, snapshot)
+        return name_children(with_child_states(graph, snapshot))
 
     def _state(self, config: Mapping[str, Any]) -> StateSnapshot:
         graph = _graph(self)
@@ -139,7 +143,8 @@ class Inspection:
         """Snapshots from the newest committed step (or the one before ``before``) back
         to the input step; ``filter`` keeps those whose metadata holds its items."""
         graph = _graph(self)
-        return history(graph, config, filter=filter, before=before, limit=limit)
+        child = subgraph_named(graph, config)  # a subgraph's checkpoint: its own history
+        return history(child or graph, config, filter=filter, before=before, limit=limit)
 
     def verify(self, config: Mapping[str, Any]) -> Verification:
         """Reconstruct a finished run from the store and compare it with the digest its

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.errors import WaylineError
 from wayline.graph.context import current_scope
+from wayline.graph.run_config import own_thread
 from wayline.graph.streaming import NAMESPACED, Formatter
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def called_from_node(config: Mapping[str, Any] | None) -> bool:
         return False
     conf = (config or {}).get("configurable") or {}
     thread = conf.get("thread_id")
-    return thread is None or thread == "" or str(thread) == loop.run_id
+    return thread is None or thread == "" or own_thread(thread, loop)
 
 
 class _Done:

@@ -94,7 +94,9 @@ class NodeSpec:
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
             and p.name not in injected
         ]
-        takes_ctx = len(params) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+        # as LangGraph: a second positional parameter gets the config; ``*args`` alone (a
+        # wrapper without functools.wraps, a Mock) is called with the state only
+        takes_ctx = len([p for p in params if p.kind is not p.VAR_POSITIONAL]) >= 2
         ends = _command_ends(fn)
         if destinations is not None:
             ends = tuple(destinations)

@@ -15,7 +15,16 @@ from wayline.graph.context import current_scope
 if TYPE_CHECKING:
     from wayline.graph.loop import RunLoop
 
-__all__ = ["DEFAULT_TENANT", "at_step", "checked_config", "inside_task", "run_ids", "same_run"]
+__all__ = [
+    "DEFAULT_TENANT",
+    "at_step",
+    "checked_config",
+    "inside_task",
+    "node_config",
+    "own_thread",
+    "run_ids",
+    "same_run",
+]
 
 DEFAULT_TENANT = "default"
 
@@ -28,6 +37,27 @@ def same_run(config: Mapping[str, Any] | None, loop: RunLoop) -> dict[str, Any]:
         **loop.ref.config()["configurable"],
     }
     return out
+
+
+def node_config(loop: RunLoop, node: str, task_id: str) -> dict[str, Any]:
+    """The config a task's node sees, as LangGraph's: the run's, with the thread a
+    subgraph's run is on (its root's: ``thread_id``) and the task's namespace
+    (``checkpoint_ns``, ``"node:task_id"`` under its parents')."""
+    conf = dict(loop.config.get("configurable") or {})
+    conf["thread_id"] = root_thread(loop.run_id)
+    conf["checkpoint_ns"] = "|".join((*loop.invocation.namespace, f"{node}:{task_id}"))
+    return {**loop.config, "configurable": conf}
+
+
+def root_thread(run_id: str) -> str:
+    """The thread a run is on: a subgraph's run (``<parent>::<ns>``) is on its root's."""
+    return run_id.split("::")[0]
+
+
+def own_thread(thread: Any, loop: RunLoop) -> bool:
+    """Whether ``thread`` (a config's) is the running run's: its id, or the thread a
+    node's config names (its root's)."""
+    return str(thread) in (loop.run_id, root_thread(loop.run_id))
 
 
 def at_step(tenant: str, run_id: str, step: int) -> dict[str, Any]:
@@ -68,7 +98,7 @@ def inside_task(config: Mapping[str, Any] | None) -> bool:
     except WaylineError:
         return False
     # the node's own config passed on (as LangGraph's examples do) names the node's thread
-    return loop is not None and (not thread or thread == loop.run_id)
+    return loop is not None and (not thread or own_thread(thread, loop))
 
 
 def run_ids(config: Mapping[str, Any] | None, *, create: bool) -> tuple[str, str]:

@@ -24,7 +24,7 @@ import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from wayline.errors import GraphInterrupt, ParentCommand
+from wayline.errors import GraphError, GraphInterrupt, ParentCommand
 from wayline.graph.context import current_scope, scoped_index
 from wayline.graph.nested_stream import CHILD_TAP
 from wayline.graph.types import Command, StateSnapshot
@@ -53,7 +53,7 @@ def child_runs(store: Any, tenant_id: str, run_id: str) -> list[str]:
             child = rec.name[len(CHILD_RECORD) :]
             found.extend(child_runs(store, tenant_id, child))
             found.append(child)
-    return found
+    return list(dict.fromkeys(found))  # a child met by several tasks is recorded by each
 
 
 def child_run_id(parent_run: str, node: str, task_id: str, call: int = 0) -> str:
@@ -67,7 +67,7 @@ def namespace_of(run_id: str) -> tuple[str, ...]:
 
 
 def as_node_callable(
-    action: Callable[..., Any] | CompiledGraph, builder: StateGraph
+    action: Callable[..., Any] | CompiledGraph | Mapping[str, Any], builder: StateGraph
 ) -> Callable[..., Any]:
     """``add_node(name, compiled_graph)``: wrap a compiled graph to run as a subgraph."""
     from wayline.graph.compiled import CompiledGraph
@@ -76,6 +76,8 @@ def as_node_callable(
         return SubgraphNode(action, tuple(builder.schema.channels))
     if not callable(action) and callable(getattr(action, "invoke", None)):
         return _runnable_node(action)  # a langchain-core Runnable (a chat model...)
+    if isinstance(action, Mapping):
+        return _parallel_node(action)
     return action
 
 
@@ -87,6 +89,27 @@ def _runnable_node(runnable: Any) -> Callable[..., Any]:
         return runnable.invoke(state, dict(config))
 
     node.__name__ = str(getattr(runnable, "name", None) or type(runnable).__name__)
+    return node
+
+
+def _parallel_node(steps: Mapping[str, Any]) -> Callable[..., Any]:
+    """A dict of Runnables or functions as a node, as LangGraph coerces it (langchain's
+    ``RunnableParallel``): each value gets the node's input; the node returns their outputs
+    under their keys."""
+    for key, step in steps.items():
+        if not callable(step) and not callable(getattr(step, "invoke", None)):
+            raise GraphError(
+                f"add_node with a dict: its value for {key!r} is a {type(step).__name__}; "
+                "each value must be a function or a Runnable"
+            )
+
+    def node(state: Any, config: Any) -> Any:
+        return {
+            key: step.invoke(state, dict(config)) if hasattr(step, "invoke") else step(state)
+            for key, step in steps.items()
+        }
+
+    node.__name__ = f"RunnableParallel<{','.join(steps)}>"
     return node
 
 
@@ -139,9 +162,12 @@ def run_child(
         config["configurable"] = {**config["configurable"], "subject": loop.subject}
     run = loop.store.get_run(loop.tenant_id, run_id)
     ledger = getattr(scope.config, "ledger", None)
+    # the parent remembers its child (for purge): a new one, or a fork made for it (the
+    # child as it was at the fork point, or where a subgraph checkpoint's config named it)
+    remember = run is None or _fork_unrun(loop.store, loop.tenant_id, run)
     if persistent and run is None:  # a fork's first turn: the child as it was at the fork
         run = fork_persistent(bound, loop.store, loop.tenant_id, loop.run_id, tail)
-    if run is None and ledger is not None:  # the parent remembers its child (for purge)
+    if remember and ledger is not None:
         ledger.record(f"{CHILD_RECORD}{run_id}", lambda: run_id)
     ctx = context if context is not None else loop.invocation.context
     try:
@@ -149,6 +175,16 @@ def run_child(
     except ParentCommand as signal:  # leaves the function that invoked the child, and is
         signal.from_child = True  # type: ignore[attr-defined]  # applied by its task
         raise
+
+
+def _fork_unrun(store: Any, tenant_id: str, run: Any) -> bool:
+    """Whether ``run`` is a fork that has not run a step of its own yet."""
+    from wayline.graph import travel
+
+    if not travel.is_fork(run):
+        return False
+    origin = travel.load_origin(store, tenant_id, run.run_id)
+    return origin is not None and origin.step == run.step
 
 
 def from_child(signal: ParentCommand) -> Command[Any]:

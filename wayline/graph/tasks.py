@@ -21,7 +21,8 @@ from wayline.graph.calling import node_call
 from wayline.graph.channels import Channel
 from wayline.graph.context import NodeContext, TaskScope, is_scoped
 from wayline.graph.node import split_output
-from wayline.graph.types import Interrupt
+from wayline.graph.run_config import node_config
+from wayline.graph.types import Command, Interrupt
 from wayline.memory.step import RunMemory
 from wayline.metrics import timed_call
 from wayline.store.memory_records import MemoryWrite
@@ -102,9 +103,8 @@ class TaskSteps:
         )
         if loop.origin is not None:  # a fork: original outcomes, substitutes or live
             ledger = replay_ledger(ledger, loop.origin, spec.path, loop.config)
-        ctx = NodeContext(
-            loop.run_id, loop.tenant_id, spec.name, step, task_id, loop.config, ledger
-        )
+        config = node_config(loop, spec.name, task_id)
+        ctx = NodeContext(loop.run_id, loop.tenant_id, spec.name, step, task_id, config, ledger)
         scope = TaskScope(task_id, resume, answers=by_id)
         return ExecTask(spec, task_id, step, scope, ctx)
 
@@ -150,8 +150,10 @@ class TaskSteps:
         name = task.spec.name
         probe.emit("task_finish", loop.tenant_id, loop.run_id, task.step, name, task.id)
         update, goto = split_output(output, name)
-        # a list of Commands gives a list of updates; a list a node returns is one value
-        updates = update if isinstance(update, list) and update is not output else [update]
+        # a list with Commands gives a list of updates; a list a node returns, or a
+        # Command's update (a root state's value may be a list), is one value
+        many = isinstance(output, list | tuple) and any(isinstance(o, Command) for o in output)
+        updates = update if many else [update]
         writes: list[tuple[str, Any]] = []
         schema = loop.graph.schema
         for part in updates:

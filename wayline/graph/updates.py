@@ -62,6 +62,8 @@ class StateUpdates:
         one committed step, as parallel nodes' writes do. Returns the last step's config."""
         graph = _graph(self)
         from wayline.graph.compiled import _at, _ids
+        from wayline.graph.loop import default_owner
+        from wayline.graph.subgraph_travel import open_pinned
         from wayline.ids import RunRef
 
         steps = [[StateUpdate(*u) for u in superstep] for superstep in supersteps]
@@ -72,6 +74,11 @@ class StateUpdates:
         tenant, run_id = _ids(config, create=False)
         if len(steps) == 1 and len(steps[0]) == 1 and steps[0][0].as_node == COPY:
             return _copy(graph, config, tenant, run_id)
+        pinned = open_pinned(graph, config, tenant, default_owner())  # a subgraph's checkpoint
+        if pinned is not None:  # its fork takes the edit; the root's fork goes on from there
+            graph.store.release(tenant, pinned.fork_id, pinned.token)
+            pinned.leaf.bulk_update_state(RunRef(tenant, pinned.leaf_run).config(), steps)
+            return RunRef(tenant, pinned.fork_id).config(**_at(tenant, pinned.fork_id, pinned.step))
         # as LangGraph, a thread may start with an update: an empty input step first
         start: dict[str, Any] | None = {} if graph.store.get_run(tenant, run_id) is None else None
         for superstep in steps:
