@@ -4,6 +4,7 @@
 
 - ``SchemaContract`` (``sql_core``): the store's URL, tables and schema version;
 - ``RunsContract`` (``sql_runs``): runs and claims, leases, retries, cancellations;
+  with ``QueueContract`` (``sql_queue``): inputs queued behind a busy run's current one;
 - ``StepsContract`` (``sql_steps``): commits (one run or a group) and the reads of steps,
   snapshots, segments, blobs and the meter;
 - ``EffectsContract`` (``sql_effects``): the effect ledger;
@@ -33,6 +34,7 @@ from wayline.store.memory_sql import MemoryContract
 from wayline.store.sql_core import SchemaContract
 from wayline.store.sql_effects import EffectsContract
 from wayline.store.sql_governance import GovernanceContract
+from wayline.store.sql_queue import QueueContract
 from wayline.store.sql_rewrite import ErasureContract, RowRewriter
 from wayline.store.sql_runs import RunsContract
 from wayline.store.sql_steps import StepsContract
@@ -46,6 +48,7 @@ __all__ = [
     "LangGraphContract",
     "MemoryContract",
     "MemoryDataContract",
+    "QueueContract",
     "RowRewriter",
     "RunsContract",
     "SchemaContract",
@@ -63,6 +66,7 @@ class Store(
     StepsContract,
     EffectsContract,
     GovernanceContract,
+    QueueContract,
     ErasureContract,
     SubjectKeysContract,
     StreamEventsContract,

@@ -39,7 +39,7 @@ __all__ = [
 
 
 class SQLStore(
-    StepsSQL,  # with RunsSQL and EffectsSQL, whose rows a commit writes
+    StepsSQL,  # with RunsSQL (and its QueueSQL) and EffectsSQL, whose rows a commit writes
     GovernanceSQL,
     RewriteMixin,
     SubjectKeysMixin,
