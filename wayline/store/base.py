@@ -9,6 +9,7 @@
   snapshots, segments, blobs and the meter;
 - ``EffectsContract`` (``sql_effects``): the effect ledger;
 - ``GovernanceContract`` (``sql_governance``): approvals, audit, a run's rows as a whole;
+  with ``RollbackContract`` (``sql_rollback``): a stopped run's later steps removed;
   with ``ErasureContract`` (``sql_rewrite``) and ``SubjectKeysContract``
   (``sql_subject_keys``);
 - ``StreamEventsContract`` (``stream_sql``): node-emitted events for the server's streams;
@@ -36,6 +37,7 @@ from wayline.store.sql_effects import EffectsContract
 from wayline.store.sql_governance import GovernanceContract
 from wayline.store.sql_queue import QueueContract
 from wayline.store.sql_rewrite import ErasureContract, RowRewriter
+from wayline.store.sql_rollback import RollbackContract
 from wayline.store.sql_runs import RunsContract
 from wayline.store.sql_steps import StepsContract
 from wayline.store.sql_subject_keys import SubjectKeysContract
@@ -49,6 +51,7 @@ __all__ = [
     "MemoryContract",
     "MemoryDataContract",
     "QueueContract",
+    "RollbackContract",
     "RowRewriter",
     "RunsContract",
     "SchemaContract",
@@ -66,6 +69,7 @@ class Store(
     StepsContract,
     EffectsContract,
     GovernanceContract,
+    RollbackContract,
     QueueContract,
     ErasureContract,
     SubjectKeysContract,

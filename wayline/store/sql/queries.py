@@ -510,3 +510,34 @@ UPDATE run_queue SET inbox = NULL, inbox_crc = NULL, promoted_at = ?, from_step 
     prior_status = ?
 WHERE tenant_id = ? AND run_id = ? AND seq = ? AND promoted_at IS NULL
 """
+
+# -- rolling a stopped run back to a step (wayline.store.sql_rollback) -----------------
+Q_ROLLBACK_TRIM = [
+    "DELETE FROM deltas WHERE tenant_id = ? AND run_id = ? AND step > ?",
+    "DELETE FROM snapshots WHERE tenant_id = ? AND run_id = ? AND step > ?",
+    "DELETE FROM segments WHERE tenant_id = ? AND run_id = ? AND last_step > ?",
+    # a step's questions and its finished peers' writes are kept under the step that asks
+    # (after_step + 1 asked before the rolled-back input arrived: they stay)
+    "DELETE FROM pending_writes WHERE tenant_id = ? AND run_id = ? AND step > ? + 1",
+    "DELETE FROM interrupts WHERE tenant_id = ? AND run_id = ? AND step > ? + 1",
+    "DELETE FROM stream_events WHERE tenant_id = ? AND run_id = ? AND step > ? + 1",
+]
+"""What a rollback removes: every step after ``after_step`` and what hangs on it. Never the
+effect ledger (what the rolled-back steps dispatched happened), the meter (those bytes were
+written) or the audit log."""
+Q_ROLLBACK_RUN = """
+UPDATE runs SET step = ?, next_nodes = '[]', status = ?, incarnation = ?, error = NULL,
+    state_digest = NULL, inbox = NULL, inbox_crc = NULL, cancel_requested = 0,
+    wake_at = NULL, updated_at = ?
+WHERE tenant_id = ? AND run_id = ? AND (status IN ('done', 'interrupted', 'failed',
+    'cancelled')) IS TRUE AND (lease_expires_at IS NULL OR lease_expires_at < ?) IS TRUE
+    AND (step >= ?) IS TRUE
+RETURNING step
+"""
+"""Only a run that has stopped and that no live lease holds (its worker let it go), and
+only back (``step >= after_step``); the conditions beside the key are wrapped so that
+PostgreSQL finds the row by its key."""
+Q_OPEN_QUESTIONS = """
+SELECT COUNT(*) FROM interrupts WHERE tenant_id = ? AND run_id = ? AND step = ?
+    AND resume IS NULL
+"""
