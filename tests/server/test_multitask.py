@@ -2,10 +2,15 @@
 PostgreSQL: ``reject`` (the default) is 409; ``interrupt`` stops the running run at its
 next step boundary (its API run ``interrupted``, its finished steps kept) and the new run
 continues the thread; ``enqueue`` records the new run ``pending`` and starts it when the
-runs before it have ended, in order, its stream starting when it starts."""
+runs before it have ended, in order, its stream starting when it starts; ``rollback``
+cancels the running run, removes its steps and its record (audited), keeps its effects in
+the ledger and starts the new run from the state before it, its effects under new keys."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,6 +18,9 @@ import pytest
 from harness import Running, as_dict, until
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
+
+from wayline.demo.payment_flow import find_charge
+from wayline.demo.payments import PaymentsService
 
 
 def client(server: Running) -> SyncLangGraphClient:
@@ -110,3 +118,66 @@ def test_a_queued_run_cancelled_leaves_the_queue(server: Running) -> None:
     assert out["n"] == 35 and out["items"] == [f"t{i}" for i in range(35)]
     assert c.runs.get(tid, first["run_id"])["status"] == "success"
     assert c.runs.get(tid, third["run_id"])["status"] == "success"
+
+
+@pytest.fixture
+def payments(tmp_path: Path) -> Iterator[PaymentsService]:
+    with PaymentsService(tmp_path / "ledger.db") as service:
+        yield service
+
+
+def test_rollback_removes_the_running_run_and_starts_from_before_it(
+    server: Running, payments: PaymentsService
+) -> None:
+    """The rolled-back run's record 404s and its steps are gone; the new run starts from
+    the state before it; the audit log says so; its charge happened once and stays in the
+    ledger, and the new run's charge at the same step goes out under a new key."""
+    c = client(server)
+    tid = c.threads.create()["thread_id"]
+    pay = {"url": payments.url, "amount": 5}
+    c.runs.wait(tid, "slow_pay", input={**pay, "n": 0, "until": 2})
+    doomed = c.runs.create(tid, "slow_pay", input={**pay, "amount": 7, "until": 400})
+    until(lambda: _n(c, tid) >= 4, what="the doomed run charged and ticked")
+    new = c.runs.create(
+        tid, "slow_pay", input={**pay, "amount": 7, "until": 4}, multitask_strategy="rollback"
+    )
+    out = as_dict(c.runs.join(tid, new["run_id"]))
+    with pytest.raises(httpx.HTTPStatusError) as gone:
+        c.runs.get(tid, doomed["run_id"])
+    assert gone.value.response.status_code == 404
+    assert [r["run_id"] for r in c.runs.list(tid)][:1] == [new["run_id"]]
+    assert doomed["run_id"] not in {r["run_id"] for r in c.runs.list(tid)}
+    assert c.runs.get(tid, new["run_id"])["status"] == "success"
+    # as if the doomed run never ran: the first run's two ticks, then the new run's two
+    assert out["n"] == 4 and out["items"] == ["t0", "t1", "t2", "t3"]
+    assert len(out["receipts"]) == 2
+    history = c.threads.get_history(tid, limit=100)
+    assert max(int(as_dict(h["values"]).get("n", 0)) for h in history) == 4
+
+    (entry,) = [a for a in server.store.load_audit("acme", tid) if a.action == "rollback"]
+    detail = json.loads(entry.detail)
+    assert entry.actor == "alice" and doomed["run_id"] in detail["reason"]
+    first, last = detail["steps_removed"]
+    assert first == 4 and last >= 5  # the doomed run's input step on, all of them
+
+    charges = [e for e in server.store.list_effects("acme", tid) if e.name == "charge"]
+    assert [e.status for e in charges] == ["SUCCEEDED"] * 3  # the doomed run's stays
+    assert len({e.key for e in charges}) == 3
+    doomed_charge, new_charge = charges[1], charges[2]
+    assert doomed_charge.step == new_charge.step  # the same step, run again: a new key
+    amounts = [find_charge(payments.url, e.key) for e in charges]  # each key charged once
+    assert [a["amount"] if a else None for a in amounts] == [5, 7, 7]
+    stats = httpx.get(f"{payments.url}/stats").json()
+    assert stats["charges"] == 3 and stats["deduplicated"] == 0
+
+
+def test_rollback_of_a_thread_s_first_run_leaves_only_the_new_run(server: Running) -> None:
+    c = client(server)
+    tid, first = _busy(c)
+    new = c.runs.create(tid, "slow", input={"n": 10, "until": 12}, multitask_strategy="rollback")
+    out = as_dict(c.runs.join(tid, new["run_id"]))
+    assert out["items"] == ["t10", "t11"] and out["n"] == 12  # nothing of the first run
+    assert [r["run_id"] for r in c.runs.list(tid)] == [new["run_id"]]
+    with pytest.raises(httpx.HTTPStatusError) as gone:
+        c.runs.join(tid, first["run_id"])
+    assert gone.value.response.status_code == 404

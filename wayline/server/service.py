@@ -22,6 +22,7 @@ from wayline.server.assistant_book import AssistantBook, merged_config
 from wayline.server.http import ApiError
 from wayline.server.multitask import NOT_STARTED, ended_as, line_of, strategy
 from wayline.server.registry import Assistant, Registry, UnknownAssistant
+from wayline.server.rollback import rollback
 from wayline.server.stream import recorded_modes
 from wayline.server.views import (
     FINAL,
@@ -267,6 +268,8 @@ class Service:
             busy = (run is not None and not settled(run)) or bool(line.waiting)
             if multitask == "interrupt" and run is not None and busy:
                 run = self._interrupt(who, thread_id, run)
+            elif multitask == "rollback" and run is not None and busy:
+                run = rollback(self.store, self.tables, who, thread_id, run)
             queued = multitask == "enqueue" and busy  # behind the runs before it, in order
             self._check_free(who, thread_id, run, assistant, queued=queued)
             # no input and no command continues the thread (past a breakpoint, say); its

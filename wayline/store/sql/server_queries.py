@@ -58,6 +58,8 @@ Q_LATEST_RUN = f"""
 SELECT {_RUN_COLUMNS} FROM thread_runs WHERE tenant_id = ? AND thread_id = ?
 ORDER BY created_at DESC LIMIT 1
 """
+Q_DELETE_RUN = "DELETE FROM thread_runs WHERE tenant_id = ? AND run_id = ?"
+"""A run rolled back (``multitask_strategy="rollback"``): its API record goes with its steps."""
 Q_SET_RUN_STATUS = """
 UPDATE thread_runs SET status = ?, updated_at = ?
 WHERE tenant_id = ? AND run_id = ? AND status IN ('pending', 'running')
