@@ -134,7 +134,7 @@ def test_rollback_removes_the_running_run_and_starts_from_before_it(
     ledger, and the new run's charge at the same step goes out under a new key."""
     c = client(server)
     tid = c.threads.create()["thread_id"]
-    pay = {"url": payments.url, "amount": 5}
+    pay: dict[str, Any] = {"url": payments.url, "amount": 5}
     c.runs.wait(tid, "slow_pay", input={**pay, "n": 0, "until": 2})
     doomed = c.runs.create(tid, "slow_pay", input={**pay, "amount": 7, "until": 400})
     until(lambda: _n(c, tid) >= 4, what="the doomed run charged and ticked")
