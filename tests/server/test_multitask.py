@@ -9,15 +9,17 @@ the ledger and starts the new run from the state before it, its effects under ne
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from harness import Running, as_dict, until
+from harness import Running, as_dict, start, until, worker_process
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
+from pg import schema_url
 
 from wayline.demo.payment_flow import find_charge
 from wayline.demo.payments import PaymentsService
@@ -105,6 +107,41 @@ def test_enqueued_runs_wait_then_run_in_order(server: Running) -> None:
         if part.event == "values"
     ]
     assert first_steps[-1] == 30  # its stream ends where the second run took over
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_queued_run_starts_after_the_worker_of_the_run_before_it_was_killed(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Nothing in the server starts a queued run: the claim query of whichever worker is
+    left moves its input into the thread once the run before it ends."""
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'kill.db'}"
+    else:
+        url = schema_url(request.getfixturevalue("pg_base_url"))
+    running = start(url, workers=0)
+    first = worker_process(url, "slow")
+    second = None
+    try:
+        c = client(running)
+        tid, run1 = _busy(c, ticks=20)
+        run2 = c.runs.create(tid, "slow", input={"until": 24}, multitask_strategy="enqueue")
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        assert c.runs.get(tid, run2["run_id"])["status"] == "pending"
+        second = worker_process(url, "slow")
+        out = as_dict(c.runs.join(tid, run2["run_id"]))
+        assert out["n"] == 24 and out["items"] == [f"t{i}" for i in range(24)]
+        deltas = running.store.load_deltas("acme", tid, -1, 24)
+        assert len({d.fencing_token for d in deltas}) >= 2  # taken over, then the queue
+        assert c.runs.get(tid, run1["run_id"])["status"] == "success"
+        assert c.runs.get(tid, run2["run_id"])["status"] == "success"
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+        running.stop()
 
 
 def test_a_queued_run_cancelled_leaves_the_queue(server: Running) -> None:
