@@ -109,6 +109,20 @@ def test_enqueued_runs_wait_then_run_in_order(server: Running) -> None:
     assert first_steps[-1] == 30  # its stream ends where the second run took over
 
 
+def test_a_queued_run_streamed_from_its_creation_sends_its_own_steps(server: Running) -> None:
+    c = client(server)
+    tid, first = _busy(c, ticks=20)
+    parts = list(
+        c.runs.stream(
+            tid, "slow", input={"until": 23}, stream_mode="values", multitask_strategy="enqueue"
+        )
+    )
+    assert parts[0].event == "metadata"
+    seen = [as_dict(p.data)["n"] for p in parts if p.event == "values"]
+    assert seen == [20, 21, 22, 23]  # from where the first run ended: none of its steps
+    assert c.runs.get(tid, first["run_id"])["status"] == "success"
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_queued_run_starts_after_the_worker_of_the_run_before_it_was_killed(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
