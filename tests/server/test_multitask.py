@@ -232,3 +232,24 @@ def test_rollback_of_a_thread_s_first_run_leaves_only_the_new_run(server: Runnin
     with pytest.raises(httpx.HTTPStatusError) as gone:
         c.runs.join(tid, first["run_id"])
     assert gone.value.response.status_code == 404
+
+
+def test_a_stream_after_a_rollback_is_the_new_run_s_alone(server: Running) -> None:
+    """The removed run's recorded stream (its attempt mark, what its nodes emitted) goes
+    with its steps: the new run's stream is its first attempt, from the state before."""
+    c = client(server)
+    tid = c.threads.create()["thread_id"]
+    modes: Any = ["values", "custom"]
+    c.runs.create(tid, "slow", input={"n": 0, "until": 400}, stream_mode=modes)
+    until(lambda: _n(c, tid) >= 2, what="two ticks")
+    parts = list(
+        c.runs.stream(
+            tid,
+            "slow",
+            input={"n": 0, "until": 3},
+            stream_mode=modes,
+            multitask_strategy="rollback",
+        )
+    )
+    assert [p.event for p in parts].count("metadata") == 1
+    assert [as_dict(p.data)["n"] for p in parts if p.event == "values"] == [0, 1, 2, 3]

@@ -520,7 +520,9 @@ Q_ROLLBACK_TRIM = [
     # (after_step + 1 asked before the rolled-back input arrived: they stay)
     "DELETE FROM pending_writes WHERE tenant_id = ? AND run_id = ? AND step > ? + 1",
     "DELETE FROM interrupts WHERE tenant_id = ? AND run_id = ? AND step > ? + 1",
-    "DELETE FROM stream_events WHERE tenant_id = ? AND run_id = ? AND step > ? + 1",
+    # from after_step + 1 on: the removed run's claim marks its attempt there, and a stream
+    # of the next run from after_step would count that attempt as its own
+    "DELETE FROM stream_events WHERE tenant_id = ? AND run_id = ? AND step > ?",
 ]
 """What a rollback removes: every step after ``after_step`` and what hangs on it. Never the
 effect ledger (what the rolled-back steps dispatched happened), the meter (those bytes were
