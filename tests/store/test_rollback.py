@@ -66,16 +66,19 @@ def test_roll_back_removes_the_later_steps_and_keeps_the_ledger(store: Store) ->
         store.roll_back(T, "r1", after_step=4, incarnation="y", actor="alice")
 
 
-def test_an_open_question_before_the_point_stays_open(store: Store) -> None:
+def test_a_question_asked_before_the_point_is_open_again(store: Store) -> None:
+    """Answered after step 1 (by the run removed: a resume), asked before: open again."""
     token = _steps(store, 4)
-    asked = InterruptRecord(2, "task", 0, "i-2", b"q")  # asked at step 2, after step 1
+    asked = InterruptRecord(2, "task", 0, "i-2", b"q", resume=b"yes")  # asked after step 1
     later = InterruptRecord(4, "task", 0, "i-4", b"q")
     store.commit(T, "r1", token, CommitBatch(interrupts=[asked, later]))
     store.release(T, "r1", token)
+    assert [i.resume for i in store.load_interrupts(T, "r1", 2)] == [b"yes"]
     store.roll_back(T, "r1", after_step=1, incarnation="x", actor="alice")
     run = store.get_run(T, "r1")
     assert run is not None and run.status == "interrupted" and run.step == 1
-    assert [i.interrupt_id for i in store.load_interrupts(T, "r1", 2)] == ["i-2"]
+    (again,) = store.load_interrupts(T, "r1", 2)
+    assert again.interrupt_id == "i-2" and again.resume is None
     assert store.load_interrupts(T, "r1", 4) == []
 
 

@@ -41,8 +41,10 @@ class RollbackContract(Protocol):
     ) -> int:
         """Remove every step of a stopped run after ``after_step`` and what hangs on it
         (never its effect records), move its row back to ``after_step`` under
-        ``incarnation``, and audit it; returns how many steps were removed. Refused
-        (``StoreError``) while a worker holds the run or it has not stopped."""
+        ``incarnation``, and audit it; returns how many steps were removed. The questions
+        asked after ``after_step`` that are still held (a resume's step, once committed,
+        clears them) are open again and the run waits on them. Refused (``StoreError``)
+        while a worker holds the run or it has not stopped."""
         ...
 
 
@@ -68,7 +70,7 @@ class RollbackSQL(SQLCore):
                 raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant_id!r} to roll back")
             was = int(dict(zip(q.RUN_COLUMN_NAMES, row, strict=True))["step"])
             asked = db.execute(q.Q_OPEN_QUESTIONS, (*key, after_step + 1)).fetchone()[0]
-            status = "interrupted" if int(asked) else "done"
+            status = "interrupted" if int(asked) else "done"  # answered or not: asked
             params = (after_step, status, incarnation, now, *key, now, after_step)
             if db.execute(q.Q_ROLLBACK_RUN, params).fetchone() is None:
                 raise StoreError(

@@ -520,6 +520,10 @@ Q_ROLLBACK_TRIM = [
     # (after_step + 1 asked before the rolled-back input arrived: they stay)
     "DELETE FROM pending_writes WHERE tenant_id = ? AND run_id = ? AND step > ? + 1",
     "DELETE FROM interrupts WHERE tenant_id = ? AND run_id = ? AND step > ? + 1",
+    # the questions open at after_step were answered after it: by the removed run (a
+    # resume), so they are open again, as they were before it
+    "UPDATE interrupts SET resume = NULL, resume_crc = NULL "
+    "WHERE tenant_id = ? AND run_id = ? AND step = ? + 1",
     # from after_step + 1 on: the removed run's claim marks its attempt there, and a stream
     # of the next run from after_step would count that attempt as its own
     "DELETE FROM stream_events WHERE tenant_id = ? AND run_id = ? AND step > ?",
@@ -541,5 +545,5 @@ only back (``step >= after_step``); the conditions beside the key are wrapped so
 PostgreSQL finds the row by its key."""
 Q_OPEN_QUESTIONS = """
 SELECT COUNT(*) FROM interrupts WHERE tenant_id = ? AND run_id = ? AND step = ?
-    AND resume IS NULL
 """
+"""The questions a rolled-back run's first step had asked: open again after the rollback."""
