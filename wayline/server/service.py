@@ -97,7 +97,14 @@ class Service:
         thread = self.thread(who, thread_id)
         run = self.store.get_run(who.tenant, thread_id)
         snap = self._snapshot(run) if run is not None and run.step >= 0 else None
-        return thread_json(thread, run, snap)
+        out = thread_json(thread, run, snap)
+        if out["status"] == "idle" and self._queued(who, thread_id):
+            out["status"] = "busy"  # its run stopped; the next queued one starts now
+        return out
+
+    def _queued(self, who: Principal, thread_id: str) -> bool:
+        """Whether input waits in the thread's queue (``multitask_strategy="enqueue"``)."""
+        return bool(line_of(self.store, self.tables, who.tenant, thread_id).waiting)
 
     def search_threads(self, who: Principal, body: dict[str, Any]) -> list[dict[str, Any]]:
         limit, offset = page(body)
@@ -115,7 +122,10 @@ class Service:
                     continue
                 if wanted_status is not None:
                     run = self.store.get_run(who.tenant, thread.thread_id)
-                    if thread_status(run) != wanted_status:
+                    status = thread_status(run)
+                    if status == "idle" and self._queued(who, thread.thread_id):
+                        status = "busy"
+                    if status != wanted_status:
                         continue
                 out.append(thread.thread_id)
         return [self.thread_view(who, t) for t in out[offset : offset + limit]]
@@ -396,7 +406,7 @@ class Service:
             )
         if queued:
             return
-        if not settled(run) or line_of(self.store, self.tables, who.tenant, thread_id).waiting:
+        if not settled(run) or self._queued(who, thread_id):
             raise ApiError(
                 409,
                 f"Thread {thread_id} is busy with a run ({run.status}); join it or cancel "
