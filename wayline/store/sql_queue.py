@@ -54,16 +54,23 @@ class QueueSQL(SQLCore):
     """``QueueContract`` over SQL (``SQLStore`` inherits it)."""
 
     def queue_input(self, tenant_id: str, run_id: str, inbox: bytes, *, label: str) -> int:
+        with self._tx(tenant_id) as db:
+            return self.queue_in(db, tenant_id, run_id, inbox, label=label)
+
+    def queue_in(
+        self, db: Executor, tenant_id: str, run_id: str, inbox: bytes, *, label: str
+    ) -> int:
+        """``queue_input`` inside a transaction of the caller's (a schedule's fire queues
+        its tick's input with the tick it spends)."""
         stored, crc_ = self.payloads.put(
             inbox_ident(tenant_id, run_id), tenant_id, f"{run_id}|n", inbox
         )
         q = self.q
-        with self._tx(tenant_id) as db:
-            db.execute(q.Q_LOCK_RUN, (tenant_id, run_id))
-            params = (tenant_id, run_id, label, stored, crc_, time.time(), tenant_id, run_id)
-            seq = int(db.execute(q.Q_QUEUE_INPUT, params).fetchone()[0])
-            db.execute(q.Q_PUT_METER, (tenant_id, run_id, -1, "run_queue", "inbox", len(stored)))
-            self._notify(db)
+        db.execute(q.Q_LOCK_RUN, (tenant_id, run_id))
+        params = (tenant_id, run_id, label, stored, crc_, time.time(), tenant_id, run_id)
+        seq = int(db.execute(q.Q_QUEUE_INPUT, params).fetchone()[0])
+        db.execute(q.Q_PUT_METER, (tenant_id, run_id, -1, "run_queue", "inbox", len(stored)))
+        self._notify(db)
         return seq
 
     def queued_inputs(self, tenant_id: str, run_id: str) -> list[QueuedInput]:
