@@ -268,7 +268,7 @@ def _bound(watch: RunWatch, svc: Service, who: Principal, rec: ThreadRunRecord) 
     ends where a run queued behind it took the thread on."""
     if rec.start_step == NOT_STARTED:
         watch.starts = lambda: svc.start_step(who, rec)
-    watch.ends = lambda: svc.end_step(who, rec)
+    watch.ends = lambda: svc.queued_end(who, rec)
 
 
 async def run_cancel(request: Request) -> Response:

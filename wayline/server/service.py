@@ -520,6 +520,14 @@ class Service:
         line_of(self.store, self.tables, who.tenant, rec.thread_id)  # queued starts recorded
         return self.tables.next_start_step(who.tenant, rec.thread_id, rec.created_at)
 
+    def queued_end(self, who: Principal, rec: ThreadRunRecord) -> int | None:
+        """``end_step`` once a queued run took the thread on (None before): what a stream
+        asks at every poll, so one read of the thread's queue when nothing was queued."""
+        queue = self.store.queued_inputs(who.tenant, rec.thread_id)
+        if not any(e.promoted_at is not None for e in queue):
+            return None
+        return self.end_step(who, rec)
+
     def start_step(self, who: Principal, rec: ThreadRunRecord) -> int | None:
         """Where the run began on its thread (None: queued, not started yet)."""
         if rec.start_step != NOT_STARTED:
