@@ -163,6 +163,9 @@ def test_a_queued_run_cancelled_leaves_the_queue(server: Running) -> None:
     tid, first = _busy(c, ticks=30)
     second = c.runs.create(tid, "slow", input={"until": 33}, multitask_strategy="enqueue")
     third = c.runs.create(tid, "slow", input={"until": 35}, multitask_strategy="enqueue")
+    with pytest.raises(httpx.HTTPStatusError) as queued:  # the queue would go first
+        c.runs.create(tid, "slow", input={"until": 1}, multitask_strategy="rollback")
+    assert queued.value.response.status_code == 409
     c.runs.cancel(tid, second["run_id"])
     assert c.runs.get(tid, second["run_id"])["status"] == "interrupted"
     out = as_dict(c.runs.join(tid, third["run_id"]))

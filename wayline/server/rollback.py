@@ -43,7 +43,15 @@ def rollback(
             f"thread {thread_id} runs on the {run.engine} engine, whose checkpoints wayline "
             "does not roll back: use multitask_strategy interrupt (or reject) on it",
         )
-    current = line_of(store, tables, who.tenant, thread_id).latest_started()
+    line = line_of(store, tables, who.tenant, thread_id)
+    if line.waiting:  # a stopped run would take the next queued input, not roll back
+        raise ApiError(
+            409,
+            f"thread {thread_id} has {len(line.waiting)} run(s) queued behind its current "
+            "one (multitask_strategy enqueue): cancel them first, or enqueue this one too; "
+            "nothing was rolled back",
+        )
+    current = line.latest_started()
     if current is None or current.status in FINAL:
         return run  # nothing of the API's holds it (queued input, or a run left earlier)
     store.request_cancel(who.tenant, thread_id)
