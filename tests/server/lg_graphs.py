@@ -1,6 +1,7 @@
 """LangGraph graphs the server tests serve (LangGraph's own engine on the server's
 workers): ``lg_configured`` says which config and context it ran with; ``lg_chatty``
-writes ``custom`` chunks and calls a chat model (tokens for ``messages`` streams)."""
+writes ``custom`` chunks and calls a chat model (tokens for ``messages`` streams);
+``lg_slow`` ticks, slowly enough to be busy."""
 
 from __future__ import annotations
 
@@ -63,10 +64,34 @@ def lg_chatty() -> Any:
     return g.compile(name="lg_chatty")
 
 
+class Ticks(TypedDict, total=False):
+    items: Annotated[list[str], operator.add]
+    n: int
+    until: int
+
+
+def _tick(state: Ticks) -> dict[str, Any]:
+    import time
+
+    time.sleep(0.05)  # long enough for a second run to find the thread busy
+    n = state.get("n", 0)
+    return {"items": [f"t{n}"], "n": n + 1}
+
+
+def lg_slow() -> Any:
+    """Ticks until n reaches the input's target, as the server tests' ``slow`` does."""
+    g = StateGraph(Ticks)
+    g.add_node("tick", _tick)
+    g.add_edge(START, "tick")
+    g.add_conditional_edges("tick", lambda s: "tick" if s["n"] < s.get("until", 40) else END)
+    return g.compile(name="lg_slow")
+
+
 def served_graphs(store: Any) -> dict[str, Any]:
     from wayline.langgraph.served import served
 
     return {
         "lg_configured": served(lg_configured(), store),
         "lg_chatty": served(lg_chatty(), store),
+        "lg_slow": served(lg_slow(), store),
     }

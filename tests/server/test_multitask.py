@@ -123,6 +123,25 @@ def test_a_queued_run_streamed_from_its_creation_sends_its_own_steps(server: Run
     assert c.runs.get(tid, first["run_id"])["status"] == "success"
 
 
+def test_enqueue_on_langgraph_s_engine_and_rollback_refused(server: Running) -> None:
+    """A LangGraph graph on wayline's workers takes queued input the same way; a rollback
+    is refused (wayline does not roll its checkpoints back) and the running run goes on."""
+    c = client(server)
+    tid = c.threads.create()["thread_id"]
+    first = c.runs.create(tid, "lg_slow", input={"n": 0, "until": 20})
+    until(lambda: _n(c, tid) >= 2, what="two ticks")
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        c.runs.create(tid, "lg_slow", input={"until": 1}, multitask_strategy="rollback")
+    assert refused.value.response.status_code == 409
+    assert "engine" in refused.value.response.text
+    second = c.runs.create(tid, "lg_slow", input={"until": 23}, multitask_strategy="enqueue")
+    assert second["status"] == "pending"
+    out = as_dict(c.runs.join(tid, second["run_id"]))
+    assert out["n"] == 23 and out["items"] == [f"t{i}" for i in range(23)]
+    assert c.runs.get(tid, first["run_id"])["status"] == "success"
+    assert c.runs.get(tid, second["run_id"])["status"] == "success"
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_queued_run_starts_after_the_worker_of_the_run_before_it_was_killed(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
