@@ -9,9 +9,8 @@
   snapshots, segments, blobs and the meter;
 - ``EffectsContract`` (``sql_effects``): the effect ledger;
 - ``GovernanceContract`` (``sql_governance``): approvals, audit, a run's rows as a whole;
-  with ``RollbackContract`` (``sql_rollback``): a stopped run's later steps removed;
-  with ``ErasureContract`` (``sql_rewrite``) and ``SubjectKeysContract``
-  (``sql_subject_keys``);
+  with ``RollbackContract`` (``sql_rollback``): a stopped run's later steps removed, and
+  ``ErasureContract`` (``sql_rewrite``) and ``SubjectKeysContract`` (``sql_subject_keys``);
 - ``StreamEventsContract`` (``stream_sql``): node-emitted events for the server's streams;
 - ``LangGraphContract`` (``lg_sql``): LangGraph threads;
 - ``MemoryContract`` (``memory_sql``): long-term memory, with ``MemoryDataContract``
