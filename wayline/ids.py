@@ -8,12 +8,35 @@ import dataclasses
 import hashlib
 from typing import Any
 
-__all__ = ["RunRef", "derive_id"]
+__all__ = ["RunRef", "derive_id", "incarnation_at", "rolled_back"]
 
 
 def derive_id(*parts: Any) -> str:
     """A deterministic id: a replay or another process computes the same one."""
     return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:32]
+
+
+_ROLLBACK = "@rb"
+
+
+def rolled_back(incarnation: str, after_step: int, nonce: str) -> str:
+    """A run's incarnation after a rollback to ``after_step``: the steps after it run again
+    under keys of their own (``incarnation_at``), the steps up to it keep theirs."""
+    return f"{incarnation}{_ROLLBACK}{after_step}.{nonce}"
+
+
+def incarnation_at(incarnation: str, step: int) -> str:
+    """The incarnation a step's effect keys derive from: the run's up to its last rollback
+    to before ``step`` (the last one that removed the step, so the step ran again after
+    it; a run never rolled back: its incarnation as it is). A step that ran again derives
+    keys its removed run never had, so a provider deduplicating by key charges it anew and
+    the ledger keeps both records; a step no later rollback removed keeps its keys."""
+    head, *backs = incarnation.split(_ROLLBACK)
+    upto = 0
+    for i, back in enumerate(backs, 1):
+        if int(back.partition(".")[0]) < step:
+            upto = i
+    return _ROLLBACK.join([head, *backs[:upto]])
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

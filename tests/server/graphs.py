@@ -177,6 +177,38 @@ def pay() -> Any:
     return g
 
 
+class SlowPay(TypedDict, total=False):
+    items: Annotated[list[str], operator.add]
+    n: int
+    until: int
+    amount: int
+    url: str
+    receipts: Annotated[list[str], operator.add]
+
+
+def _charge_then(s: SlowPay, ctx: NodeContext) -> dict[str, Any]:
+    from wayline.demo.payment_flow import post_charge
+
+    charge = ctx.effect(
+        "charge",
+        lambda key: post_charge(s["url"], s["amount"], "cus_1", key),
+        request={"amount": s["amount"]},
+    )
+    return {"receipts": [charge["id"]]}
+
+
+def slow_pay() -> Any:
+    """Charges the input's amount at the local payments service (under the effect's key),
+    then ticks as ``slow`` does."""
+    g = StateGraph(SlowPay, name="slow_pay")
+    g.add_node("charge", _charge_then)
+    g.add_node("tick", _tick)
+    g.add_edge(START, "charge")
+    g.add_edge("charge", "tick")
+    g.add_conditional_edges("tick", lambda s: "tick" if s["n"] < s.get("until", 40) else END)
+    return g
+
+
 # -- chat graphs: a node calling a LangChain chat model (tokens for ``messages`` streams)
 
 REPLY = "tokens arrive one by one before the node returns"
@@ -293,6 +325,7 @@ def compiled(store: Any) -> dict[str, Any]:
             "simple": simple,
             "chatty": chatty,
             "slow": slow,
+            "slow_pay": slow_pay,
             "refund": refund,
             "failing": failing,
             "pay": pay,

@@ -3,7 +3,8 @@ workers): ``lg_configured`` says which config and context it ran with; ``lg_chat
 writes ``custom`` chunks and calls a chat model (tokens for ``messages`` streams);
 ``lg_nested`` does what ``lg_chatty`` does inside a subgraph;
 ``lg_memory`` reads and writes LangGraph's long-term store (``store: BaseStore`` and
-``runtime.store``), served with an index (``LETTERS``: a deterministic embedding)."""
+``runtime.store``), served with an index (``LETTERS``: a deterministic embedding);
+``lg_slow`` ticks, slowly enough to be busy."""
 
 from __future__ import annotations
 
@@ -123,6 +124,29 @@ def lg_memory() -> Any:
     return g.compile(name="lg_memory")
 
 
+class Ticks(TypedDict, total=False):
+    items: Annotated[list[str], operator.add]
+    n: int
+    until: int
+
+
+def _tick(state: Ticks) -> dict[str, Any]:
+    import time
+
+    time.sleep(0.05)  # long enough for a second run to find the thread busy
+    n = state.get("n", 0)
+    return {"items": [f"t{n}"], "n": n + 1}
+
+
+def lg_slow() -> Any:
+    """Ticks until n reaches the input's target, as the server tests' ``slow`` does."""
+    g = StateGraph(Ticks)
+    g.add_node("tick", _tick)
+    g.add_edge(START, "tick")
+    g.add_conditional_edges("tick", lambda s: "tick" if s["n"] < s.get("until", 40) else END)
+    return g.compile(name="lg_slow")
+
+
 def served_graphs(store: Any) -> dict[str, Any]:
     from wayline.langgraph.served import served
     from wayline.langgraph.store import WaylineStore
@@ -133,4 +157,5 @@ def served_graphs(store: Any) -> dict[str, Any]:
         "lg_chatty": served(lg_chatty(), store),
         "lg_nested": served(lg_nested(), store),
         "lg_memory": served(lg_memory(), store, memory=WaylineStore(index=index)),
+        "lg_slow": served(lg_slow(), store),
     }

@@ -117,3 +117,29 @@ def test_on_run_completed_keep_is_what_a_tick_does_and_delete_is_refused(server:
     assert deleting.value.response.status_code == 422
     assert "DELETE /threads/" in deleting.value.response.text
     c.crons.delete(kept["cron_id"])
+
+
+def test_a_thread_cron_with_enqueue_waits_behind_the_busy_run(server: Running) -> None:
+    """``multitask_strategy="enqueue"``: a tick on a busy thread is queued behind its run
+    (pending), then runs from where that run ended; other strategies are refused."""
+    c = client(server)
+    tid = c.threads.create()["thread_id"]
+    first = c.runs.create(tid, "slow", input={"n": 0, "until": 60})
+    until(lambda: c.runs.get(tid, first["run_id"])["status"] == "running", what="running")
+    cron = as_dict(
+        c.crons.create_for_thread(
+            tid, "slow", schedule="0 9 * * *", input={"until": 63}, multitask_strategy="enqueue"
+        )
+    )
+    make_cron_due(server, cron["cron_id"])
+    (tick,) = until(lambda: _fired(c, cron["cron_id"]), what="the tick's run")
+    assert tick["status"] == "pending" and tick["multitask_strategy"] == "enqueue"
+    assert c.runs.get(tid, first["run_id"])["status"] == "running"
+    out = as_dict(c.runs.join(tid, tick["run_id"]))
+    assert out["n"] == 63 and out["items"] == [f"t{i}" for i in range(63)]
+    assert c.runs.get(tid, first["run_id"])["status"] == "success"
+    assert c.runs.get(tid, tick["run_id"])["status"] == "success"
+    c.crons.delete(cron["cron_id"])
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        c.crons.create_for_thread(tid, "slow", schedule="0 9 * * *", multitask_strategy="interrupt")
+    assert refused.value.response.status_code == 422

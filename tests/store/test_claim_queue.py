@@ -1,4 +1,4 @@
-"""The claim among many runs, by counts: one transaction of two statements and no read,
+"""The claim among many runs, by counts: one transaction of three statements and no read,
 every access to ``runs`` through an index (queued and waiting runs are not scanned), and
 the order: expired leases first, then the oldest released or queued run."""
 
@@ -79,7 +79,9 @@ class _Statements:
         return self.db.execute(query, params)
 
 
-def test_a_claim_is_one_transaction_of_two_statements(store: Store) -> None:
+def test_a_claim_is_one_transaction_of_three_statements(store: Store) -> None:
+    """Queued input of stopped runs moved to their inboxes (none here: one read of an
+    index of waiting entries), the candidate, the take."""
     _fill(store, queued=50, waiting=20)
     count = _Count(store)
     claimed = store.claim_next(owner="w", lease_seconds=30, graphs=[G])
@@ -87,7 +89,7 @@ def test_a_claim_is_one_transaction_of_two_statements(store: Store) -> None:
     run, token = claimed
     assert run.run_id == "q00000" and run.status == "running" and token == run.fencing_token
     assert run.inbox == b"x"  # the whole row came back with the claim: no read after it
-    assert (count.transactions, count.statements, count.reads) == (1, 2, 0)
+    assert (count.transactions, count.statements, count.reads) == (1, 3, 0)
 
 
 def test_the_claim_reads_runs_by_index_only(store: Store) -> None:

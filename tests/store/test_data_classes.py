@@ -312,3 +312,17 @@ def test_a_retention_pass_goes_past_a_run_it_cannot_read(store: Store) -> None:
     )
     (again,) = wayline.Wayline(store).apply_policy(DataPolicy.parse("pii=0d:redact"))
     assert (again["run_id"], again["action"]) == ("erin-1", "redact")
+
+
+def test_a_run_with_queued_input_is_not_redacted_past_it(store: Store) -> None:
+    """Input queued behind a busy run (``multitask_strategy="enqueue"``) has not been
+    applied yet: erasing the run's class would miss it, so erasure waits for it."""
+    app = build(store)
+    run(app, "r1", "alice")
+    store.queue_input("default", "r1", b"queued", label="api-2")
+    with pytest.raises(LeaseConflictError, match="queued"):
+        wayline.Wayline(store).redact("r1", ["pii"])
+    assert state(app, "r1")["msgs"][0].startswith(PII)  # nothing was changed
+    assert store.drop_queued("default", "r1", "api-2")
+    wayline.Wayline(store).redact("r1", ["pii"])
+    assert PII not in str(state(app, "r1")["msgs"])

@@ -38,7 +38,7 @@ from wayline.errors import (
     EffectIntentMismatch,
     EffectOutcomeUnknown,
 )
-from wayline.ids import derive_id
+from wayline.ids import derive_id, incarnation_at
 from wayline.store.base import Store
 from wayline.store.records import CommitBatch, EffectRecord, EffectStatus, EffectWrite
 from wayline.store.writer import Committer
@@ -158,7 +158,7 @@ class EffectLedger:
     def _derive_key(self, kind: str, name: str, seq: int) -> str:
         """Stable across retries and resumes of this run; new for a new incarnation (runs
         created before incarnations existed keep their keys)."""
-        head = (self.incarnation,) if self.incarnation else ()
+        head = (incarnation_at(self.incarnation, self.step),) if self.incarnation else ()
         return "wl-" + derive_id(*head, self.task_id, kind, name, seq)
 
     def _refuse_if_in_flight(self, rec: EffectRecord) -> None:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from wayline.effects.ledger import EffectLedger
 from wayline.effects.retry import RetryPolicy
 from wayline.errors import EffectFailed, EffectReplayRefused
-from wayline.ids import derive_id
+from wayline.ids import derive_id, incarnation_at
 from wayline.store.records import EffectRecord
 
 if TYPE_CHECKING:
@@ -147,7 +147,8 @@ class ReplayLedger(EffectLedger):
     def _original_key(self, kind: str, name: str, seq: int) -> str:
         """The key the original task derived for this call (its run's incarnation, its
         task id), as ``EffectLedger._derive_key`` derives it."""
-        head = (self.origin.incarnation,) if self.origin.incarnation else ()
+        inc = self.origin.incarnation
+        head = (incarnation_at(inc, self.step),) if inc else ()
         return "wl-" + derive_id(*head, self.origin_task_id, kind, name, seq)
 
     def _substitute(self, name: str, key: str, request: Any, done: EffectRecord | None) -> Any:

@@ -15,9 +15,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from wayline.control.keys import Principal
 from wayline.server.http import ApiError, call, principal, read_json, reply
+from wayline.server.multitask import NOT_STARTED
 from wayline.server.service import RunStart, Service, page
-from wayline.server.stream import open_watch, reads_emitted, run_meta, sse_events
+from wayline.server.stream import RunWatch, open_watch, reads_emitted, run_meta, sse_events
+from wayline.store.server_tables import ThreadRunRecord
 
 __all__ = ["routes"]
 
@@ -125,8 +128,19 @@ async def runs_create(request: Request) -> Response:
 
 async def runs_wait(request: Request) -> Response:
     start = await _start(request)
-    body = await _wait(request, start.record.thread_id)
+    body = await _join(request, start.record)
     return reply(body, headers=_locations(start, "/join"))
+
+
+async def _join(request: Request, rec: ThreadRunRecord) -> dict[str, Any]:
+    """Wait for one API run to end (queued ones start first) and return what it left."""
+    who = principal(request)
+    svc = _svc(request)
+    while True:
+        body = await call(svc.joined, who, rec)
+        if body is not None:
+            return body
+        await anyio.sleep(WAIT_POLL)
 
 
 async def _wait(request: Request, thread_id: str) -> dict[str, Any]:
@@ -142,8 +156,9 @@ async def _wait(request: Request, thread_id: str) -> dict[str, Any]:
 async def runs_stream(request: Request) -> Response:
     start = await _start(request)
     rec = start.record
+    svc, who = _svc(request), principal(request)
     watch = open_watch(
-        _svc(request).store,
+        svc.store,
         start.assistant.graph,
         rec.tenant_id,
         rec.thread_id,
@@ -151,6 +166,7 @@ async def runs_stream(request: Request) -> Response:
         show_start=start.resumed,
         emitted=reads_emitted(rec.kwargs["stream_mode"]),
     )
+    _bound(watch, svc, who, rec)
     watch.meta = run_meta(rec, start.assistant.name)
     subgraphs = bool(rec.kwargs.get("stream_subgraphs"))
     events = sse_events(watch, rec.run_id, rec.kwargs["stream_mode"], subgraphs=subgraphs)
@@ -210,12 +226,7 @@ async def run_join(request: Request) -> Response:
     svc = _svc(request)
     tid, rid = request.path_params["tid"], request.path_params["rid"]
     rec = await call(svc.run_record, who, tid, rid)
-    latest = await call(svc.tables.latest_run, who.tenant, tid)
-    if latest is None or latest.run_id == rec.run_id:
-        body = await _wait(request, tid)
-    else:  # a later run moved the thread on; this one finished before it
-        found = await call(svc.outcome, who, tid)
-        body = found or {}
+    body = await _join(request, rec)  # a later run moved the thread on: what this one left
     base = f"/threads/{tid}/runs/{rid}"
     return reply(body, headers={"Location": f"{base}/join", "Content-Location": base})
 
@@ -237,6 +248,7 @@ async def run_join_stream(request: Request) -> Response:
         show_start=bool(rec.kwargs.get("resumed")),  # as its first stream did: same ids
         end_step=end,
     )
+    _bound(watch, svc, who, rec)
     modes = request.query_params.getlist("stream_mode") or rec.kwargs.get("stream_mode")
     watch.emitted = reads_emitted(modes or ())
     watch.meta = run_meta(rec, assistant.name)
@@ -256,6 +268,14 @@ async def run_join_stream(request: Request) -> Response:
             "Cache-Control": "no-store",
         },
     )
+
+
+def _bound(watch: RunWatch, svc: Service, who: Principal, rec: ThreadRunRecord) -> None:
+    """A queued run's stream starts where its input reached the thread; any run's stream
+    ends where a run queued behind it took the thread on."""
+    if rec.start_step == NOT_STARTED:
+        watch.starts = lambda: svc.start_step(who, rec)
+    watch.ends = lambda: svc.queued_end(who, rec)
 
 
 async def run_cancel(request: Request) -> Response:

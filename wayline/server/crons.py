@@ -35,9 +35,9 @@ from wayline.store.schedules import ScheduleRecord, Schedules
 
 __all__ = ["routes"]
 
-_NOT_YET = ("multitask_strategy",)
-"""Accepted by the platform, refused here (422) rather than silently ignored: a cron's tick
-is a plain run on its thread."""
+CRON_STRATEGIES = ("enqueue",)
+"""``multitask_strategy`` a cron takes: a tick on a busy thread waits behind its run. The
+others would have the worker that fires the tick wait for a run to stop: refused (422)."""
 SORTABLE = ("cron_id", "assistant_id", "thread_id", "created_at", "updated_at", "next_run_date")
 
 
@@ -78,9 +78,7 @@ def _refused(svc: Service, body: dict[str, Any]) -> None:
             f"on_run_completed {body['on_run_completed']!r} is not supported by wayline serve: "
             "a tick's thread is kept ('keep'); delete one with DELETE /threads/{thread_id}",
         )
-    for name in _NOT_YET:
-        if body.get(name):
-            raise ApiError(422, f"{name} is not supported on crons by wayline serve yet")
+    _strategy(body)
 
 
 def _checked(svc: Service, body: dict[str, Any]) -> None:
@@ -89,6 +87,20 @@ def _checked(svc: Service, body: dict[str, Any]) -> None:
         raise ApiError(422, "schedule must be a cron expression such as '0 9 * * 1-5'")
     _object(body, "metadata")
     _object(body, "config")
+
+
+def _strategy(body: dict[str, Any]) -> dict[str, str]:
+    """The cron's ``multitask_strategy`` as its ticks' API runs record it ({}: none given)."""
+    given = body.get("multitask_strategy")
+    if not given:
+        return {}
+    if given not in CRON_STRATEGIES:
+        raise ApiError(
+            422,
+            f"multitask_strategy {given!r} is not supported on crons by wayline serve: "
+            "give 'enqueue' (a tick on a busy thread waits for its run) or none",
+        )
+    return {"multitask_strategy": str(given)}
 
 
 def _inbox(assistant: Assistant, body: dict[str, Any]) -> bytes:
@@ -120,6 +132,7 @@ def _api(who: Principal, assistant: Assistant, body: dict[str, Any]) -> dict[str
             "interrupt_after": _names(body, "interrupt_after"),
             "resumed": False,
             "on_disconnect": "continue",
+            **_strategy(body),
         },
         "payload": {k: v for k, v in body.items() if k not in ("schedule", "timezone")},
         "user_id": who.actor,

@@ -20,7 +20,9 @@ from wayline.graph.types import Command, StateSnapshot
 from wayline.ids import RunRef
 from wayline.server.assistant_book import AssistantBook, merged_config
 from wayline.server.http import ApiError
+from wayline.server.multitask import NOT_STARTED, ended_as, line_of, strategy
 from wayline.server.registry import Assistant, Registry, UnknownAssistant
+from wayline.server.rollback import rollback
 from wayline.server.stream import recorded_modes
 from wayline.server.views import (
     FINAL,
@@ -95,7 +97,14 @@ class Service:
         thread = self.thread(who, thread_id)
         run = self.store.get_run(who.tenant, thread_id)
         snap = self._snapshot(run) if run is not None and run.step >= 0 else None
-        return thread_json(thread, run, snap)
+        out = thread_json(thread, run, snap)
+        if out["status"] == "idle" and self._queued(who, thread_id):
+            out["status"] = "busy"  # its run stopped; the next queued one starts now
+        return out
+
+    def _queued(self, who: Principal, thread_id: str) -> bool:
+        """Whether input waits in the thread's queue (``multitask_strategy="enqueue"``)."""
+        return bool(line_of(self.store, self.tables, who.tenant, thread_id).waiting)
 
     def search_threads(self, who: Principal, body: dict[str, Any]) -> list[dict[str, Any]]:
         limit, offset = page(body)
@@ -113,7 +122,10 @@ class Service:
                     continue
                 if wanted_status is not None:
                     run = self.store.get_run(who.tenant, thread.thread_id)
-                    if thread_status(run) != wanted_status:
+                    status = thread_status(run)
+                    if status == "idle" and self._queued(who, thread.thread_id):
+                        status = "busy"
+                    if status != wanted_status:
                         continue
                 out.append(thread.thread_id)
         return [self.thread_view(who, t) for t in out[offset : offset + limit]]
@@ -259,12 +271,17 @@ class Service:
             self.tables.insert_thread(who.tenant, thread_id, {})
         resumed = command is not None and "resume" in command
         breakpoints = (_names(body, "interrupt_before"), _names(body, "interrupt_after"))
-        strategy = _strategy(body)
+        multitask = strategy(body)
         with self._thread_lock(who.tenant, thread_id):
             run = self.store.get_run(who.tenant, thread_id)
-            if strategy == "interrupt" and run is not None and not settled(run):
+            line = line_of(self.store, self.tables, who.tenant, thread_id)
+            busy = (run is not None and not settled(run)) or bool(line.waiting)
+            if multitask == "interrupt" and run is not None and busy:
                 run = self._interrupt(who, thread_id, run)
-            self._check_free(who, thread_id, run, assistant)
+            elif multitask == "rollback" and run is not None and busy:
+                run = rollback(self.store, self.tables, who, thread_id, run)
+            queued = multitask == "enqueue" and busy  # behind the runs before it, in order
+            self._check_free(who, thread_id, run, assistant, queued=queued)
             # no input and no command continues the thread (past a breakpoint, say); its
             # stream, as a resume's, opens with the state it continues from
             continued = command is None and body.get("input") is None
@@ -276,7 +293,7 @@ class Service:
                 thread_id=thread_id,
                 assistant_id=assistant.assistant_id,
                 status="pending",
-                start_step=run.step if run is not None else -1,
+                start_step=NOT_STARTED if queued else run.step if run is not None else -1,
                 metadata={
                     **(stored.metadata if stored is not None else {}),
                     **(body.get("metadata") or {}),
@@ -294,7 +311,7 @@ class Service:
                     "interrupt_after": breakpoints[1],
                     "resumed": opens_with_state,  # its stream opens with the current state
                     "on_disconnect": body.get("on_disconnect") or "continue",
-                    "multitask_strategy": strategy,
+                    "multitask_strategy": multitask,
                 },
                 created_at=now,
                 updated_at=now,
@@ -311,7 +328,15 @@ class Service:
             self._tag_thread(who, thread_id, assistant)
             try:
                 self._queue(
-                    who, thread_id, run, assistant, body, durability, breakpoints, run_config
+                    who,
+                    thread_id,
+                    run,
+                    assistant,
+                    body,
+                    durability,
+                    breakpoints,
+                    run_config,
+                    queued_as=record.run_id if queued else None,
                 )
             except BaseException:
                 self.tables.settle_run(who.tenant, record.run_id, "error")
@@ -323,7 +348,7 @@ class Service:
         boundary (its finished steps stay, as the platform keeps them), mark its API run
         interrupted, and wait for it to stop; then the new run takes the thread."""
         self.store.request_cancel(who.tenant, thread_id)
-        latest = self.tables.latest_run(who.tenant, thread_id)
+        latest = self.latest_started(who, thread_id)
         if latest is not None and latest.status not in FINAL:
             self.tables.settle_run(who.tenant, latest.run_id, "interrupted")
         deadline = time.monotonic() + INTERRUPT_WAIT
@@ -359,13 +384,19 @@ class Service:
             self.tables.update_thread(who.tenant, thread_id, {**thread.metadata, **tags})
 
     def _check_free(
-        self, who: Principal, thread_id: str, run: RunRecord | None, assistant: Assistant
+        self,
+        who: Principal,
+        thread_id: str,
+        run: RunRecord | None,
+        assistant: Assistant,
+        *,
+        queued: bool = False,
     ) -> None:
-        latest = self.tables.latest_run(who.tenant, thread_id)
+        """Refuse a run the thread cannot take now (``queued``: it waits its turn, so only
+        what would refuse it then refuses it now)."""
+        latest = self.latest_started(who, thread_id)
         if latest is not None and latest.status not in FINAL:
-            status = run_status(latest, run, latest=True)
-            if status in FINAL:
-                self.tables.settle_run(who.tenant, latest.run_id, status)
+            self.current_status(who, latest)
         if run is None:
             return
         if run.graph_name != assistant.graph.name:
@@ -374,11 +405,14 @@ class Service:
                 f"thread {thread_id} belongs to graph {run.graph_name!r}, not "
                 f"{assistant.name!r}: start a new thread for this assistant",
             )
-        if not settled(run):
+        if queued:
+            return
+        if not settled(run) or self._queued(who, thread_id):
             raise ApiError(
                 409,
                 f"Thread {thread_id} is busy with a run ({run.status}); join it or cancel "
-                "it first (multitask strategy: reject)",
+                "it first, or send multitask_strategy enqueue, interrupt or rollback "
+                "(multitask strategy: reject)",
             )
         if run.status == "parked":
             raise ApiError(
@@ -397,14 +431,29 @@ class Service:
         durability: str,
         breakpoints: Breakpoints,
         run_config: dict[str, Any] | None = None,
+        *,
+        queued_as: str | None = None,
     ) -> None:
+        """Hand the input to the thread's inbox (``queued_as``: to its queue, behind the
+        inputs before it, labelled with the API run's id)."""
         command = body.get("command") or {}
         inbox: Any = None if "resume" in command else body.get("input")
         if command.get("update") is not None or command.get("goto"):
             inbox = Command(update=command.get("update"), goto=command.get("goto") or ())
+        graph = assistant.graph
+        if queued_as is not None:
+            encoded = encode_inbox(
+                graph.codec,
+                inbox,
+                breakpoints,
+                _emitted_modes(body),
+                webhook=body.get("webhook"),
+                run_config=run_config,
+            )
+            self.store.queue_input(who.tenant, thread_id, encoded, label=queued_as)
+            return
         if run is not None and run.status == "cancelled":
             self.tables.reopen(who.tenant, thread_id)
-        graph = assistant.graph
         self.store.enqueue(
             who.tenant,
             thread_id,
@@ -470,7 +519,27 @@ class Service:
     def end_step(self, who: Principal, rec: ThreadRunRecord) -> int | None:
         """The last step of a run that a later run followed on its thread (None: the run
         is the thread's latest, it ends when the thread's run stops)."""
+        line_of(self.store, self.tables, who.tenant, rec.thread_id)  # queued starts recorded
         return self.tables.next_start_step(who.tenant, rec.thread_id, rec.created_at)
+
+    def queued_end(self, who: Principal, rec: ThreadRunRecord) -> int | None:
+        """``end_step`` once a queued run took the thread on (None before): what a stream
+        asks at every poll, so one read of the thread's queue when nothing was queued."""
+        queue = self.store.queued_inputs(who.tenant, rec.thread_id)
+        if not any(e.promoted_at is not None for e in queue):
+            return None
+        return self.end_step(who, rec)
+
+    def start_step(self, who: Principal, rec: ThreadRunRecord) -> int | None:
+        """Where the run began on its thread (None: queued, not started yet)."""
+        if rec.start_step != NOT_STARTED:
+            return rec.start_step
+        found = line_of(self.store, self.tables, who.tenant, rec.thread_id).fresh(rec)
+        return None if found.start_step == NOT_STARTED else found.start_step
+
+    def latest_started(self, who: Principal, thread_id: str) -> ThreadRunRecord | None:
+        """The API run that holds the thread now, or held it last (not one queued)."""
+        return line_of(self.store, self.tables, who.tenant, thread_id).latest_started()
 
     def run_view(self, who: Principal, rec: ThreadRunRecord) -> dict[str, Any]:
         return run_json(rec, self.current_status(who, rec))
@@ -478,10 +547,17 @@ class Service:
     def current_status(self, who: Principal, rec: ThreadRunRecord) -> str:
         if rec.status in FINAL:
             return rec.status
-        latest = self.tables.latest_run(who.tenant, rec.thread_id)
-        is_latest = latest is not None and latest.run_id == rec.run_id
-        run = self.store.get_run(who.tenant, rec.thread_id)
-        status = run_status(rec, run, latest=is_latest)
+        line = line_of(self.store, self.tables, who.tenant, rec.thread_id)
+        rec = line.fresh(rec)
+        if rec.run_id in line.waiting or rec.start_step == NOT_STARTED:
+            return "pending"  # its input waits for the runs before it
+        latest = line.latest_started()
+        if latest is not None and latest.run_id == rec.run_id:
+            run = self.store.get_run(who.tenant, rec.thread_id)
+            status = run_status(rec, run, latest=True)
+        else:  # a later run took the thread on: how this one ended, when the queue says
+            after = line.successor(rec)
+            status = ended_as(line.entries.get(after.run_id) if after is not None else None)
         if status in FINAL:
             self.tables.settle_run(who.tenant, rec.run_id, status)
         return status
@@ -496,15 +572,31 @@ class Service:
 
     def cancel(self, who: Principal, thread_id: str, run_id: str, action: str) -> None:
         """Stop the run at its next step boundary; its finished steps stay and the thread
-        takes new runs (``action=interrupt``)."""
+        takes new runs (``action=interrupt``). A queued run leaves the queue."""
         who.require("execute")
         if action != "interrupt":
             raise ApiError(422, f"cancel action {action!r} is not supported; use action=interrupt")
         rec = self.run_record(who, thread_id, run_id)
         if self.current_status(who, rec) in FINAL:
             raise ApiError(404, f"Run {run_id} has finished; there is nothing to cancel")
+        if self.store.drop_queued(who.tenant, thread_id, run_id):
+            self.tables.settle_run(who.tenant, run_id, "interrupted")
+            return
         self.store.request_cancel(who.tenant, thread_id)
         self.tables.settle_run(who.tenant, run_id, "interrupted")
+
+    def joined(self, who: Principal, rec: ThreadRunRecord) -> dict[str, Any] | None:
+        """What ``join`` (and ``runs/wait``) of one API run returns once it ended (None
+        before): the thread's outcome if no run followed it, else the values it left."""
+        if self.current_status(who, rec) not in FINAL:
+            return None
+        end = self.end_step(who, rec)
+        if end is None:
+            return self.outcome(who, rec.thread_id)
+        if end < 0:
+            return {}
+        state = state_json(rec.thread_id, self._snapshot(self._run(who, rec.thread_id), end), None)
+        return dict(state["values"])
 
     def outcome(self, who: Principal, thread_id: str) -> dict[str, Any] | None:
         """What ``runs/wait`` and ``join`` return once the thread's run stops (None before):
@@ -542,21 +634,6 @@ def page(given: Mapping[str, Any], *, default: int = 10, most: int = 1000) -> tu
 
 INTERRUPT_WAIT = 30.0
 """How long ``multitask_strategy="interrupt"`` waits for the thread's run to stop."""
-STRATEGIES = ("reject", "interrupt")
-NOT_YET_STRATEGIES = ("enqueue", "rollback")
-
-
-def _strategy(body: dict[str, Any]) -> str:
-    given = body.get("multitask_strategy") or "reject"
-    if given in NOT_YET_STRATEGIES:
-        raise ApiError(
-            422,
-            f"multitask_strategy {given!r} is not supported by wayline serve yet; use "
-            "'reject' (the default) or 'interrupt' (docs/wakeups.md)",
-        )
-    if given not in STRATEGIES:
-        raise ApiError(422, f"multitask_strategy must be reject or interrupt, not {given!r}")
-    return str(given)
 
 
 def _modes(body: dict[str, Any]) -> list[str]:

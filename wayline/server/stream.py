@@ -18,7 +18,7 @@ indexed read of the run row per poll, and the new deltas only when its step move
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -103,6 +103,23 @@ class RunWatch:
         """Whether to send each committed step whole (``STEP``: for ``debug``, ``events``)."""
         self.attempts = 0
         """Claims that recorded this run's events so far (a new one: a new attempt)."""
+        self.starts: Callable[[], int | None] | None = None
+        """A queued run's: the step it began after, once its input reached the thread."""
+        self.ends: Callable[[], int | None] | None = None
+        """The step a run queued behind this one took the thread on from (None: none yet)."""
+
+    def bounded(self) -> bool:
+        """Whether the run has started (a queued one may not have); its end, once a run
+        queued behind it took the thread on, set."""
+        if self.starts is not None:
+            begun = self.starts()
+            if begun is None:
+                return False
+            self.step = self.start_step = begun
+            self.starts = None
+        if self.end_step is None and self.ends is not None:
+            self.end_step = self.ends()
+        return True
 
     def poll(self) -> list[Event]:
         """Events since the last poll; sets ``done`` once the run has stopped and every
@@ -236,6 +253,10 @@ async def sse_events(
     steps = StepEvents(modes, run_id, watch.thread_id, watch.meta)
     watch.steps = steps.debug or steps.events
     while True:
+        if not await call(watch.bounded):  # queued: nothing to send until it starts
+            await anyio.sleep(wait)
+            wait = min(wait * 2, MAX_POLL)
+            continue
         events = await call(watch.poll)
         if watch.done:
             events.append((FINISH, None))

@@ -4,12 +4,13 @@
 
 - ``SchemaContract`` (``sql_core``): the store's URL, tables and schema version;
 - ``RunsContract`` (``sql_runs``): runs and claims, leases, retries, cancellations;
+  with ``QueueContract`` (``sql_queue``): inputs queued behind a busy run's current one;
 - ``StepsContract`` (``sql_steps``): commits (one run or a group) and the reads of steps,
   snapshots, segments, blobs and the meter;
 - ``EffectsContract`` (``sql_effects``): the effect ledger;
 - ``GovernanceContract`` (``sql_governance``): approvals, audit, a run's rows as a whole;
-  with ``ErasureContract`` (``sql_rewrite``) and ``SubjectKeysContract``
-  (``sql_subject_keys``);
+  with ``RollbackContract`` (``sql_rollback``): a stopped run's later steps removed, and
+  ``ErasureContract`` (``sql_rewrite``) and ``SubjectKeysContract`` (``sql_subject_keys``);
 - ``StreamEventsContract`` (``stream_sql``): node-emitted events for the server's streams;
 - ``LangGraphContract`` (``lg_sql``): LangGraph threads;
 - ``MemoryContract`` (``memory_sql``): long-term memory, with ``MemoryDataContract``
@@ -33,7 +34,9 @@ from wayline.store.memory_sql import MemoryContract
 from wayline.store.sql_core import SchemaContract
 from wayline.store.sql_effects import EffectsContract
 from wayline.store.sql_governance import GovernanceContract
+from wayline.store.sql_queue import QueueContract
 from wayline.store.sql_rewrite import ErasureContract, RowRewriter
+from wayline.store.sql_rollback import RollbackContract
 from wayline.store.sql_runs import RunsContract
 from wayline.store.sql_steps import StepsContract
 from wayline.store.sql_subject_keys import SubjectKeysContract
@@ -46,6 +49,8 @@ __all__ = [
     "LangGraphContract",
     "MemoryContract",
     "MemoryDataContract",
+    "QueueContract",
+    "RollbackContract",
     "RowRewriter",
     "RunsContract",
     "SchemaContract",
@@ -63,6 +68,8 @@ class Store(
     StepsContract,
     EffectsContract,
     GovernanceContract,
+    RollbackContract,
+    QueueContract,
     ErasureContract,
     SubjectKeysContract,
     StreamEventsContract,

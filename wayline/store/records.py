@@ -8,7 +8,7 @@ import functools
 import json
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Literal, cast, get_args
+from typing import Any, Literal, cast, get_args
 
 from wayline.errors import ConfigError
 from wayline.store.memory_records import MemoryWrite
@@ -30,6 +30,7 @@ __all__ = [
     "InterruptRecord",
     "MeterRow",
     "PendingWriteRecord",
+    "QueuedInput",
     "RunCreation",
     "RunRecord",
     "RunStatus",
@@ -53,8 +54,10 @@ METERED_TABLES = (
     "lg_values",
     "lg_writes",
     "stream_events",
+    "run_queue",
 )
 """Every table that holds run payload (for ``runs``: the inbox of input not yet applied;
+``run_queue``: inputs queued behind a busy run's current one;
 ``lg_*``: LangGraph threads kept by ``wayline.langgraph.WaylineSaver``;
 ``stream_events``: what nodes emitted for a server stream).
 Each byte written to one has a meter row."""
@@ -139,6 +142,33 @@ class RunRecord:
     """Not a column: set on the record a claim returns when the claim took the run from a
     holder whose lease had expired (it died or stalled), so the read that follows is a
     recovery (``wayline.metrics``); False on every other read."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class QueuedInput:
+    """An input queued behind a busy run's current one (``QueueContract``): waiting while
+    ``promoted_at`` is None; once moved to the run's inbox, the step it began after
+    (``from_step``) and the run's status when it moved (``prior_status``: how the input
+    before it ended)."""
+
+    label: str
+    seq: int
+    created_at: float
+    promoted_at: float | None
+    from_step: int | None
+    prior_status: str | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> QueuedInput:
+        promoted, from_step, prior = row["promoted_at"], row["from_step"], row["prior_status"]
+        return cls(
+            label=str(row["label"]),
+            seq=int(row["seq"]),
+            created_at=float(row["created_at"]),
+            promoted_at=None if promoted is None else float(promoted),
+            from_step=None if from_step is None else int(from_step),
+            prior_status=None if prior is None else str(prior),
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

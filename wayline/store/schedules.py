@@ -376,20 +376,30 @@ class Schedules:
         an API run) for a cron made through the LangGraph API."""
         t = sched.tenant_id
         start_step = -1
+        api_run = str(uuid.uuid5(API_NAMESPACE, f"{t}/{sched.schedule_id}/{tick}/run"))
+        queued = False
         if sched.api is not None:
             row = db.execute(self.q.Q_RUN_STEP, (t, run_id)).fetchone()
             start_step = -1 if row is None else int(row[0])
-        self.store.enqueue_in(
-            db,
-            t,
-            run_id,
-            sched.inbox,
-            graph_name=sched.graph_name,
-            graph_version=sched.graph_version,
-            durability=sched.durability,
-            schema_version=sched.schema_version,
-            identity=(sched.fingerprint, sched.shape),
-        )
+            strategy = (sched.api.get("kwargs") or {}).get("multitask_strategy")
+            if strategy == "enqueue" and row is not None:  # behind the thread's busy run
+                busy = db.execute(self.q.Q_THREAD_BUSY, (t, run_id)).fetchone()
+                queued = busy is not None and bool(busy[0])
+        if queued:
+            self.store.queue_in(db, t, run_id, sched.inbox, label=api_run)
+            start_step = -2  # not started: the server reads where it starts from the queue
+        else:
+            self.store.enqueue_in(
+                db,
+                t,
+                run_id,
+                sched.inbox,
+                graph_name=sched.graph_name,
+                graph_version=sched.graph_version,
+                durability=sched.durability,
+                schema_version=sched.schema_version,
+                identity=(sched.fingerprint, sched.shape),
+            )
         if sched.engine != "wayline":  # a LangGraph graph's schedule: its runs say so
             db.execute(self.store.q.Q_SET_ENGINE, (sched.engine, t, run_id, sched.engine))
         api = sched.api
@@ -397,7 +407,6 @@ class Schedules:
             return
         thread_meta = json.dumps(api.get("thread_metadata") or {})
         db.execute(self.q.Q_INSERT_THREAD, (t, run_id, thread_meta, now, now))
-        api_run = str(uuid.uuid5(API_NAMESPACE, f"{t}/{sched.schedule_id}/{tick}/run"))
         metadata = {**(api.get("metadata") or {}), "cron_id": sched.schedule_id}
         db.execute(
             self.q.Q_INSERT_RUN,

@@ -242,6 +242,14 @@ class ServerTables:
         rows = self.store._read(self.q.Q_NEXT_START_STEP, (tenant_id, thread_id, after), tenant_id)
         return None if not rows or rows[0][0] is None else int(rows[0][0])
 
+    def delete_run(self, tenant_id: str, run_id: str) -> bool:
+        return self._write(self.q.Q_DELETE_RUN, (tenant_id, run_id), tenant_id) == 1
+
+    def set_start_step(self, tenant_id: str, run_id: str, step: int) -> bool:
+        """Record where a queued run began (only a row that has not started changes)."""
+        params = (step, time.time(), tenant_id, run_id)
+        return self._write(self.q.Q_SET_START_STEP, params, tenant_id) == 1
+
     def settle_run(self, tenant_id: str, run_id: str, status: ThreadRunStatus) -> bool:
         """Record a run's final status once (only a pending or running row changes)."""
         params = (status, time.time(), tenant_id, run_id)

@@ -266,7 +266,7 @@ def _payload_columns(
 ) -> list[tuple[str, str, tuple[Any, ...], str]]:
     """(column, checksum column, row identity, sealing context) of each payload column of a
     row of ``table``: the same identities the write path uses."""
-    if table == "runs":
+    if table in ("runs", "run_queue"):  # a queued input moves to the inbox as it is
         return [("inbox", "inbox_crc", inbox_ident(t, r), f"{r}|n")]
     if table == "deltas":
         return [("payload", "crc", ("deltas", t, r, row["step"]), f"{r}|d")]

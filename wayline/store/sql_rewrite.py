@@ -24,6 +24,9 @@ __all__ = ["ErasureContract", "RewriteMixin", "RowRewriter"]
 
 Q_INBOX = "SELECT inbox, inbox_crc FROM runs WHERE tenant_id = ? AND run_id = ?"
 Q_LEASE = "SELECT lease_owner, lease_expires_at FROM runs WHERE tenant_id = ? AND run_id = ?"
+Q_QUEUED = (
+    "SELECT COUNT(*) FROM run_queue WHERE tenant_id = ? AND run_id = ? AND promoted_at IS NULL"
+)
 Q_DELTAS = "SELECT step, payload, crc FROM deltas WHERE tenant_id = ? AND run_id = ?"
 Q_SNAPSHOTS = "SELECT step, payload, crc FROM snapshots WHERE tenant_id = ? AND run_id = ?"
 Q_PENDING = (
@@ -179,6 +182,13 @@ class RewriteMixin:
                     f"run {run_id!r} is being executed by {lease[0]!r}: its worker holds the "
                     "values in memory and would write them again. Cancel the run (or wait "
                     "until it settles), then erase; nothing was changed"
+                )
+            (queued,) = db.execute(self._ph(Q_QUEUED), key).fetchone()
+            if int(queued):  # inputs not applied yet: erasing past them would miss them
+                raise LeaseConflictError(
+                    f"run {run_id!r} has {int(queued)} input(s) queued behind its current one "
+                    "(multitask_strategy enqueue): let them run or cancel them, then erase; "
+                    "nothing was changed"
                 )
             for inbox, crc in db.execute(self._ph(Q_INBOX), key).fetchall():
                 if inbox is None:

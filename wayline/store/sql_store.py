@@ -19,6 +19,7 @@ from wayline.store.sql_core import (
 from wayline.store.sql_fence import created_params, fence_params, first_fence, nodes_json
 from wayline.store.sql_governance import GovernanceSQL
 from wayline.store.sql_rewrite import RewriteMixin
+from wayline.store.sql_rollback import RollbackSQL
 from wayline.store.sql_steps import StepsSQL
 from wayline.store.sql_subject_keys import SubjectKeysMixin
 from wayline.store.stream_sql import StreamEventsSQL
@@ -39,8 +40,9 @@ __all__ = [
 
 
 class SQLStore(
-    StepsSQL,  # with RunsSQL and EffectsSQL, whose rows a commit writes
+    StepsSQL,  # with RunsSQL (and its QueueSQL) and EffectsSQL, whose rows a commit writes
     GovernanceSQL,
+    RollbackSQL,
     RewriteMixin,
     SubjectKeysMixin,
     LangGraphSQL,

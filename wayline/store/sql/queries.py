@@ -319,8 +319,10 @@ UNION ALL SELECT 'lg_writes', COALESCE(SUM(LENGTH(payload)), 0) FROM lg_writes
     WHERE tenant_id = ? AND run_id = ?
 UNION ALL SELECT 'stream_events', COALESCE(SUM(LENGTH(payload)), 0) FROM stream_events
     WHERE tenant_id = ? AND run_id = ?
+UNION ALL SELECT 'run_queue', COALESCE(SUM(COALESCE(LENGTH(inbox), 0)), 0) FROM run_queue
+    WHERE tenant_id = ? AND run_id = ?
 """
-HELD_BYTES_PARAMS = 12
+HELD_BYTES_PARAMS = 13
 """Q_HELD_BYTES takes (tenant_id, run_id) this many times."""
 Q_PURGE = [
     "DELETE FROM deltas WHERE tenant_id = ? AND run_id = ?",
@@ -337,6 +339,7 @@ Q_PURGE = [
     "DELETE FROM lg_values WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM lg_writes WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM stream_events WHERE tenant_id = ? AND run_id = ?",
+    "DELETE FROM run_queue WHERE tenant_id = ? AND run_id = ?",
     "DELETE FROM runs WHERE tenant_id = ? AND run_id = ?",
 ]
 Q_PURGE_ORPHAN_BLOBS = """
@@ -398,6 +401,7 @@ RUN_TABLES = (
     "lg_values",
     "lg_writes",
     "stream_events",
+    "run_queue",
 )
 """Tables keyed by (tenant_id, run_id): everything a run owns, bar shared blobs."""
 Q_DUMP = "SELECT * FROM {table} WHERE tenant_id = ? AND run_id = ?"
@@ -460,3 +464,86 @@ SELECT seq, step, node, mode, payload, crc FROM stream_events
 WHERE tenant_id = ? AND run_id = ? AND mode = ? ORDER BY seq DESC LIMIT 1
 """
 """The last attempt mark of a run (a worker taking it over records what the first asked)."""
+
+# -- a busy run's queued input (wayline.store.sql_queue) --------------------------------
+Q_LOCK_RUN = "UPDATE runs SET updated_at = updated_at WHERE tenant_id = ? AND run_id = ?"
+"""Holds the run's row for the transaction (PostgreSQL: a row lock): two inputs queued at
+once on one run take their places one after the other."""
+Q_QUEUE_INPUT = """
+INSERT INTO run_queue (tenant_id, run_id, seq, label, inbox, inbox_crc, created_at)
+SELECT ?, ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM run_queue
+WHERE tenant_id = ? AND run_id = ?
+RETURNING seq
+"""
+Q_QUEUED_INPUTS = """
+SELECT label, seq, created_at, promoted_at, from_step, prior_status FROM run_queue
+WHERE tenant_id = ? AND run_id = ? ORDER BY seq
+"""
+Q_DROP_QUEUED = """
+DELETE FROM run_queue WHERE tenant_id = ? AND run_id = ? AND label = ? AND promoted_at IS NULL
+"""
+_STOPPED = "('done', 'interrupted', 'failed', 'cancelled')"
+Q_QUEUE_HEADS = f"""
+SELECT q.tenant_id, q.run_id, q.seq, q.inbox, q.inbox_crc, r.step, r.status FROM run_queue q
+JOIN runs r ON r.tenant_id = q.tenant_id AND r.run_id = q.run_id
+WHERE q.promoted_at IS NULL AND r.inbox IS NULL AND r.status IN {_STOPPED}
+    AND (r.lease_expires_at IS NULL OR r.lease_expires_at < ?)
+    AND (CAST(? AS TEXT) IS NULL OR q.tenant_id = ?)
+    AND NOT EXISTS (SELECT 1 FROM run_queue e WHERE e.tenant_id = q.tenant_id
+        AND e.run_id = q.run_id AND e.promoted_at IS NULL AND e.seq < q.seq)
+ORDER BY q.created_at LIMIT 16
+"""
+"""The oldest queued input of each run that has stopped (done, waiting on an answer,
+failed or cancelled: not parked, which waits for an operator) and that no live lease
+holds: what the claim query moves into its run's inbox first."""
+Q_PROMOTE_RUN = """
+UPDATE runs SET inbox = ?, inbox_crc = ?, status = 'pending', cancel_requested = 0,
+    wake_at = NULL, queued_at = ?, updated_at = ?
+WHERE tenant_id = ? AND run_id = ? AND inbox IS NULL AND (status = ?) IS TRUE AND step = ?
+    AND (lease_expires_at IS NULL OR lease_expires_at < ?) IS TRUE
+"""
+"""Conditional on the status and step the heads read (both stopped then); the conditions
+beside the key are wrapped (``IS TRUE``) so that PostgreSQL finds the row by its key, not by
+``runs_claimable`` (tests/store/test_pg_plans.py)."""
+Q_PROMOTE_ENTRY = """
+UPDATE run_queue SET inbox = NULL, inbox_crc = NULL, promoted_at = ?, from_step = ?,
+    prior_status = ?
+WHERE tenant_id = ? AND run_id = ? AND seq = ? AND promoted_at IS NULL
+"""
+
+# -- rolling a stopped run back to a step (wayline.store.sql_rollback) -----------------
+Q_ROLLBACK_TRIM = [
+    "DELETE FROM deltas WHERE tenant_id = ? AND run_id = ? AND step > ?",
+    "DELETE FROM snapshots WHERE tenant_id = ? AND run_id = ? AND step > ?",
+    "DELETE FROM segments WHERE tenant_id = ? AND run_id = ? AND last_step > ?",
+    # a step's questions and its finished peers' writes are kept under the step that asks
+    # (after_step + 1 asked before the rolled-back input arrived: they stay)
+    "DELETE FROM pending_writes WHERE tenant_id = ? AND run_id = ? AND step > ? + 1",
+    "DELETE FROM interrupts WHERE tenant_id = ? AND run_id = ? AND step > ? + 1",
+    # the questions open at after_step were answered after it: by the removed run (a
+    # resume), so they are open again, as they were before it
+    "UPDATE interrupts SET resume = NULL, resume_crc = NULL "
+    "WHERE tenant_id = ? AND run_id = ? AND step = ? + 1",
+    # from after_step + 1 on: the removed run's claim marks its attempt there, and a stream
+    # of the next run from after_step would count that attempt as its own
+    "DELETE FROM stream_events WHERE tenant_id = ? AND run_id = ? AND step > ?",
+]
+"""What a rollback removes: every step after ``after_step`` and what hangs on it. Never the
+effect ledger (what the rolled-back steps dispatched happened), the meter (those bytes were
+written) or the audit log."""
+Q_ROLLBACK_RUN = """
+UPDATE runs SET step = ?, next_nodes = '[]', status = ?, incarnation = ?, error = NULL,
+    state_digest = NULL, inbox = NULL, inbox_crc = NULL, cancel_requested = 0,
+    wake_at = NULL, updated_at = ?
+WHERE tenant_id = ? AND run_id = ? AND (status IN ('done', 'interrupted', 'failed',
+    'cancelled')) IS TRUE AND (lease_expires_at IS NULL OR lease_expires_at < ?) IS TRUE
+    AND (step >= ?) IS TRUE
+RETURNING step
+"""
+"""Only a run that has stopped and that no live lease holds (its worker let it go), and
+only back (``step >= after_step``); the conditions beside the key are wrapped so that
+PostgreSQL finds the row by its key."""
+Q_OPEN_QUESTIONS = """
+SELECT COUNT(*) FROM interrupts WHERE tenant_id = ? AND run_id = ? AND step = ?
+"""
+"""The questions a rolled-back run's first step had asked: open again after the rollback."""

@@ -46,3 +46,11 @@ SELECT MIN(next_at) FROM schedules
 WHERE ({graphs}) AND enabled = 1 AND (CAST(? AS TEXT) IS NULL OR tenant_id = ?)
 """
 Q_RUN_STEP = "SELECT step FROM runs WHERE tenant_id = ? AND run_id = ?"
+Q_THREAD_BUSY = """
+SELECT CASE WHEN status IN ('pending', 'running') OR inbox IS NOT NULL THEN 1
+    WHEN EXISTS (SELECT 1 FROM run_queue q WHERE q.tenant_id = runs.tenant_id
+        AND q.run_id = runs.run_id AND q.promoted_at IS NULL) THEN 1 ELSE 0 END
+FROM runs WHERE tenant_id = ? AND run_id = ?
+"""
+"""Whether a thread's run is busy (queued, held, or with input queued behind it): a cron
+tick with ``multitask_strategy="enqueue"`` waits in its queue then."""

@@ -44,13 +44,22 @@ WHERE tenant_id = ? AND thread_id = ? AND (CAST(? AS TEXT) IS NULL OR status = ?
 ORDER BY created_at DESC LIMIT ? OFFSET ?
 """
 Q_NEXT_START_STEP = """
-SELECT MIN(start_step) FROM thread_runs WHERE tenant_id = ? AND thread_id = ? AND created_at > ?
+SELECT MIN(start_step) FROM thread_runs
+WHERE tenant_id = ? AND thread_id = ? AND created_at > ? AND start_step > -2
 """
-"""Where the runs a thread took after a given one start (NULL: none came after it)."""
+"""Where the runs a thread took after a given one start (NULL: none came after it; a queued
+run that has not started yet, start_step -2, does not count)."""
+Q_SET_START_STEP = """
+UPDATE thread_runs SET start_step = ?, updated_at = ?
+WHERE tenant_id = ? AND run_id = ? AND start_step = -2
+"""
+"""A queued run's first step, once its input reached the thread's inbox."""
 Q_LATEST_RUN = f"""
 SELECT {_RUN_COLUMNS} FROM thread_runs WHERE tenant_id = ? AND thread_id = ?
 ORDER BY created_at DESC LIMIT 1
 """
+Q_DELETE_RUN = "DELETE FROM thread_runs WHERE tenant_id = ? AND run_id = ?"
+"""A run rolled back (``multitask_strategy="rollback"``): its API record goes with its steps."""
 Q_SET_RUN_STATUS = """
 UPDATE thread_runs SET status = ?, updated_at = ?
 WHERE tenant_id = ? AND run_id = ? AND status IN ('pending', 'running')

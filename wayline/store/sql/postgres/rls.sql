@@ -112,3 +112,7 @@ ALTER TABLE metric_samples ENABLE ROW LEVEL SECURITY;
 DROP POLICY IF EXISTS wayline_tenant ON metric_samples;
 CREATE POLICY wayline_tenant ON metric_samples USING (tenant_id = current_setting('wayline.tenant', true))
     WITH CHECK (tenant_id = current_setting('wayline.tenant', true));
+ALTER TABLE run_queue ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS wayline_tenant ON run_queue;
+CREATE POLICY wayline_tenant ON run_queue USING (tenant_id = current_setting('wayline.tenant', true))
+    WITH CHECK (tenant_id = current_setting('wayline.tenant', true));

@@ -1,4 +1,4 @@
--- The current wayline SQLite schema (version 20): what the numbered migrations
+-- The current wayline SQLite schema (version 21): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -431,3 +431,20 @@ CREATE TABLE IF NOT EXISTS metric_samples (
     PRIMARY KEY (tenant_id, metric, attrs, minute, source)
 );
 CREATE INDEX IF NOT EXISTS metric_samples_by_minute ON metric_samples (tenant_id, minute);
+
+-- 0021: a busy thread's queued input (multitask_strategy "enqueue"), oldest first.
+CREATE TABLE IF NOT EXISTS run_queue (
+    tenant_id    TEXT    NOT NULL,
+    run_id       TEXT    NOT NULL,
+    seq          INTEGER NOT NULL,
+    label        TEXT    NOT NULL,
+    inbox        BLOB,
+    inbox_crc    INTEGER,
+    created_at   REAL    NOT NULL,
+    promoted_at  REAL,
+    from_step    INTEGER,
+    prior_status TEXT,
+    PRIMARY KEY (tenant_id, run_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS run_queue_waiting ON run_queue (created_at)
+    WHERE promoted_at IS NULL;

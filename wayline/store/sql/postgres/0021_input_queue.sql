@@ -1,0 +1,20 @@
+-- 0021: a busy thread's queued input (multitask_strategy "enqueue"). A run's inbox holds one
+-- input; the inputs given while the run is busy wait here in order, each labelled with the
+-- caller's id for it, and the claim query moves the oldest into the inbox once the run has
+-- stopped (its wake-up path). A moved entry stays, without its payload, saying where its
+-- input began (from_step) and how the input before it ended (prior_status).
+CREATE TABLE IF NOT EXISTS run_queue (
+    tenant_id    TEXT    NOT NULL,
+    run_id       TEXT    NOT NULL,
+    seq          BIGINT NOT NULL,
+    label        TEXT    NOT NULL,
+    inbox        BYTEA,
+    inbox_crc    BIGINT,
+    created_at   DOUBLE PRECISION NOT NULL,
+    promoted_at  DOUBLE PRECISION,
+    from_step    BIGINT,
+    prior_status TEXT,
+    PRIMARY KEY (tenant_id, run_id, seq)
+);
+CREATE INDEX IF NOT EXISTS run_queue_waiting ON run_queue (created_at)
+    WHERE promoted_at IS NULL;
