@@ -316,6 +316,22 @@ def test_any_other_type_is_a_single_value_state(schema: Any) -> None:
     assert out == ([1, 2, 1, 2] if typing.get_origin(schema) is Annotated else start)
 
 
+def test_a_single_value_subgraph_invoked_in_a_node_returns_its_value() -> None:
+    """As LangGraph: a ``StateGraph(list[str])`` invoked inside a parent's node (so run as
+    the parent's child) returns its value, as when invoked alone."""
+    child_g = StateGraph(list[str]).add_node("add_a", lambda v: [x + "a" for x in v])
+    child_g.add_edge(START, "add_a")
+    child = child_g.compile()
+
+    class P(TypedDict):
+        words: list[str]
+
+    parent_g = StateGraph(P).add_node("call", lambda s: {"words": child.invoke(s["words"])})
+    parent_g.add_edge(START, "call")
+    assert child.invoke(["x"]) == ["xa"]
+    assert parent_g.compile().invoke({"words": ["b", "c"]}) == {"words": ["ba", "ca"]}
+
+
 def test_dataclass_schema_channels_follow_its_fields() -> None:
     @dataclasses.dataclass
     class DC:
