@@ -328,7 +328,8 @@ def test_a_single_value_subgraph_invoked_in_a_node_returns_its_value() -> None:
 
     parent_g = StateGraph(P).add_node("call", lambda s: {"words": child.invoke(s["words"])})
     parent_g.add_edge(START, "call")
-    assert child.invoke(["x"]) == ["xa"]
+    alone: Any = child.invoke(["x"])
+    assert alone == ["xa"]
     assert parent_g.compile().invoke({"words": ["b", "c"]}) == {"words": ["ba", "ca"]}
 
 
