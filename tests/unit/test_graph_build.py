@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
-from wayline import END, START, Command, CompiledGraph, StateGraph
+from wayline import END, START, Command, CompiledGraph, Send, StateGraph
 from wayline.errors import (
     DuplicateNodeError,
     GraphError,
@@ -331,6 +331,25 @@ def test_a_single_value_subgraph_invoked_in_a_node_returns_its_value() -> None:
     alone: Any = child.invoke(["x"])
     assert alone == ["xa"]
     assert parent_g.compile().invoke({"words": ["b", "c"]}) == {"words": ["ba", "ca"]}
+
+
+def test_a_single_value_node_may_return_a_command_whose_update_is_the_list() -> None:
+    """As LangGraph: in ``StateGraph(Annotated[list, add])`` a node's
+    ``Command(update=[...], goto=...)`` writes the list as one value (a list of Commands
+    is several updates); a node's ``Command`` reads as LangGraph's, only its set fields."""
+
+    def first(v: list[str]) -> Command[Any]:
+        return Command(update=["one"], goto=Send("second", Command(goto="x")))
+
+    def second(arg: Any) -> Any:
+        return [Command(update=[f"two:{arg!r}"])]
+
+    g = StateGraph(Annotated[list, operator.add]).add_node("first", first)
+    g.add_node("second", second)
+    g.add_edge(START, "first")
+    out: Any = g.compile().invoke(["zero"])
+    assert out == ["zero", "one", "two:Command(goto='x')"]
+    assert repr(Command(update={"a": 1}, goto="n")) == "Command(update={'a': 1}, goto='n')"
 
 
 def test_dataclass_schema_channels_follow_its_fields() -> None:

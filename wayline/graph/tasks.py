@@ -21,7 +21,7 @@ from wayline.graph.calling import node_call
 from wayline.graph.channels import Channel
 from wayline.graph.context import NodeContext, TaskScope, is_scoped
 from wayline.graph.node import split_output
-from wayline.graph.types import Interrupt
+from wayline.graph.types import Command, Interrupt
 from wayline.memory.step import RunMemory
 from wayline.metrics import timed_call
 from wayline.store.memory_records import MemoryWrite
@@ -150,8 +150,10 @@ class TaskSteps:
         name = task.spec.name
         probe.emit("task_finish", loop.tenant_id, loop.run_id, task.step, name, task.id)
         update, goto = split_output(output, name)
-        # a list of Commands gives a list of updates; a list a node returns is one value
-        updates = update if isinstance(update, list) and update is not output else [update]
+        # a list of Commands gives a list of updates; a list a node returns (alone or as
+        # one Command's update) is one value
+        many = isinstance(output, list | tuple) and any(isinstance(o, Command) for o in output)
+        updates = update if many else [update]
         writes: list[tuple[str, Any]] = []
         schema = loop.graph.schema
         for part in updates:
