@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
-from wayline import END, START, Command, CompiledGraph, Send, StateGraph
+from wayline import END, START, Command, CompiledGraph, Send, StateGraph, interrupt
 from wayline.errors import (
     DuplicateNodeError,
     GraphError,
@@ -350,6 +350,23 @@ def test_a_single_value_node_may_return_a_command_whose_update_is_the_list() -> 
     out: Any = g.compile().invoke(["zero"])
     assert out == ["zero", "one", "two:Command(goto='x')"]
     assert repr(Command(update={"a": 1}, goto="n")) == "Command(update={'a': 1}, goto='n')"
+
+
+def test_an_interrupted_single_value_state_returns_the_questions() -> None:
+    """As LangGraph: ``invoke`` of a single-value state that paused returns
+    ``{"__interrupt__": [...]}`` (the value is not a dict to carry them)."""
+
+    def ask(v: list[str]) -> list[str]:
+        return [interrupt("go on?")]
+
+    g = StateGraph(Annotated[list, operator.add]).add_node("ask", ask)
+    g.add_edge(START, "ask")
+    app = g.compile()
+    cfg = {"configurable": {"thread_id": "single"}}
+    paused: Any = app.invoke(["start"], cfg)
+    assert list(paused) == ["__interrupt__"] and paused["__interrupt__"][0].value == "go on?"
+    done: Any = app.invoke(Command(resume="yes"), cfg)
+    assert done == ["start", "yes"]
 
 
 def test_dataclass_schema_channels_follow_its_fields() -> None:

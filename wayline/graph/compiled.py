@@ -420,8 +420,9 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         """The state's output keys (typed as the dict it is for every schema but a
         single-value one, whose value it is)."""
         out = self.output_of(with_pending(loop.channels, loop.pending.values()))
-        if loop.raised and isinstance(out, dict):
-            out["__interrupt__"] = list(loop.raised)
+        if loop.raised:  # as LangGraph: a value that is not a dict gives way to the questions
+            asked = {"__interrupt__": list(loop.raised)}
+            out = {**out, **asked} if isinstance(out, dict) else asked
         return typing.cast("dict[str, Any]", out)
 
     def make_loop(
