@@ -369,6 +369,18 @@ def test_an_interrupted_single_value_state_returns_the_questions() -> None:
     assert done == ["start", "yes"]
 
 
+def test_a_function_node_shows_its_function_as_langgraph_runnable() -> None:
+    def sync_node(s: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    async def async_node(s: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    g = StateGraph(dict).add_node("s", sync_node).add_node("a", async_node)
+    assert g.nodes["s"].runnable.func is sync_node and g.nodes["s"].runnable.afunc is None
+    assert g.nodes["a"].runnable.afunc is async_node and g.nodes["a"].runnable.func is None
+
+
 def test_dataclass_schema_channels_follow_its_fields() -> None:
     @dataclasses.dataclass
     class DC:
