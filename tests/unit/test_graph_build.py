@@ -333,6 +333,9 @@ def test_a_single_value_subgraph_invoked_in_a_node_returns_its_value() -> None:
     assert parent_g.compile().invoke({"words": ["b", "c"]}) == {"words": ["ba", "ca"]}
 
 
+ADD_LIST: Any = Annotated[list, operator.add]
+
+
 def test_a_single_value_node_may_return_a_command_whose_update_is_the_list() -> None:
     """As LangGraph: in ``StateGraph(Annotated[list, add])`` a node's
     ``Command(update=[...], goto=...)`` writes the list as one value (a list of Commands
@@ -344,7 +347,7 @@ def test_a_single_value_node_may_return_a_command_whose_update_is_the_list() -> 
     def second(arg: Any) -> Any:
         return [Command(update=[f"two:{arg!r}"])]
 
-    g = StateGraph(Annotated[list, operator.add]).add_node("first", first)
+    g = StateGraph(ADD_LIST).add_node("first", first)
     g.add_node("second", second)
     g.add_edge(START, "first")
     out: Any = g.compile().invoke(["zero"])
@@ -359,7 +362,7 @@ def test_an_interrupted_single_value_state_returns_the_questions() -> None:
     def ask(v: list[str]) -> list[str]:
         return [interrupt("go on?")]
 
-    g = StateGraph(Annotated[list, operator.add]).add_node("ask", ask)
+    g = StateGraph(ADD_LIST).add_node("ask", ask)
     g.add_edge(START, "ask")
     app = g.compile()
     cfg = {"configurable": {"thread_id": "single"}}
