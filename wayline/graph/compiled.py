@@ -21,6 +21,7 @@ from wayline.graph import travel
 from wayline.graph.algo import with_pending
 from wayline.graph.cache import NODE_NS
 from wayline.graph.channels import Barrier, Channel
+from wayline.graph.channels.overwrite import Overwrite
 from wayline.graph.checkpoint import (
     DEFAULT_BLOB_THRESHOLD,
 )
@@ -148,6 +149,8 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         self.shape_json = shape_json(self.shape)
         if not self.codec.is_registered(Command):  # a Send's argument may be a Command
             self.codec.register(Command, "wayline.Command")
+        if not self.codec.is_registered(Overwrite):  # a step's writes hold it as written
+            self.codec.register(Overwrite, "wayline.Overwrite")
 
     @property
     def checkpointer(self) -> Store:
