@@ -32,7 +32,7 @@
     ├── GraphLoadError              a graph named on the command line cannot be loaded
     ├── VersionMismatchError        the run was written by code this graph no longer matches
     │   └── GraphMismatchError      same name and version, another shape (fingerprint)
-    ├── ResumeError                 a resume does not fit the run's current state
+    ├── ResumeError (RuntimeError)  a resume does not fit the run's current state
     │   ├── ApprovalRefused         the actor, digest or expiry does not allow the decision
     │   └── RedactedRunError        the run had a class of its data erased
     ├── ScopeError                  the client's scope does not allow the call (read, execute)
@@ -381,8 +381,9 @@ class GraphMismatchError(VersionMismatchError):
     and carry the run forward with a migration."""
 
 
-class ResumeError(WaylineError):
-    """A resume value or command does not match the run's pending interrupts."""
+class ResumeError(WaylineError, RuntimeError):
+    """A resume value or command does not match the run's pending interrupts (a
+    ``RuntimeError`` too, as LangGraph raises for these)."""
 
 
 class TimeTravelError(WaylineError):
