@@ -392,3 +392,27 @@ def test_dataclass_schema_channels_follow_its_fields() -> None:
 
     g = StateGraph(DC)
     assert set(g.schema.channels) == {"items", "name"}
+
+
+def test_str_enum_members_name_nodes_as_their_values() -> None:
+    """As LangGraph: ``class Name(str, Enum)`` members name nodes, edges and routes; they
+    are stored as their text (the codec keeps no user types in routing)."""
+    import enum
+
+    class Name(str, enum.Enum):  # noqa: UP042 (str() is "Name.FIRST", as LangGraph users write it)
+        FIRST = "first"
+        SECOND = "second"
+
+    class T(TypedDict):
+        log: Annotated[list[str], operator.add]
+
+    g = StateGraph(T)
+    g.add_node(Name.FIRST, lambda s: {"log": ["first"]})
+    g.add_node(Name.SECOND, lambda s: {"log": ["second"]})
+    g.add_edge(START, Name.FIRST)
+    g.add_conditional_edges(Name.FIRST, lambda s: Name.SECOND)
+    g.add_edge(Name.SECOND, END)
+    app = g.compile()
+    assert sorted(app.nodes) == ["first", "second"]
+    assert all(type(n) is str for n in app.nodes)
+    assert app.invoke({"log": []}) == {"log": ["first", "second"]}

@@ -25,6 +25,14 @@ Migration = Callable[[dict[str, Any]], dict[str, Any]]
 """State of the old version in, state of the new version out."""
 
 _RESERVED_CHARS = (":", "|")
+
+
+def _plain(name: str) -> str:
+    """A node name as a plain ``str``: a ``str`` enum member (``class Name(str, Enum)``,
+    as LangGraph allows) is its value, so routes store and compare as text."""
+    return str.__str__(name) if type(name) is not str and isinstance(name, str) else name
+
+
 DEFAULT_HANDLER = "__default_error_handler__"
 
 
@@ -119,7 +127,9 @@ class StateGraph:
         return value is the node's output (updates, ``Command``), committed with the step."""
         policy = TimeoutPolicy.coerce(timeout)  # a bad timeout fails here, as LangGraph's
         del metadata  # LangGraph shows it in traces; wayline has no use for it
-        if not isinstance(node, str):
+        if isinstance(node, str):
+            node = _plain(node)
+        else:
             action = node
             found = getattr(node, "__name__", None) or getattr(node, "name", None)
             node = found if isinstance(found, str) else type(action).__name__
@@ -186,14 +196,16 @@ class StateGraph:
 
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:
         """``a -> b``; with a list of starts, ``b`` waits until all of them have run."""
+        end_key = _plain(end_key)
         if isinstance(start_key, str):
+            start_key = _plain(start_key)
             if start_key == END:
                 raise GraphError("END cannot be the start of an edge")
             if end_key == START:
                 raise GraphError("START cannot be the end of an edge")
             self.edges.add((start_key, end_key))
         else:
-            starts = tuple(start_key)
+            starts = tuple(_plain(k) for k in start_key)
             if not starts:
                 raise GraphError("add_edge with a list of starts needs at least one start")
             if START in starts or END in starts or end_key in (START, END):
@@ -207,6 +219,7 @@ class StateGraph:
         path: Callable[..., Any],
         path_map: Mapping[Hashable, str] | Sequence[str] | None = None,
     ) -> StateGraph:
+        source = _plain(source)
         branch = Branch.of(path, path_map)
         if branch.input_schema is not None and branch.input_schema is not self.schema.cls:
             self._add_schema(branch.input_schema)  # its keys are channels, as a node's are

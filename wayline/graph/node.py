@@ -308,7 +308,10 @@ def route_writes(
                     f"{source!r} sent to unknown node {target.node!r}; known nodes: {sorted(nodes)}"
                 )
             writes.append((SEND, target))
-        elif target == END or target in nodes:
+            continue
+        if type(target) is not str and isinstance(target, str):  # a str enum member
+            target = str.__str__(target)  # (LangGraph allows them) routes as its text
+        if target == END or target in nodes:
             writes.append((ROUTE, target))
         else:
             raise UnknownNodeError(
