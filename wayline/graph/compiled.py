@@ -455,6 +455,14 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         config.setdefault("configurable", {})
         config["configurable"] = {**config["configurable"], "thread_id": run_id}
         check_durability(durability)
+        conf = config["configurable"]
+        if (
+            not self.requires_thread_id
+            and conf.get("checkpoint_id")
+            and self.store.get_run(tenant, run_id) is None
+        ):  # no checkpointer, a new thread: no checkpoint to go back to, so the id is the
+            # caller's label (a platform's, say), which LangGraph ignores too
+            config["configurable"] = {k: v for k, v in conf.items() if k != "checkpoint_id"}
         owner, token = default_owner(), None
         fork = travel.open_replay(self, config, tenant, run_id, owner)
         if fork is not None:  # a past checkpoint (or a fork_id): run a fork of it
