@@ -144,7 +144,11 @@ class InvalidUpdateError(WaylineError):
 
 class GraphDrained(WaylineError):
     """``RunControl.request_drain`` stopped the run between steps; its steps are committed
-    and ``invoke(None, config)`` continues it."""
+    and ``invoke(None, config)`` continues it. ``reason`` is the one the drain gave."""
+
+    def __init__(self, message: str = "", reason: str = "shutdown") -> None:
+        super().__init__(message or f"Graph drained: {reason}")
+        self.reason = reason
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

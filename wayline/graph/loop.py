@@ -417,7 +417,8 @@ class RunLoop(TaskSteps, StepCommits):
             self.sink.flush()
             raise GraphDrained(
                 f"run {self.run_id!r} drained ({control.drain_reason}) before step "
-                f"{self.step + 1}; its steps are committed: invoke(None, config) continues it"
+                f"{self.step + 1}; its steps are committed: invoke(None, config) continues it",
+                reason=control.drain_reason or "shutdown",
             )
         if self.stop is not None and self.stop.is_set():
             if self.cancelled:
