@@ -1,7 +1,7 @@
 """Typed errors. Each class's docstring says what happened; each message says what to do.
 
     WaylineError
-    ├── GraphError                  the graph definition is invalid (raised by compile)
+    ├── GraphError (ValueError)     the graph definition is invalid (raised by compile)
     │   ├── DuplicateNodeError
     │   ├── UnknownNodeError
     │   └── NoPathToEndError
@@ -122,8 +122,9 @@ class WaylineError(Exception):
     """Root of every error wayline raises on purpose."""
 
 
-class GraphError(WaylineError):
-    """The graph definition is invalid; nothing ran."""
+class GraphError(WaylineError, ValueError):
+    """The graph definition is invalid; nothing ran (a ``ValueError`` too, as LangGraph
+    raises for these)."""
 
 
 class DuplicateNodeError(GraphError, ValueError):

@@ -14,6 +14,7 @@ from wayline.errors import (
     DuplicateNodeError,
     GraphError,
     GraphRecursionError,
+    InvalidUpdateError,
     StoreURLError,
     UnknownNodeError,
     WaylineError,
@@ -416,3 +417,33 @@ def test_str_enum_members_name_nodes_as_their_values() -> None:
     assert sorted(app.nodes) == ["first", "second"]
     assert all(type(n) is str for n in app.nodes)
     assert app.invoke({"log": []}) == {"log": ["first", "second"]}
+
+
+def one_arg(a: str) -> str:
+    return a
+
+
+class BadReducer(TypedDict):
+    hello: Annotated[str, one_arg]
+
+
+def test_graph_definition_errors_are_value_errors_saying_what_langgraph_says() -> None:
+    """As LangGraph: an edge from an unknown node, a one-parameter reducer and two writes
+    to a plain key in one step fail with LangGraph's words (and error types)."""
+    g = StateGraph(dict).add_node("start", lambda s: s)
+    g.add_edge(START, "start")
+    g.add_edge("unknown", "start")
+    with pytest.raises(ValueError, match="Found edge starting at unknown node 'unknown'"):
+        g.compile()
+
+    with pytest.raises(GraphError, match="Invalid reducer signature for state key 'hello'"):
+        StateGraph(BadReducer)
+
+    class T(TypedDict):
+        hello: str
+
+    fan = StateGraph(T).add_node("a", lambda s: {"hello": "a"})
+    fan.add_node("b", lambda s: {"hello": "b"}).add_node("c", lambda s: {"hello": "c"})
+    fan.add_edge(START, "a").add_edge("a", "b").add_edge("a", "c")
+    with pytest.raises(InvalidUpdateError, match="At key 'hello'"):
+        fan.compile().invoke({"hello": "there"})

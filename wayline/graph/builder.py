@@ -402,10 +402,18 @@ def _node_list(names: Sequence[str] | str | None, nodes: Mapping[str, Any]) -> t
     return listed
 
 
+_LANGGRAPH_SAYS = {
+    "edge start": "Found edge starting at unknown node",
+    "edge end": "Found edge ending at unknown node",
+}
+"""LangGraph's words for these, said first so that a ported check of the message holds."""
+
+
 def _check(name: str, allowed: set[str], what: str) -> None:
     if name not in allowed:
         known = sorted(n for n in allowed if not n.startswith("__"))
-        raise UnknownNodeError(f"{what} {name!r} is not a node of this graph; nodes: {known}")
+        said = f"{_LANGGRAPH_SAYS[what]} {name!r}: " if what in _LANGGRAPH_SAYS else ""
+        raise UnknownNodeError(f"{said}{what} {name!r} is not a node of this graph; nodes: {known}")
 
 
 def _closure(start: str, succ: Mapping[str, set[str]]) -> set[str]:
