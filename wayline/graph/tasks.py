@@ -154,8 +154,10 @@ class TaskSteps:
         # one Command's update) is one value
         many = isinstance(output, list | tuple) and any(isinstance(o, Command) for o in output)
         updates = update if many else [update]
-        writes: list[tuple[str, Any]] = []
+        writes: list[tuple[str, Any]] = list(task.scope.pushed)  # push_message's first
         schema = loop.graph.schema
+        if writes:
+            schema.check_keys(dict(writes), f"node {name!r}")
         for part in updates:
             as_dict = schema.input_to_dict(part)
             schema.check_keys(as_dict, f"node {name!r}")
@@ -164,6 +166,8 @@ class TaskSteps:
         folded = None if local is None else Folded(local, routing)
         result = TaskResult(name, task.spec.path, (*writes, *routing))
         memory = loop._memory.take(task.id) if loop._memory is not None else []
+        if update is None and task.scope.pushed:  # what it pushed is what it updated
+            update = _pushed_update(task.scope.pushed)
         return TaskOutcome(task, result, update, folded=folded, memory=memory)
 
     def cache_key(self, task: ExecTask, arg: Any) -> FullKey | None:
@@ -258,3 +262,12 @@ def node_delay(policy: RetryPolicy, attempt: int) -> float:
 
 def _loop(mixin: object) -> RunLoop:
     return typing.cast("RunLoop", mixin)
+
+
+def _pushed_update(pushed: list[tuple[str, Any]]) -> Any:
+    """A node's ``push_message`` writes as LangGraph's ``updates`` chunk shows them: one
+    dict, or a dict per write when a key was written more than once."""
+    keys = [k for k, _ in pushed]
+    if len(set(keys)) < len(keys):
+        return [{k: v} for k, v in pushed]
+    return dict(pushed)
