@@ -447,3 +447,21 @@ def test_graph_definition_errors_are_value_errors_saying_what_langgraph_says() -
     fan.add_edge(START, "a").add_edge("a", "b").add_edge("a", "c")
     with pytest.raises(InvalidUpdateError, match="At key 'hello'"):
         fan.compile().invoke({"hello": "there"})
+
+
+def test_a_compiled_graph_and_its_nodes_copy_as_langgraph() -> None:
+    """``graph.copy()`` and ``graph.nodes[name].copy({...})``, as LangGraph's ``Pregel`` and
+    ``PregelNode``: shallow copies with the given attributes replaced."""
+
+    class T(TypedDict):
+        foo: str
+
+    g = StateGraph(T).add_node("agent", lambda s: {"foo": "agent"})
+    app = g.add_edge(START, "agent").compile()
+    copied = app.copy({"config": {"recursion_limit": 5}})
+    assert copied is not app and copied.config == {"recursion_limit": 5} and app.config == {}
+    assert copied.invoke({"foo": "in"}) == {"foo": "agent"}
+    with pytest.raises(TypeError, match="no attribute 'nope'"):
+        app.copy({"nope": 1})
+    node = app.nodes["agent"].copy({"defer": True})
+    assert node.defer and not app.nodes["agent"].defer and node.fn is app.nodes["agent"].fn

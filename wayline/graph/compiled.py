@@ -188,6 +188,16 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             return tuple(self.schema.channels)
         return tuple(typing.get_type_hints(spec.input_schema))
 
+    def copy(self, update: Mapping[str, Any] | None = None) -> CompiledGraph:
+        """A shallow copy with ``update``'s attributes replaced (LangGraph's
+        ``Pregel.copy``); a name the graph does not have is refused."""
+        bound = copy.copy(self)
+        for key, value in (update or {}).items():
+            if not hasattr(self, key):
+                raise TypeError(f"copy(update=...): a compiled graph has no attribute {key!r}")
+            setattr(bound, key, value)
+        return bound
+
     def with_config(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> CompiledGraph:
         """The same graph with ``config`` merged into every call's config (as LangGraph)."""
         bound = copy.copy(self)

@@ -78,6 +78,10 @@ class NodeSpec:
             self.name, None if self.is_async else self.fn, self.fn if self.is_async else None
         )
 
+    def copy(self, update: Mapping[str, Any] | None = None) -> NodeSpec:
+        """The node with ``update``'s fields replaced (LangGraph's ``PregelNode.copy``)."""
+        return dataclasses.replace(self, **(update or {}))
+
     def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
         """Run the node's Runnable by itself (``graph.nodes["tools"].invoke(...)``)."""
         invoke = getattr(self.fn, "invoke", None)
