@@ -664,12 +664,19 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
 
             futures = [asyncio.ensure_future(gated(t)) for t in tasks]
         outcomes = []
-        for next_done in asyncio.as_completed(futures):
-            outcome = await next_done
-            loop.task_done(outcome)
-            if loop.invocation.chat_callbacks is not None:  # messages the node returned
-                loop.invocation.chat_callbacks.node_output(outcome)
-            outcomes.append(outcome)
+        try:
+            for next_done in asyncio.as_completed(futures):
+                outcome = await next_done
+                loop.task_done(outcome)
+                if loop.invocation.chat_callbacks is not None:  # messages the node returned
+                    loop.invocation.chat_callbacks.node_output(outcome)
+                outcomes.append(outcome)
+        except BaseException:  # the caller cancelled (or a task failed hard): as LangGraph,
+            running = [f for f in futures if not f.done()]  # the step's nodes still running
+            for future in running:  # get CancelledError at their await, and are waited for,
+                future.cancel()  # so none goes on after the call has returned
+            await asyncio.gather(*running, return_exceptions=True)
+            raise
         return outcomes
 
 
