@@ -465,3 +465,20 @@ def test_a_compiled_graph_and_its_nodes_copy_as_langgraph() -> None:
         app.copy({"nope": 1})
     node = app.nodes["agent"].copy({"defer": True})
     assert node.defer and not app.nodes["agent"].defer and node.fn is app.nodes["agent"].fn
+
+
+def test_a_waiting_edge_into_end_ends_after_its_nodes() -> None:
+    """As LangGraph: ``add_edge(["a", "b"], END)`` compiles; nothing runs after either."""
+
+    class T(TypedDict):
+        foo: Annotated[list[str], operator.add]
+
+    g = (
+        StateGraph(T)
+        .add_node("a", lambda s: {"foo": ["a"]})
+        .add_node("b", lambda s: {"foo": ["b"]})
+    )
+    g.add_edge(START, "a").add_edge(START, "b").add_edge(["a", "b"], END)
+    assert g.compile().invoke({"foo": []}) == {"foo": ["a", "b"]}
+    with pytest.raises(GraphError, match="START and END cannot take part"):
+        StateGraph(T).add_node("a", lambda s: {}).add_edge([START, "a"], END)

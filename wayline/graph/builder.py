@@ -208,6 +208,10 @@ class StateGraph:
             starts = tuple(_plain(k) for k in start_key)
             if not starts:
                 raise GraphError("add_edge with a list of starts needs at least one start")
+            if end_key == END and START not in starts and END not in starts:
+                for start in starts:  # waiting to end is ending: nothing runs after either
+                    self.edges.add((start, END))
+                return self
             if START in starts or END in starts or end_key in (START, END):
                 raise GraphError("a waiting edge joins nodes; START and END cannot take part")
             self.waiting_edges.add((tuple(sorted(set(starts))), end_key))
