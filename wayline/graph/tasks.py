@@ -32,6 +32,14 @@ if TYPE_CHECKING:
 
 __all__ = ["ExecTask", "Folded", "TaskOutcome", "TaskSteps", "defer_split", "node_delay"]
 
+NODE_FAILED = "__node_failed__"
+"""The task's ledger record of its node's failure, made before its error handler runs."""
+
+
+class NodeFailedEarlier(RuntimeError):
+    """What an error handler resumed after a crash is given as the error: the recorded
+    text (``"RuntimeError: boom"``) of the failure, as LangGraph's deserialized error."""
+
 
 @dataclasses.dataclass(slots=True)
 class ExecTask:
@@ -130,6 +138,25 @@ class TaskSteps:
         probe.emit("task_start", loop.tenant_id, loop.run_id, task.step, task.spec.name, task.id)
         is_async = loop.graph.nodes[task.spec.name].is_async
         return timed_call(call, loop.graph.name, task.spec.name, loop.tenant_id, is_async=is_async)
+
+    def failed_before(self, task: ExecTask) -> Exception | None:
+        """The failure an earlier execution of this task recorded before its node's error
+        handler ran (the handler then crashed, or the process died): LangGraph resumes the
+        handler, not the node. None: the node runs."""
+        loop = _loop(self)
+        ledger = task.ctx.ledger
+        if loop.graph.nodes[task.spec.name].error_handler is None or ledger is None:
+            return None
+        recorded = getattr(ledger, "recorded", None)  # a fork's replay ledger has none
+        found, text = recorded(NODE_FAILED) if recorded is not None else (False, None)
+        return NodeFailedEarlier(str(text)) if found else None
+
+    def record_failure(self, task: ExecTask, exc: Exception) -> None:
+        """Record that the node failed for good, before its error handler runs."""
+        loop = _loop(self)
+        ledger = task.ctx.ledger
+        if loop.graph.nodes[task.spec.name].error_handler is not None and ledger is not None:
+            ledger.record(NODE_FAILED, lambda: f"{type(exc).__name__}: {exc}")
 
     def handler_call(
         self, task: ExecTask, exc: Exception

@@ -2,13 +2,16 @@
 ``bulk_update_state`` spelling a run as ``__input__``/``__start__``/nodes (and a node's
 ``Command``), ``Overwrite``, ``push_message``, a single-value subgraph invoked in a node,
 ``str`` enum node names, ``update_state`` on an ``@entrypoint``, a single-value state's
-interrupt, and the error types of an ambiguous resume and an unknown edge."""
+interrupt, the error types of an ambiguous resume and an unknown edge, and an error
+handler that crashed resumed without running its node again."""
 
+import asyncio
 import enum
 import operator
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage
+from langgraph.errors import NodeError
 from langgraph.func import entrypoint
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages, push_message
@@ -180,7 +183,38 @@ def errors(checkpointer):
     return found
 
 
+def handler_resumed(checkpointer):
+    calls = {"node": 0, "handler": 0}
+    seen = []
+    crash = [True]
+
+    def fail(state: Foo):
+        calls["node"] += 1
+        raise RuntimeError("boom")
+
+    async def handler(state: Foo, error: NodeError):
+        calls["handler"] += 1
+        seen.append((error.node, "boom" in str(error.error)))
+        if crash[0]:
+            raise RuntimeError("handler crash")
+        return {"foo": "recovered"}
+
+    graph = (
+        StateGraph(Foo)
+        .add_node("fail", fail, error_handler=handler)
+        .add_edge(START, "fail")
+        .compile(checkpointer=checkpointer)
+    )
+    config = {"configurable": {"thread_id": "handler"}}
+    try:
+        asyncio.run(graph.ainvoke({"foo": ""}, config))
+    except RuntimeError as exc:
+        seen.append(str(exc))
+    crash[0] = False
+    return [asyncio.run(graph.ainvoke(None, config)), calls, seen]
+
+
 def main(checkpointer):
     parts = (written_as_the_run, overwrites, pushed, single_value_child, enum_names)
-    parts += (entrypoint_update, single_value_interrupt, errors)
+    parts += (entrypoint_update, single_value_interrupt, errors, handler_resumed)
     return [(part.__name__, part(checkpointer)) for part in parts]
