@@ -482,3 +482,17 @@ def test_a_waiting_edge_into_end_ends_after_its_nodes() -> None:
     assert g.compile().invoke({"foo": []}) == {"foo": ["a", "b"]}
     with pytest.raises(GraphError, match="START and END cannot take part"):
         StateGraph(T).add_node("a", lambda s: {}).add_edge([START, "a"], END)
+
+
+def test_a_builder_shows_its_channels_by_key_as_langgraph() -> None:
+    """``StateGraph.channels``: every key of the state (and of an input or output schema)."""
+
+    class Base(TypedDict):
+        input: str
+
+    class Full(Base, total=False):
+        steps: Annotated[list[str], operator.add]
+
+    g = StateGraph(Full)
+    assert g.channels.keys() == {"input", "steps"}
+    assert g.channels is g.schema.channels

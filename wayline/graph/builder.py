@@ -16,6 +16,7 @@ from wayline.graph.timeouts import TimeoutPolicy
 from wayline.graph.types import END, START
 
 if TYPE_CHECKING:
+    from wayline.graph.channels import Channel
     from wayline.graph.compiled import CompiledGraph
     from wayline.store.base import Store
 
@@ -84,6 +85,12 @@ class StateGraph:
         self.default_timeout: TimeoutPolicy | None = None
         self.default_cache: Any = None
         self.default_handler: NodeSpec | None = None
+
+    @property
+    def channels(self) -> Mapping[str, Channel]:
+        """The state's channels by key, every schema's keys included (LangGraph's
+        ``StateGraph.channels``; the channel classes are wayline's)."""
+        return self.schema.channels
 
     @property
     def managed(self) -> Mapping[str, str]:
