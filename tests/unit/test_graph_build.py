@@ -496,3 +496,19 @@ def test_a_builder_shows_its_channels_by_key_as_langgraph() -> None:
     g = StateGraph(Full)
     assert g.channels.keys() == {"input", "steps"}
     assert g.channels is g.schema.channels
+
+
+def test_a_command_update_may_be_pairs_writing_a_key_twice() -> None:
+    """As LangGraph: ``Command(update=[("foo", a), ("foo", b)])`` writes each pair, in
+    order, through the reducer; the ``updates`` chunk shows a dict per write."""
+
+    class T(TypedDict):
+        foo: Annotated[str, lambda a, b: ", ".join(x for x in (a, b) if x)]
+
+    g = StateGraph(T).add_node("one", lambda s: Command(update=[("foo", "a"), ("foo", "b")]))
+    app = g.add_edge(START, "one").compile()
+    assert list(app.stream({"foo": "in"})) == [{"one": [{"foo": "a"}, {"foo": "b"}]}]
+    assert app.invoke({"foo": "in"}) == {"foo": "in, a, b"}
+    plain = StateGraph(T).add_node("one", lambda s: [("foo", "a")]).add_edge(START, "one")
+    with pytest.raises(InvalidUpdateError):  # not a Command's: refused, as by LangGraph
+        plain.compile().invoke({"foo": "in"})

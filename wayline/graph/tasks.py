@@ -185,7 +185,16 @@ class TaskSteps:
         schema = loop.graph.schema
         if writes:
             schema.check_keys(dict(writes), f"node {name!r}")
+        commanded = many or isinstance(output, Command)
         for part in updates:
+            if commanded and schema.kind != "root" and _pairs(part):
+                # Command(update=[("key", value), ...]), as LangGraph: each pair a write, in
+                # order, a key as often as it is named
+                schema.check_keys(dict(part), f"node {name!r}")
+                writes.extend(part)
+                if part is update:
+                    update = _as_written(part)
+                continue
             as_dict = schema.input_to_dict(part)
             schema.check_keys(as_dict, f"node {name!r}")
             writes.extend(as_dict.items())
@@ -194,7 +203,7 @@ class TaskSteps:
         result = TaskResult(name, task.spec.path, (*writes, *routing))
         memory = loop._memory.take(task.id) if loop._memory is not None else []
         if update is None and task.scope.pushed:  # what it pushed is what it updated
-            update = _pushed_update(task.scope.pushed)
+            update = _as_written(task.scope.pushed)
         return TaskOutcome(task, result, update, folded=folded, memory=memory)
 
     def cache_key(self, task: ExecTask, arg: Any) -> FullKey | None:
@@ -291,10 +300,20 @@ def _loop(mixin: object) -> RunLoop:
     return typing.cast("RunLoop", mixin)
 
 
-def _pushed_update(pushed: list[tuple[str, Any]]) -> Any:
-    """A node's ``push_message`` writes as LangGraph's ``updates`` chunk shows them: one
-    dict, or a dict per write when a key was written more than once."""
+def _as_written(pushed: list[tuple[str, Any]]) -> Any:
+    """Writes given as pairs (``push_message``'s, a ``Command``'s ``[(key, value), ...]``)
+    as LangGraph's ``updates`` chunk shows them: one dict, or a dict per write when a key
+    was written more than once."""
     keys = [k for k, _ in pushed]
     if len(set(keys)) < len(keys):
         return [{k: v} for k, v in pushed]
     return dict(pushed)
+
+
+def _pairs(update: Any) -> bool:
+    """An update given as a list of ``(key, value)`` pairs (LangGraph's tuples form)."""
+    return (
+        type(update) is list
+        and bool(update)
+        and all(type(p) is tuple and len(p) == 2 and type(p[0]) is str for p in update)
+    )
