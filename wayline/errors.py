@@ -1,7 +1,7 @@
 """Typed errors. Each class's docstring says what happened; each message says what to do.
 
     WaylineError
-    ├── GraphError                  the graph definition is invalid (raised by compile)
+    ├── GraphError (ValueError)     the graph definition is invalid (raised by compile)
     │   ├── DuplicateNodeError
     │   ├── UnknownNodeError
     │   └── NoPathToEndError
@@ -32,7 +32,7 @@
     ├── GraphLoadError              a graph named on the command line cannot be loaded
     ├── VersionMismatchError        the run was written by code this graph no longer matches
     │   └── GraphMismatchError      same name and version, another shape (fingerprint)
-    ├── ResumeError                 a resume does not fit the run's current state
+    ├── ResumeError (RuntimeError)  a resume does not fit the run's current state
     │   ├── ApprovalRefused         the actor, digest or expiry does not allow the decision
     │   └── RedactedRunError        the run had a class of its data erased
     ├── ScopeError                  the client's scope does not allow the call (read, execute)
@@ -122,8 +122,9 @@ class WaylineError(Exception):
     """Root of every error wayline raises on purpose."""
 
 
-class GraphError(WaylineError):
-    """The graph definition is invalid; nothing ran."""
+class GraphError(WaylineError, ValueError):
+    """The graph definition is invalid; nothing ran (a ``ValueError`` too, as LangGraph
+    raises for these)."""
 
 
 class DuplicateNodeError(GraphError, ValueError):
@@ -144,7 +145,11 @@ class InvalidUpdateError(WaylineError):
 
 class GraphDrained(WaylineError):
     """``RunControl.request_drain`` stopped the run between steps; its steps are committed
-    and ``invoke(None, config)`` continues it."""
+    and ``invoke(None, config)`` continues it. ``reason`` is the one the drain gave."""
+
+    def __init__(self, message: str = "", reason: str = "shutdown") -> None:
+        super().__init__(message or f"Graph drained: {reason}")
+        self.reason = reason
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -381,8 +386,9 @@ class GraphMismatchError(VersionMismatchError):
     and carry the run forward with a migration."""
 
 
-class ResumeError(WaylineError):
-    """A resume value or command does not match the run's pending interrupts."""
+class ResumeError(WaylineError, RuntimeError):
+    """A resume value or command does not match the run's pending interrupts (a
+    ``RuntimeError`` too, as LangGraph raises for these)."""
 
 
 class TimeTravelError(WaylineError):

@@ -3,6 +3,7 @@ ported program changes only its imports."""
 
 from wayline.effects.retry import RetryPolicy
 from wayline.graph.cache import CachePolicy
+from wayline.graph.channels.overwrite import Overwrite
 from wayline.graph.context import interrupt
 from wayline.graph.timeouts import TimeoutPolicy
 from wayline.graph.types import (
@@ -22,6 +23,7 @@ __all__ = [
     "Command",
     "Durability",
     "Interrupt",
+    "Overwrite",
     "PregelTask",
     "RetryPolicy",
     "Send",

@@ -41,6 +41,7 @@ SAME = [
     "agent_streams",
     "state_schemas",
     "state_history",
+    "pregel_api",
 ]
 
 

@@ -144,3 +144,38 @@ def test_async_node_exception_is_recorded_and_resumable() -> None:
     assert run_row is not None and run_row.status == "failed"
     fail["on"] = False
     assert run(app.ainvoke(None, cfg())) == {"log": ["flaky"]}
+
+
+def test_cancelling_ainvoke_cancels_the_running_async_node_before_it_returns() -> None:
+    """As LangGraph: cancelling the task that awaits ``ainvoke`` delivers CancelledError
+    to the async node at its await, and the node has stopped by the time the cancelled
+    call returns; the next node never runs."""
+    timeline: list[str] = []
+
+    async def main() -> None:
+        started = asyncio.Event()
+
+        async def slow(state: dict[str, Any]) -> dict[str, Any]:
+            started.set()
+            try:
+                await asyncio.Event().wait()  # never set: only a cancel ends it
+            except asyncio.CancelledError:
+                timeline.append("slow:cancelled")
+                raise
+            return {"first": "done"}
+
+        async def second(state: dict[str, Any]) -> dict[str, Any]:
+            timeline.append("second:ran")
+            return {}
+
+        g = StateGraph(dict).add_node("slow", slow).add_node("second", second)
+        g.add_edge(START, "slow").add_edge("slow", "second")
+        running = asyncio.create_task(g.compile().ainvoke({}))
+        await started.wait()
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        timeline.append("caller:done")
+
+    asyncio.run(main())
+    assert timeline == ["slow:cancelled", "caller:done"]

@@ -9,11 +9,12 @@ from typing import Annotated, Any, Literal, TypedDict
 
 import pytest
 
-from wayline import END, START, Command, CompiledGraph, StateGraph
+from wayline import END, START, Command, CompiledGraph, Send, StateGraph, interrupt
 from wayline.errors import (
     DuplicateNodeError,
     GraphError,
     GraphRecursionError,
+    InvalidUpdateError,
     StoreURLError,
     UnknownNodeError,
     WaylineError,
@@ -316,6 +317,74 @@ def test_any_other_type_is_a_single_value_state(schema: Any) -> None:
     assert out == ([1, 2, 1, 2] if typing.get_origin(schema) is Annotated else start)
 
 
+def test_a_single_value_subgraph_invoked_in_a_node_returns_its_value() -> None:
+    """As LangGraph: a ``StateGraph(list[str])`` invoked inside a parent's node (so run as
+    the parent's child) returns its value, as when invoked alone."""
+    child_g = StateGraph(list[str]).add_node("add_a", lambda v: [x + "a" for x in v])
+    child_g.add_edge(START, "add_a")
+    child = child_g.compile()
+
+    class P(TypedDict):
+        words: list[str]
+
+    parent_g = StateGraph(P).add_node("call", lambda s: {"words": child.invoke(s["words"])})
+    parent_g.add_edge(START, "call")
+    alone: Any = child.invoke(["x"])
+    assert alone == ["xa"]
+    assert parent_g.compile().invoke({"words": ["b", "c"]}) == {"words": ["ba", "ca"]}
+
+
+ADD_LIST: Any = Annotated[list, operator.add]
+
+
+def test_a_single_value_node_may_return_a_command_whose_update_is_the_list() -> None:
+    """As LangGraph: in ``StateGraph(Annotated[list, add])`` a node's
+    ``Command(update=[...], goto=...)`` writes the list as one value (a list of Commands
+    is several updates); a node's ``Command`` reads as LangGraph's, only its set fields."""
+
+    def first(v: list[str]) -> Command[Any]:
+        return Command(update=["one"], goto=Send("second", Command(goto="x")))
+
+    def second(arg: Any) -> Any:
+        return [Command(update=[f"two:{arg!r}"])]
+
+    g = StateGraph(ADD_LIST).add_node("first", first)
+    g.add_node("second", second)
+    g.add_edge(START, "first")
+    out: Any = g.compile().invoke(["zero"])
+    assert out == ["zero", "one", "two:Command(goto='x')"]
+    assert repr(Command(update={"a": 1}, goto="n")) == "Command(update={'a': 1}, goto='n')"
+
+
+def test_an_interrupted_single_value_state_returns_the_questions() -> None:
+    """As LangGraph: ``invoke`` of a single-value state that paused returns
+    ``{"__interrupt__": [...]}`` (the value is not a dict to carry them)."""
+
+    def ask(v: list[str]) -> list[str]:
+        return [interrupt("go on?")]
+
+    g = StateGraph(ADD_LIST).add_node("ask", ask)
+    g.add_edge(START, "ask")
+    app = g.compile()
+    cfg = {"configurable": {"thread_id": "single"}}
+    paused: Any = app.invoke(["start"], cfg)
+    assert list(paused) == ["__interrupt__"] and paused["__interrupt__"][0].value == "go on?"
+    done: Any = app.invoke(Command(resume="yes"), cfg)
+    assert done == ["start", "yes"]
+
+
+def test_a_function_node_shows_its_function_as_langgraph_runnable() -> None:
+    def sync_node(s: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    async def async_node(s: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    g = StateGraph(dict).add_node("s", sync_node).add_node("a", async_node)
+    assert g.nodes["s"].runnable.func is sync_node and g.nodes["s"].runnable.afunc is None
+    assert g.nodes["a"].runnable.afunc is async_node and g.nodes["a"].runnable.func is None
+
+
 def test_dataclass_schema_channels_follow_its_fields() -> None:
     @dataclasses.dataclass
     class DC:
@@ -324,3 +393,122 @@ def test_dataclass_schema_channels_follow_its_fields() -> None:
 
     g = StateGraph(DC)
     assert set(g.schema.channels) == {"items", "name"}
+
+
+def test_str_enum_members_name_nodes_as_their_values() -> None:
+    """As LangGraph: ``class Name(str, Enum)`` members name nodes, edges and routes; they
+    are stored as their text (the codec keeps no user types in routing)."""
+    import enum
+
+    class Name(str, enum.Enum):  # noqa: UP042 (str() is "Name.FIRST", as LangGraph users write it)
+        FIRST = "first"
+        SECOND = "second"
+
+    class T(TypedDict):
+        log: Annotated[list[str], operator.add]
+
+    g = StateGraph(T)
+    g.add_node(Name.FIRST, lambda s: {"log": ["first"]})
+    g.add_node(Name.SECOND, lambda s: {"log": ["second"]})
+    g.add_edge(START, Name.FIRST)
+    g.add_conditional_edges(Name.FIRST, lambda s: Name.SECOND)
+    g.add_edge(Name.SECOND, END)
+    app = g.compile()
+    assert sorted(app.nodes) == ["first", "second"]
+    assert all(type(n) is str for n in app.nodes)
+    assert app.invoke({"log": []}) == {"log": ["first", "second"]}
+
+
+def one_arg(a: str) -> str:
+    return a
+
+
+class BadReducer(TypedDict):
+    hello: Annotated[str, one_arg]
+
+
+def test_graph_definition_errors_are_value_errors_saying_what_langgraph_says() -> None:
+    """As LangGraph: an edge from an unknown node, a one-parameter reducer and two writes
+    to a plain key in one step fail with LangGraph's words (and error types)."""
+    g = StateGraph(dict).add_node("start", lambda s: s)
+    g.add_edge(START, "start")
+    g.add_edge("unknown", "start")
+    with pytest.raises(ValueError, match="Found edge starting at unknown node 'unknown'"):
+        g.compile()
+
+    with pytest.raises(GraphError, match="Invalid reducer signature for state key 'hello'"):
+        StateGraph(BadReducer)
+
+    class T(TypedDict):
+        hello: str
+
+    fan = StateGraph(T).add_node("a", lambda s: {"hello": "a"})
+    fan.add_node("b", lambda s: {"hello": "b"}).add_node("c", lambda s: {"hello": "c"})
+    fan.add_edge(START, "a").add_edge("a", "b").add_edge("a", "c")
+    with pytest.raises(InvalidUpdateError, match="At key 'hello'"):
+        fan.compile().invoke({"hello": "there"})
+
+
+def test_a_compiled_graph_and_its_nodes_copy_as_langgraph() -> None:
+    """``graph.copy()`` and ``graph.nodes[name].copy({...})``, as LangGraph's ``Pregel`` and
+    ``PregelNode``: shallow copies with the given attributes replaced."""
+
+    class T(TypedDict):
+        foo: str
+
+    g = StateGraph(T).add_node("agent", lambda s: {"foo": "agent"})
+    app = g.add_edge(START, "agent").compile()
+    copied = app.copy({"config": {"recursion_limit": 5}})
+    assert copied is not app and copied.config == {"recursion_limit": 5} and app.config == {}
+    assert copied.invoke({"foo": "in"}) == {"foo": "agent"}
+    with pytest.raises(TypeError, match="no attribute 'nope'"):
+        app.copy({"nope": 1})
+    node = app.nodes["agent"].copy({"defer": True})
+    assert node.defer and not app.nodes["agent"].defer and node.fn is app.nodes["agent"].fn
+
+
+def test_a_waiting_edge_into_end_ends_after_its_nodes() -> None:
+    """As LangGraph: ``add_edge(["a", "b"], END)`` compiles; nothing runs after either."""
+
+    class T(TypedDict):
+        foo: Annotated[list[str], operator.add]
+
+    g = (
+        StateGraph(T)
+        .add_node("a", lambda s: {"foo": ["a"]})
+        .add_node("b", lambda s: {"foo": ["b"]})
+    )
+    g.add_edge(START, "a").add_edge(START, "b").add_edge(["a", "b"], END)
+    assert g.compile().invoke({"foo": []}) == {"foo": ["a", "b"]}
+    with pytest.raises(GraphError, match="START and END cannot take part"):
+        StateGraph(T).add_node("a", lambda s: {}).add_edge([START, "a"], END)
+
+
+def test_a_builder_shows_its_channels_by_key_as_langgraph() -> None:
+    """``StateGraph.channels``: every key of the state (and of an input or output schema)."""
+
+    class Base(TypedDict):
+        input: str
+
+    class Full(Base, total=False):
+        steps: Annotated[list[str], operator.add]
+
+    g = StateGraph(Full)
+    assert g.channels.keys() == {"input", "steps"}
+    assert g.channels is g.schema.channels
+
+
+def test_a_command_update_may_be_pairs_writing_a_key_twice() -> None:
+    """As LangGraph: ``Command(update=[("foo", a), ("foo", b)])`` writes each pair, in
+    order, through the reducer; the ``updates`` chunk shows a dict per write."""
+
+    class T(TypedDict):
+        foo: Annotated[str, lambda a, b: ", ".join(x for x in (a, b) if x)]
+
+    g = StateGraph(T).add_node("one", lambda s: Command(update=[("foo", "a"), ("foo", "b")]))
+    app = g.add_edge(START, "one").compile()
+    assert list(app.stream({"foo": "in"})) == [{"one": [{"foo": "a"}, {"foo": "b"}]}]
+    assert app.invoke({"foo": "in"}) == {"foo": "in, a, b"}
+    plain = StateGraph(T).add_node("one", lambda s: [("foo", "a")]).add_edge(START, "one")
+    with pytest.raises(InvalidUpdateError):  # not a Command's: refused, as by LangGraph
+        plain.compile().invoke({"foo": "in"})

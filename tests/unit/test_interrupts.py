@@ -169,6 +169,9 @@ def test_ambiguous_resume_is_refused_and_the_run_stays_interrupted() -> None:
     out = app.invoke({"log": []}, cfg())
     with pytest.raises(ResumeError, match="2 pending interrupts"):
         app.invoke(Command(resume="which one?"), cfg())
+    # as LangGraph's: a RuntimeError, saying the same first sentence
+    with pytest.raises(RuntimeError, match="you must specify the interrupt id when resuming"):
+        app.invoke(Command(resume="which one?"), cfg())
     with pytest.raises(ResumeError):
         app.invoke(Command(resume={"not-an-id": 1, "nor-this": 2}), cfg())
     assert status(app) == "interrupted"

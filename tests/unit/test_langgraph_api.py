@@ -204,6 +204,26 @@ def test_a_finished_task_is_not_run_again_after_the_entrypoint_fails() -> None:
     assert calls == ["fetch1", "fetch2"]
 
 
+def test_an_entrypoint_update_is_its_return_value_and_the_next_previous() -> None:
+    """As LangGraph: ``update_state`` on an ``@entrypoint`` writes what it returned, so
+    the next call gets the update as ``previous`` (on a thread that ran or not)."""
+    from wayline.func import entrypoint
+
+    seen: list[Any] = []
+
+    @entrypoint(checkpointer=wayline.connect("sqlite:///:memory:"))
+    def turn(inputs: Any, *, previous: Any) -> Any:
+        seen.append(previous)
+        return {"previous": previous, "current": inputs}
+
+    turn.update_state(cfg("e"), {"a": "-1"})
+    assert turn.get_state(cfg("e")).values == {"a": "-1"}
+    assert turn.invoke({"a": "1"}, cfg("e")) == {"current": {"a": "1"}, "previous": {"a": "-1"}}
+    asyncio.run(turn.aupdate_state(cfg("e"), {"a": "3"}))
+    assert turn.invoke({"a": "2"}, cfg("e")) == {"current": {"a": "2"}, "previous": {"a": "3"}}
+    assert seen == [{"a": "-1"}, {"a": "3"}]
+
+
 def test_interrupt_before_at_invoke_and_resume() -> None:
     g = StateGraph(S)
     g.add_node("a", lambda s: {"log": ["a"]})

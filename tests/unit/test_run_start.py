@@ -171,3 +171,20 @@ def test_a_recursion_limit_written_as_a_float_is_a_limit_as_in_langgraph() -> No
     store = connect("sqlite:///:memory:")
     out = _app(store).invoke({"n": 0}, {"configurable": {"thread_id": "f"}, "recursion_limit": 1e4})
     assert out == {"n": 1}
+
+
+def test_a_checkpoint_id_on_a_new_thread_without_a_checkpointer_is_a_label() -> None:
+    """As LangGraph: a graph compiled without a checkpointer has no checkpoints to go back
+    to, so a ``checkpoint_id`` a caller passes (a platform's, say) on a new thread is
+    ignored; with a checkpointer an id the thread never had is still refused."""
+    from wayline.errors import TimeTravelError
+
+    class T(TypedDict):
+        n: int
+
+    g = StateGraph(T).add_node("inc", lambda s: {"n": s["n"] + 1})
+    g.add_edge(START, "inc")
+    labelled = {"configurable": {"thread_id": "th-1", "checkpoint_id": "ckpt-1"}}
+    assert g.compile().invoke({"n": 1}, labelled) == {"n": 2}
+    with pytest.raises(TimeTravelError, match="not a checkpoint of run"):
+        g.compile(connect("sqlite:///:memory:")).invoke({"n": 1}, labelled)

@@ -7,8 +7,9 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
-from wayline import END, START, StateGraph, interrupt
+from wayline import END, START, Command, Send, StateGraph, interrupt
 from wayline.errors import InvalidUpdateError, UnknownNodeError
+from wayline.types import StateUpdate
 
 
 class S(TypedDict, total=False):
@@ -81,3 +82,77 @@ def test_a_thread_may_start_with_an_update() -> None:
     state = app.get_state(fresh)
     assert state.values["draft"] == "by hand" and state.next == ("publish",)
     assert app.invoke(None, fresh)["log"][-1] == "published 'by hand'"
+
+
+def _history(app: Any, config: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [(s.values, s.next, s.metadata["step"]) for s in app.get_state_history(config)]
+
+
+def test_a_run_written_as_input_start_and_nodes_has_the_history_of_the_run() -> None:
+    """LangGraph spells a run's input as two updates, ``__input__`` then ``__start__``;
+    wayline commits them as its one input step, so replaying a run's writes through
+    ``bulk_update_state`` gives the history that running it gave."""
+
+    class T(TypedDict):
+        foo: str
+
+    g = StateGraph(T)
+    g.add_node("agent", lambda s: {"foo": "agent"})
+    g.add_node("tool", lambda s: {"foo": "tool"})
+    g.add_edge(START, "agent")
+    g.add_edge("agent", "tool")
+    app = g.compile()
+    ran = {"configurable": {"thread_id": "ran"}}
+    app.invoke({"foo": "input"}, ran)
+    app.invoke({"foo": "input"}, ran)
+    turn = [
+        [StateUpdate({"foo": "input"}, "__input__")],
+        [StateUpdate({"foo": "input"}, "__start__")],
+        [StateUpdate({"foo": "agent"}, "agent")],
+        [StateUpdate({"foo": "tool"}, "tool")],
+    ]
+    written = {"configurable": {"thread_id": "written"}}
+    app.bulk_update_state(written, turn + turn)
+    assert app.get_state(written).values == {"foo": "tool"}
+    assert _history(app, written) == _history(app, ran)
+    assert len(_history(app, ran)) == 6  # two turns of input, agent, tool
+    alone = {"configurable": {"thread_id": "start-alone"}}  # __start__ alone: the input
+    app.bulk_update_state(alone, [[StateUpdate({"foo": "input"}, "__start__")]])
+    assert app.get_state(alone).next == ("agent",)
+    assert app.invoke(None, alone) == {"foo": "tool"}
+
+
+def test_an_update_as_a_node_may_be_its_command() -> None:
+    """``StateUpdate(Command(update=..., goto=[Send(...)]), "map")``: written as that node
+    returned it, so the sends run next, as after the node itself."""
+
+    class M(TypedDict, total=False):
+        foo: str
+        tasks: Annotated[list[int], operator.add]
+
+    def fan_out(s: M) -> Command[Any]:
+        return Command(goto=[Send("task", {"index": i}) for i in range(3)], update={"foo": "map"})
+
+    g = StateGraph(M)
+    g.add_node("map", fan_out)
+    g.add_node("task", lambda s: {"tasks": [s["index"]]})
+    g.add_edge(START, "map")
+    app = g.compile()
+    ran = {"configurable": {"thread_id": "ran"}}
+    assert app.invoke({"foo": "input"}, ran) == {"foo": "map", "tasks": [0, 1, 2]}
+    sends: Command[Any] = Command(
+        goto=[Send("task", {"index": i}) for i in range(3)], update={"foo": "map"}
+    )
+    written = {"configurable": {"thread_id": "written"}}
+    app.bulk_update_state(
+        written,
+        [
+            [StateUpdate({"foo": "input"}, "__input__")],
+            [StateUpdate({"foo": "input"}, "__start__")],
+            [StateUpdate(sends, "map")],
+        ],
+    )
+    state = app.get_state(written)
+    assert [t.name for t in state.tasks] == ["task", "task", "task"]
+    assert app.invoke(None, written) == {"foo": "map", "tasks": [0, 1, 2]}
+    assert _history(app, written) == _history(app, ran)

@@ -153,6 +153,14 @@ class EffectLedger:
         self._succeed(self._new(key, "record", name, seq, "", classified), None, value)
         return value
 
+    def recorded(self, name: str) -> tuple[bool, Any]:
+        """Whether this task's first ``record(name, ...)`` is on record, and its value; a
+        read only (no call, no record, no sequence number taken)."""
+        rec = self.store.get_effect(self.tenant_id, self._derive_key("record", name, 0))
+        if rec is not None and rec.status == "SUCCEEDED":
+            return True, self._result(rec)
+        return False, None
+
     # -- internals --------------------------------------------------------------------
 
     def _derive_key(self, kind: str, name: str, seq: int) -> str:

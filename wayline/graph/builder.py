@@ -16,6 +16,7 @@ from wayline.graph.timeouts import TimeoutPolicy
 from wayline.graph.types import END, START
 
 if TYPE_CHECKING:
+    from wayline.graph.channels import Channel
     from wayline.graph.compiled import CompiledGraph
     from wayline.store.base import Store
 
@@ -25,6 +26,14 @@ Migration = Callable[[dict[str, Any]], dict[str, Any]]
 """State of the old version in, state of the new version out."""
 
 _RESERVED_CHARS = (":", "|")
+
+
+def _plain(name: str) -> str:
+    """A node name as a plain ``str``: a ``str`` enum member (``class Name(str, Enum)``,
+    as LangGraph allows) is its value, so routes store and compare as text."""
+    return str.__str__(name) if type(name) is not str and isinstance(name, str) else name
+
+
 DEFAULT_HANDLER = "__default_error_handler__"
 
 
@@ -78,6 +87,12 @@ class StateGraph:
         self.default_handler: NodeSpec | None = None
 
     @property
+    def channels(self) -> Mapping[str, Channel]:
+        """The state's channels by key, every schema's keys included (LangGraph's
+        ``StateGraph.channels``; the channel classes are wayline's)."""
+        return self.schema.channels
+
+    @property
     def managed(self) -> Mapping[str, str]:
         """The state's managed keys (``RemainingSteps``, ``IsLastStep``) and their kinds."""
         return self.schema.managed
@@ -119,7 +134,9 @@ class StateGraph:
         return value is the node's output (updates, ``Command``), committed with the step."""
         policy = TimeoutPolicy.coerce(timeout)  # a bad timeout fails here, as LangGraph's
         del metadata  # LangGraph shows it in traces; wayline has no use for it
-        if not isinstance(node, str):
+        if isinstance(node, str):
+            node = _plain(node)
+        else:
             action = node
             found = getattr(node, "__name__", None) or getattr(node, "name", None)
             node = found if isinstance(found, str) else type(action).__name__
@@ -186,16 +203,22 @@ class StateGraph:
 
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:
         """``a -> b``; with a list of starts, ``b`` waits until all of them have run."""
+        end_key = _plain(end_key)
         if isinstance(start_key, str):
+            start_key = _plain(start_key)
             if start_key == END:
                 raise GraphError("END cannot be the start of an edge")
             if end_key == START:
                 raise GraphError("START cannot be the end of an edge")
             self.edges.add((start_key, end_key))
         else:
-            starts = tuple(start_key)
+            starts = tuple(_plain(k) for k in start_key)
             if not starts:
                 raise GraphError("add_edge with a list of starts needs at least one start")
+            if end_key == END and START not in starts and END not in starts:
+                for start in starts:  # waiting to end is ending: nothing runs after either
+                    self.edges.add((start, END))
+                return self
             if START in starts or END in starts or end_key in (START, END):
                 raise GraphError("a waiting edge joins nodes; START and END cannot take part")
             self.waiting_edges.add((tuple(sorted(set(starts))), end_key))
@@ -207,6 +230,7 @@ class StateGraph:
         path: Callable[..., Any],
         path_map: Mapping[Hashable, str] | Sequence[str] | None = None,
     ) -> StateGraph:
+        source = _plain(source)
         branch = Branch.of(path, path_map)
         if branch.input_schema is not None and branch.input_schema is not self.schema.cls:
             self._add_schema(branch.input_schema)  # its keys are channels, as a node's are
@@ -389,10 +413,18 @@ def _node_list(names: Sequence[str] | str | None, nodes: Mapping[str, Any]) -> t
     return listed
 
 
+_LANGGRAPH_SAYS = {
+    "edge start": "Found edge starting at unknown node",
+    "edge end": "Found edge ending at unknown node",
+}
+"""LangGraph's words for these, said first so that a ported check of the message holds."""
+
+
 def _check(name: str, allowed: set[str], what: str) -> None:
     if name not in allowed:
         known = sorted(n for n in allowed if not n.startswith("__"))
-        raise UnknownNodeError(f"{what} {name!r} is not a node of this graph; nodes: {known}")
+        said = f"{_LANGGRAPH_SAYS[what]} {name!r}: " if what in _LANGGRAPH_SAYS else ""
+        raise UnknownNodeError(f"{said}{what} {name!r} is not a node of this graph; nodes: {known}")
 
 
 def _closure(start: str, succ: Mapping[str, set[str]]) -> set[str]:

@@ -67,6 +67,7 @@ def node_call(
     if scope.first_attempt_at is None:
         scope.first_attempt_at = time.time()
     scope.runtime = None  # built on first use (get_runtime or a runtime parameter)
+    scope.pushed = []  # a failed attempt's pushed messages are not written
     args = (arg, task.ctx) if spec.takes_ctx else (arg,)
     kwargs = {param: _injected(what, task, scope) for param, what in spec.inject}
     fn = functools.partial(spec.fn, **kwargs) if kwargs else spec.fn

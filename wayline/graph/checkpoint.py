@@ -24,7 +24,7 @@ from wayline.classes import Redacted
 from wayline.codec import EXT_REF, Codec
 from wayline.errors import CodecError, CorruptionError, VersionMismatchError
 from wayline.graph.algo import TaskResult, TaskSpec, apply_step
-from wayline.graph.channels import MISSING, AppendLog, Channel, MessageLog
+from wayline.graph.channels import MISSING, AppendLog, Channel
 from wayline.graph.channels.tombstone import Tombstone
 from wayline.graph.segments import LogIndex, Segment, advance
 from wayline.graph.types import Command, Send
@@ -201,8 +201,8 @@ def write_snapshot(
         if not isinstance(channel, AppendLog):
             continue
         index, salt = (None, fresh) if fresh is not None else (logs.get(key), "")
-        if isinstance(channel, MessageLog) and channel.rewritten:
-            index, salt = None, f"rewritten@{step}"  # an edited history is written anew
+        if channel.rewritten:  # overwritten, or an edited history: written anew
+            index, salt = None, f"rewritten@{step}"
             channel.rewritten = False
         new_logs[key], segments = advance(index, key, step, len(channel.get()), salt=salt)
         batch.segments.extend(segment_records(codec, channel, segments, step, seal))

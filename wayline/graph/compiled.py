@@ -21,6 +21,7 @@ from wayline.graph import travel
 from wayline.graph.algo import with_pending
 from wayline.graph.cache import NODE_NS
 from wayline.graph.channels import Barrier, Channel
+from wayline.graph.channels.overwrite import Overwrite
 from wayline.graph.checkpoint import (
     DEFAULT_BLOB_THRESHOLD,
 )
@@ -149,6 +150,8 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         self.shape_json = shape_json(self.shape)
         if not self.codec.is_registered(Command):  # a Send's argument may be a Command
             self.codec.register(Command, "wayline.Command")
+        if not self.codec.is_registered(Overwrite):  # a step's writes hold it as written
+            self.codec.register(Overwrite, "wayline.Overwrite")
 
     @property
     def checkpointer(self) -> Store:
@@ -185,6 +188,16 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         if spec.input_schema is None:
             return tuple(self.schema.channels)
         return tuple(typing.get_type_hints(spec.input_schema))
+
+    def copy(self, update: Mapping[str, Any] | None = None) -> CompiledGraph:
+        """A shallow copy with ``update``'s attributes replaced (LangGraph's
+        ``Pregel.copy``); a name the graph does not have is refused."""
+        bound = copy.copy(self)
+        for key, value in (update or {}).items():
+            if not hasattr(self, key):
+                raise TypeError(f"copy(update=...): a compiled graph has no attribute {key!r}")
+            setattr(bound, key, value)
+        return bound
 
     def with_config(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> CompiledGraph:
         """The same graph with ``config`` merged into every call's config (as LangGraph)."""
@@ -422,11 +435,9 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         single-value one, whose value it is). Interrupted: with ``"__interrupt__"``, the
         questions; a single-value state's result is then those alone, as LangGraph's."""
         out = self.output_of(with_pending(loop.channels, loop.pending.values()))
-        if loop.raised:
-            asked = list(loop.raised)
-            if not isinstance(out, dict):
-                return {"__interrupt__": asked}
-            out["__interrupt__"] = asked
+        if loop.raised:  # as LangGraph: a value that is not a dict gives way to the questions
+            asked = {"__interrupt__": list(loop.raised)}
+            out = {**out, **asked} if isinstance(out, dict) else asked
         return typing.cast("dict[str, Any]", out)
 
     def make_loop(
@@ -456,6 +467,14 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         config.setdefault("configurable", {})
         config["configurable"] = {**config["configurable"], "thread_id": run_id}
         check_durability(durability)
+        conf = config["configurable"]
+        if (
+            not self.requires_thread_id
+            and conf.get("checkpoint_id")
+            and self.store.get_run(tenant, run_id) is None
+        ):  # no checkpointer, a new thread: no checkpoint to go back to, so the id is the
+            # caller's label (a platform's, say), which LangGraph ignores too
+            config["configurable"] = {k: v for k, v in conf.items() if k != "checkpoint_id"}
         owner, token = default_owner(), None
         pinned = open_pinned(self, config, tenant, owner)  # a subgraph's checkpoint
         if pinned is not None:
@@ -654,12 +673,19 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
 
             futures = [asyncio.ensure_future(gated(t)) for t in tasks]
         outcomes = []
-        for next_done in asyncio.as_completed(futures):
-            outcome = await next_done
-            loop.task_done(outcome)
-            if loop.invocation.chat_callbacks is not None:  # messages the node returned
-                loop.invocation.chat_callbacks.node_output(outcome)
-            outcomes.append(outcome)
+        try:
+            for next_done in asyncio.as_completed(futures):
+                outcome = await next_done
+                loop.task_done(outcome)
+                if loop.invocation.chat_callbacks is not None:  # messages the node returned
+                    loop.invocation.chat_callbacks.node_output(outcome)
+                outcomes.append(outcome)
+        except BaseException:  # the caller cancelled (or a task failed hard): as LangGraph,
+            running = [f for f in futures if not f.done()]  # the step's nodes still running
+            for future in running:  # get CancelledError at their await, and are waited for,
+                future.cancel()  # so none goes on after the call has returned
+            await asyncio.gather(*running, return_exceptions=True)
+            raise
         return outcomes
 
 

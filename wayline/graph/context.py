@@ -61,6 +61,9 @@ class TaskScope:
     pulse: Any = None
     attempt: int = 1
     """Which attempt of the task this is (``runtime.execution_info.node_attempt``)."""
+    pushed: list[tuple[str, Any]] = dataclasses.field(default_factory=list)
+    """Writes the attempt made before returning (``push_message``): they come first among
+    the node's writes."""
     first_attempt_at: float | None = None
     """When its first attempt started, in this process (``node_first_attempt_time``)."""
     """The attempt's progress clock when its node has a timeout (``timeouts.Pulse``)."""

@@ -92,7 +92,8 @@ def answer(
         answers = {open_[0].interrupt_id: resume}
     else:
         raise ResumeError(
-            f"run {run_id!r} has {len(open_)} pending interrupts; resume with "
+            "When there are multiple pending interrupts, you must specify the interrupt id "
+            f"when resuming. Run {run_id!r} has {len(open_)} pending interrupts; resume with "
             "Command(resume={interrupt_id: value, ...}) naming the ones you answer "
             f"(pending ids: {sorted(by_id)})"
         )

@@ -417,7 +417,8 @@ class RunLoop(TaskSteps, StepCommits):
             self.sink.flush()
             raise GraphDrained(
                 f"run {self.run_id!r} drained ({control.drain_reason}) before step "
-                f"{self.step + 1}; its steps are committed: invoke(None, config) continues it"
+                f"{self.step + 1}; its steps are committed: invoke(None, config) continues it",
+                reason=control.drain_reason or "shutdown",
             )
         if self.stop is not None and self.stop.is_set():
             if self.cancelled:
@@ -591,17 +592,20 @@ class RunLoop(TaskSteps, StepCommits):
         """One step of several updates (``bulk_update_state``'s superstep): each writes as
         its ``as_node`` would; their writes fold together, as parallel nodes' do."""
         results = []
-        for values, as_node in updates:
+        for update, as_node in updates:
+            values, goto = split_output(update, as_node or UPDATE)
             writes = list(self.graph.schema.input_to_dict(values).items())
-            if as_node is None:
+            if goto and as_node is None:  # a Command(goto=...): there, not to the next tasks
+                writes.extend(route_writes(goto, self.graph.nodes, UPDATE))
+            elif as_node is None:
                 writes.extend(
                     (ROUTE, t.name) if t.path[0] == PULL else (SEND, Send(t.name, t.arg))
                     for t in self.next_tasks
                 )
             elif as_node == "__input__":  # as the input: routed from START
-                writes.extend(self._routing(START, writes, [])[0])
-            else:
-                writes.extend(self._routing(as_node, writes, [])[0])
+                writes.extend(self._routing(START, writes, goto)[0])
+            else:  # as the node returned it: its edges and branches, and a Command's goto
+                writes.extend(self._routing(as_node, writes, goto)[0])
             name = as_node or UPDATE
             results.append(TaskResult(name, (PULL, name), tuple(writes)))
         self.unfinished.discard()

@@ -18,7 +18,7 @@ from typing import Annotated, Any, TypedDict
 
 from wayline.errors import InvalidUpdateError
 
-__all__ = ["REMOVE_ALL_MESSAGES", "AnyMessage", "MessagesState", "add_messages"]
+__all__ = ["REMOVE_ALL_MESSAGES", "AnyMessage", "MessagesState", "add_messages", "push_message"]
 
 REMOVE_ALL_MESSAGES = "__remove_all__"
 """``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` clears the list; messages after it remain."""
@@ -117,3 +117,28 @@ class MessagesState(TypedDict):
     """A state with one key, ``messages``, merged by ``add_messages``."""
 
     messages: Annotated[list[AnyMessage], add_messages]
+
+
+def push_message(message: Any, *, state_key: str | None = "messages") -> Any:
+    """As LangGraph's: from inside a node, stream ``message`` (it needs an id) on the
+    ``messages`` stream now, and write it to ``state_key`` (unless None) with the node's
+    other writes. Returns the message."""
+    from wayline.graph.context import current_scope
+
+    lc = _lc()
+    (msg,) = lc.convert_to_messages([message])
+    if msg.id is None:
+        raise ValueError("Message ID is required: give the message an id to push it")
+    scope = current_scope()
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    config: Any = var_child_runnable_config.get() or {}
+    handler: Any
+    for handler in config.get("callbacks") or []:
+        stream: Any = getattr(handler, "stream", None)
+        if callable(getattr(stream, "send", None)):  # the messages stream (lc_stream)
+            stream.send(handler.ns, handler.meta, msg, dedupe=False)
+            break
+    if state_key:
+        scope.pushed.append((state_key, msg))
+    return msg

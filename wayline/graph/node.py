@@ -21,6 +21,16 @@ __all__ = ["Branch", "NodeSpec", "possible_ends"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class NodeFunction:
+    """A function node as LangGraph's ``RunnableCallable`` shows it: its name, ``func``
+    (the sync function) and ``afunc`` (the async one)."""
+
+    name: str
+    func: Callable[..., Any] | None
+    afunc: Callable[..., Any] | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class NodeSpec:
     name: str
     fn: Callable[..., Any]
@@ -57,6 +67,20 @@ class NodeSpec:
     def bound(self) -> Callable[..., Any]:
         """The node's callable, under the name of LangGraph's ``PregelNode.bound``."""
         return self.fn
+
+    @property
+    def runnable(self) -> Any:
+        """What LangGraph's ``builder.nodes[name].runnable`` is: a Runnable node itself, else
+        the function as LangGraph wraps it (``.func`` sync, ``.afunc`` async)."""
+        if callable(getattr(self.fn, "invoke", None)):
+            return self.fn
+        return NodeFunction(
+            self.name, None if self.is_async else self.fn, self.fn if self.is_async else None
+        )
+
+    def copy(self, update: Mapping[str, Any] | None = None) -> NodeSpec:
+        """The node with ``update``'s fields replaced (LangGraph's ``PregelNode.copy``)."""
+        return dataclasses.replace(self, **(update or {}))
 
     def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
         """Run the node's Runnable by itself (``graph.nodes["tools"].invoke(...)``)."""
@@ -290,7 +314,10 @@ def route_writes(
                     f"{source!r} sent to unknown node {target.node!r}; known nodes: {sorted(nodes)}"
                 )
             writes.append((SEND, target))
-        elif target == END or target in nodes:
+            continue
+        if type(target) is not str and isinstance(target, str):  # a str enum member
+            target = str.__str__(target)  # (LangGraph allows them) routes as its text
+        if target == END or target in nodes:
             writes.append((ROUTE, target))
         else:
             raise UnknownNodeError(

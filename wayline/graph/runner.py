@@ -49,6 +49,8 @@ def _failed(
 
 
 def run_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
+    if (earlier := loop.failed_before(task)) is not None:  # its handler goes on
+        return _handled(loop, task, earlier)
     attempt = 0
     while True:
         attempt += 1
@@ -79,6 +81,7 @@ def _handled(loop: RunLoop, task: ExecTask, exc: Exception) -> TaskOutcome:
     call = loop.handler_call(task, exc)
     if call is None:
         return loop.failed(task, exc)
+    loop.record_failure(task, exc)
     fn, args, is_async = call
     try:
         output = fn(*args)
@@ -93,6 +96,7 @@ async def _ahandled(loop: RunLoop, task: ExecTask, exc: Exception) -> TaskOutcom
     call = loop.handler_call(task, exc)
     if call is None:
         return loop.failed(task, exc)
+    await asyncio.to_thread(loop.record_failure, task, exc)
     fn, args, is_async = call
     try:
         output = await fn(*args) if is_async else await asyncio.to_thread(fn, *args)
@@ -102,6 +106,10 @@ async def _ahandled(loop: RunLoop, task: ExecTask, exc: Exception) -> TaskOutcom
 
 
 async def arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
+    has_handler = loop.graph.nodes[task.spec.name].error_handler is not None  # a read:
+    earlier = await asyncio.to_thread(loop.failed_before, task) if has_handler else None
+    if earlier is not None:  # only then, off the event loop
+        return await _ahandled(loop, task, earlier)
     attempt = 0
     while True:
         attempt += 1

@@ -227,6 +227,12 @@ def _channel_for(key: str, hint: Any) -> Channel:
     if typing.get_origin(hint) is typing.Annotated:
         base, *meta = typing.get_args(hint)
         reducer = next((m for m in reversed(meta) if _is_reducer(m)), None)
+        last = meta[-1] if meta else None
+        if reducer is None and (inspect.isfunction(last) or inspect.ismethod(last)):
+            raise GraphError(  # as LangGraph: a function annotating a key is its reducer
+                f"Invalid reducer signature for state key {key!r}: expected (a, b) -> c, got "
+                f"{last.__name__}{inspect.signature(last)}; give it two parameters"
+            )
         if reducer is not None:
             factory = _factory(base)
             if factory is list and any(reducer is r for r in APPEND_REDUCERS):

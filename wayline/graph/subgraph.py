@@ -242,7 +242,7 @@ def _turn(
             start = None  # paused at a breakpoint of its own: the parent resumed, go on
         elif run.status == "done":
             if not persistent:
-                return bound.output_of(bound.get_state(config).values)
+                return _result(bound, bound.get_state(config).values)
             start = input  # a persistent child's next turn: new input on its thread
     try:
         for _ in _drive(bound, loop, start, config, ctx, run_id):
@@ -259,7 +259,13 @@ def _turn(
         raise _questions(snapshot.interrupts)
     if snapshot.next and snapshot.metadata.get("status") == "interrupted":
         raise GraphInterrupt([])  # its own breakpoint: the parent pauses too, asking nothing
-    return bound.output_of(snapshot.values)
+    return _result(bound, snapshot.values)
+
+
+def _result(bound: CompiledGraph, values: Any) -> Any:
+    """What the child's ``invoke`` returns for its snapshot's values: a single-value
+    state's snapshot already holds the value (``StateGraph(list[str])``)."""
+    return values if bound.schema.kind == "root" else bound.output_of(values)
 
 
 TURN_STEP = "subgraph-step:"

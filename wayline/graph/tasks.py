@@ -33,6 +33,14 @@ if TYPE_CHECKING:
 
 __all__ = ["ExecTask", "Folded", "TaskOutcome", "TaskSteps", "defer_split", "node_delay"]
 
+NODE_FAILED = "__node_failed__"
+"""The task's ledger record of its node's failure, made before its error handler runs."""
+
+
+class NodeFailedEarlier(RuntimeError):
+    """What an error handler resumed after a crash is given as the error: the recorded
+    text (``"RuntimeError: boom"``) of the failure, as LangGraph's deserialized error."""
+
 
 @dataclasses.dataclass(slots=True)
 class ExecTask:
@@ -131,6 +139,25 @@ class TaskSteps:
         is_async = loop.graph.nodes[task.spec.name].is_async
         return timed_call(call, loop.graph.name, task.spec.name, loop.tenant_id, is_async=is_async)
 
+    def failed_before(self, task: ExecTask) -> Exception | None:
+        """The failure an earlier execution of this task recorded before its node's error
+        handler ran (the handler then crashed, or the process died): LangGraph resumes the
+        handler, not the node. None: the node runs."""
+        loop = _loop(self)
+        ledger = task.ctx.ledger
+        if loop.graph.nodes[task.spec.name].error_handler is None or ledger is None:
+            return None
+        recorded = getattr(ledger, "recorded", None)  # a fork's replay ledger has none
+        found, text = recorded(NODE_FAILED) if recorded is not None else (False, None)
+        return NodeFailedEarlier(str(text)) if found else None
+
+    def record_failure(self, task: ExecTask, exc: Exception) -> None:
+        """Record that the node failed for good, before its error handler runs."""
+        loop = _loop(self)
+        ledger = task.ctx.ledger
+        if loop.graph.nodes[task.spec.name].error_handler is not None and ledger is not None:
+            ledger.record(NODE_FAILED, lambda: f"{type(exc).__name__}: {exc}")
+
     def handler_call(
         self, task: ExecTask, exc: Exception
     ) -> tuple[Any, tuple[Any, ...], bool] | None:
@@ -150,13 +177,24 @@ class TaskSteps:
         name = task.spec.name
         probe.emit("task_finish", loop.tenant_id, loop.run_id, task.step, name, task.id)
         update, goto = split_output(output, name)
-        # a list with Commands gives a list of updates; a list a node returns, or a
-        # Command's update (a root state's value may be a list), is one value
+        # a list of Commands gives a list of updates; a list a node returns (alone or as
+        # one Command's update) is one value
         many = isinstance(output, list | tuple) and any(isinstance(o, Command) for o in output)
         updates = update if many else [update]
-        writes: list[tuple[str, Any]] = []
+        writes: list[tuple[str, Any]] = list(task.scope.pushed)  # push_message's first
         schema = loop.graph.schema
+        if writes:
+            schema.check_keys(dict(writes), f"node {name!r}")
+        commanded = many or isinstance(output, Command)
         for part in updates:
+            if commanded and schema.kind != "root" and _pairs(part):
+                # Command(update=[("key", value), ...]), as LangGraph: each pair a write, in
+                # order, a key as often as it is named
+                schema.check_keys(dict(part), f"node {name!r}")
+                writes.extend(part)
+                if part is update:
+                    update = _as_written(part)
+                continue
             as_dict = schema.input_to_dict(part)
             schema.check_keys(as_dict, f"node {name!r}")
             writes.extend(as_dict.items())
@@ -164,6 +202,8 @@ class TaskSteps:
         folded = None if local is None else Folded(local, routing)
         result = TaskResult(name, task.spec.path, (*writes, *routing))
         memory = loop._memory.take(task.id) if loop._memory is not None else []
+        if update is None and task.scope.pushed:  # what it pushed is what it updated
+            update = _as_written(task.scope.pushed)
         return TaskOutcome(task, result, update, folded=folded, memory=memory)
 
     def cache_key(self, task: ExecTask, arg: Any) -> FullKey | None:
@@ -258,3 +298,22 @@ def node_delay(policy: RetryPolicy, attempt: int) -> float:
 
 def _loop(mixin: object) -> RunLoop:
     return typing.cast("RunLoop", mixin)
+
+
+def _as_written(pushed: list[tuple[str, Any]]) -> Any:
+    """Writes given as pairs (``push_message``'s, a ``Command``'s ``[(key, value), ...]``)
+    as LangGraph's ``updates`` chunk shows them: one dict, or a dict per write when a key
+    was written more than once."""
+    keys = [k for k, _ in pushed]
+    if len(set(keys)) < len(keys):
+        return [{k: v} for k, v in pushed]
+    return dict(pushed)
+
+
+def _pairs(update: Any) -> bool:
+    """An update given as a list of ``(key, value)`` pairs (LangGraph's tuples form)."""
+    return (
+        type(update) is list
+        and bool(update)
+        and all(type(p) is tuple and len(p) == 2 and type(p[0]) is str for p in update)
+    )

@@ -57,6 +57,12 @@ class Command(Generic[N]):
 
     PARENT = "__parent__"
 
+    def __repr__(self) -> str:
+        """As LangGraph's: only the fields that are set, in LangGraph's order, so a
+        Command written into state as text reads the same on both."""
+        set_ = [(k, getattr(self, k)) for k in ("graph", "update", "resume", "goto")]
+        return "Command(" + ", ".join(f"{k}={v!r}" for k, v in set_ if v) + ")"
+
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
 class Interrupt:

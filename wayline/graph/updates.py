@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wayline.errors import InvalidUpdateError, UnknownNodeError
 from wayline.graph.snapshot_source import mark
-from wayline.graph.types import END, StateSnapshot
+from wayline.graph.types import END, Command, StateSnapshot
 from wayline.store.records import CommitBatch
 
 if TYPE_CHECKING:
@@ -26,6 +26,8 @@ COPY = "__copy__"
 _NOT_NODES = (END, COPY)
 INPUT = "__input__"
 """LangGraph's ``as_node`` for an update written as the graph's input (routed from START)."""
+START_NODE = "__start__"
+"""LangGraph's ``as_node`` for an update written as its START node (the input passed on)."""
 
 
 class StateUpdate(NamedTuple):
@@ -66,7 +68,7 @@ class StateUpdates:
         from wayline.graph.subgraph_travel import open_pinned
         from wayline.ids import RunRef
 
-        steps = [[StateUpdate(*u) for u in superstep] for superstep in supersteps]
+        steps = _input_steps([[StateUpdate(*u) for u in superstep] for superstep in supersteps])
         if not steps:
             raise ValueError("No supersteps provided: pass [[StateUpdate(values, as_node)]]")
         if any(not s for s in steps):
@@ -80,7 +82,10 @@ class StateUpdates:
             pinned.leaf.bulk_update_state(RunRef(tenant, pinned.leaf_run).config(), steps)
             return RunRef(tenant, pinned.fork_id).config(**_at(tenant, pinned.fork_id, pinned.step))
         # as LangGraph, a thread may start with an update: an empty input step first
-        start: dict[str, Any] | None = {} if graph.store.get_run(tenant, run_id) is None else None
+        start: Any = {} if graph.store.get_run(tenant, run_id) is None else None
+        first = steps[0]
+        if start is not None and len(first) == 1 and first[0].as_node == INPUT:
+            start, steps = first[0].values, steps[1:]  # the input step is that update
         for superstep in steps:
             _check_superstep(graph, superstep)
         loop = graph._loop(config, "sync")
@@ -203,6 +208,25 @@ def _copy(
     return RunRef(tenant, fork_id).config(**_at(tenant, fork_id, step))
 
 
+def _input_steps(steps: list[list[StateUpdate]]) -> list[list[StateUpdate]]:
+    """LangGraph spells a run's input as two checkpoints (``__input__`` records it, then
+    ``__start__`` passes it on to the state); wayline commits both as its one input step
+    (routed from START). So an update as ``__start__`` is written as the input, and one that
+    follows an ``__input__`` superstep replaces it: what START wrote is what the state holds,
+    as LangGraph's history after ``invoke`` shows."""
+    out: list[list[StateUpdate]] = []
+    for superstep in steps:
+        if len(superstep) == 1 and superstep[0].as_node == START_NODE:
+            as_input = superstep[0]._replace(as_node=INPUT)
+            previous = out[-1] if out else []
+            if len(previous) == 1 and previous[0].as_node == INPUT:
+                out[-1] = [as_input]
+                continue
+            superstep = [as_input]
+        out.append(superstep)
+    return out
+
+
 def _check_superstep(graph: CompiledGraph, updates: Sequence[StateUpdate]) -> None:
     """Refuse, before anything is written, what LangGraph refuses."""
     for u in updates:
@@ -215,8 +239,9 @@ def _check_superstep(graph: CompiledGraph, updates: Sequence[StateUpdate]) -> No
             raise UnknownNodeError(
                 f"update_state(as_node={u.as_node!r}): nodes are {sorted(graph.nodes)}"
             )
-        if u.values is not None:
-            graph.schema.check_keys(graph.schema.input_to_dict(u.values), "update_state")
+        values = u.values.update if isinstance(u.values, Command) else u.values
+        if values is not None:
+            graph.schema.check_keys(graph.schema.input_to_dict(values), "update_state")
     if len(updates) > 1 and any(u.as_node is None for u in updates):
         raise InvalidUpdateError(
             "several updates in one superstep need an as_node each, so each writes as a node"

@@ -48,7 +48,7 @@ def drained(checkpointer):
         graph.invoke({"route": "", "log": []}, config, control=control)
         stopped = None
     except GraphDrained as exc:
-        stopped = "sigterm" in str(exc)
+        stopped = ("sigterm" in str(exc), exc.reason)
     return [stopped, graph.get_state(config).next, graph.invoke(None, config)]
 
 

@@ -19,13 +19,17 @@ class AppendLog(ReducerChannel):
     """A list channel whose every write appends: its value is the concatenation of its
     writes, in fold order, so its items can live in segments written once."""
 
-    __slots__ = ("private",)
+    __slots__ = ("private", "rewritten")
 
     is_log = True
 
     def __init__(self, key: str, reducer: Callable[[Any, Any], Any] = operator.add) -> None:
         super().__init__(key, operator.add if reducer is operator.iadd else reducer, list)
         self.private = False
+        self.rewritten = False
+        """Its items replaced since the last snapshot (an ``Overwrite``, an edited message
+        history): the next snapshot indexes it anew. Set by the fold itself, so
+        reconstruction computes it exactly as execution did."""
 
     def update(self, values: Sequence[Any]) -> bool:
         """Live, each fold builds a new list, as ``operator.add`` does: a node or a stream
@@ -38,6 +42,10 @@ class AppendLog(ReducerChannel):
             self.value.extend(items)
         return bool(values)
 
+    def _overwritten(self, overwritten: bool) -> None:
+        if overwritten:
+            self.rewritten = True
+
     def fresh(self) -> AppendLog:
         return AppendLog(self.key, self.reducer)
 
@@ -48,5 +56,5 @@ class AppendLog(ReducerChannel):
             return super().copy()  # type: ignore[return-value]
         new = AppendLog.__new__(AppendLog)
         new.key, new.value, new.reducer = self.key, self.value, self.reducer
-        new.factory, new.private = self.factory, False
+        new.factory, new.private, new.rewritten = self.factory, False, self.rewritten
         return new

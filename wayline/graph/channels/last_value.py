@@ -21,8 +21,8 @@ class LastValue(Channel):
             return False
         if len(values) > 1:
             raise InvalidUpdateError(
-                f"channel {self.key!r} received {len(values)} values in one superstep but "
-                "keeps only one: give it a reducer, e.g. Annotated[list, operator.add], "
+                f"At key {self.key!r}: the channel received {len(values)} values in one "
+                "superstep but keeps only one: give it a reducer, e.g. Annotated[list, add], "
                 "or let a single node write it"
             )
         self.value = values[-1]

@@ -25,12 +25,10 @@ class MessageLog(AppendLog):
     """``Annotated[list, add_messages]``: folds through the reducer, snapshots as segments
     while the history only grows."""
 
-    __slots__ = ("rewritten",)
+    __slots__ = ()
 
     def __init__(self, key: str, reducer: Callable[[Any, Any], Any]) -> None:
         super().__init__(key, reducer)
-        self.rewritten = False
-        """An edit since the last snapshot: the next snapshot indexes the history anew."""
 
     def update(self, values: Sequence[Any]) -> bool:
         before = self.value

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from wayline.errors import ReducerError
+from wayline.errors import InvalidUpdateError, ReducerError
 from wayline.graph.channels.base import MISSING, Channel
+from wayline.graph.channels.overwrite import overwrite_of
 
 __all__ = ["ReducerChannel"]
 
@@ -36,7 +37,19 @@ class ReducerChannel(Channel):
         if not values:
             return False
         value = self.value
+        overwritten = False
         for item in values:
+            is_overwrite, new = overwrite_of(item)
+            if is_overwrite:
+                if overwritten:
+                    raise InvalidUpdateError(
+                        f"channel {self.key!r}: Can receive only one Overwrite value per "
+                        "super-step. Let one node overwrite it in a step; nothing was written"
+                    )
+                value, overwritten = new, True
+                continue
+            if overwritten:  # as LangGraph: the overwrite stands for the rest of the step
+                continue
             if value is MISSING:
                 value = item
                 continue
@@ -45,7 +58,11 @@ class ReducerChannel(Channel):
             except Exception as exc:
                 raise ReducerError(self.key, exc) from exc
         self.value = value
+        self._overwritten(overwritten)
         return True
+
+    def _overwritten(self, overwritten: bool) -> None:
+        """A hook for channels that care that a fold replaced their value (append logs)."""
 
     def fresh(self) -> ReducerChannel:
         return ReducerChannel(self.key, self.reducer, self.factory)
