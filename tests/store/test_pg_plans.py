@@ -106,10 +106,11 @@ def _effect_scans(conn: psycopg.Connection[Any], query: str, params: Any = None)
     if params is None:
         numbers = iter(range(1, 1000))
         text = re.sub(r"%[sb]", lambda _: f"${next(numbers)}", query)
-        rows = psycopg.ClientCursor(conn).execute("EXPLAIN (GENERIC_PLAN, COSTS OFF) " + text)
+        explained = "EXPLAIN (GENERIC_PLAN, COSTS OFF) " + text
+        rows = psycopg.ClientCursor(conn).execute(explained).fetchall()
     else:
-        rows = conn.execute("EXPLAIN (COSTS OFF) " + query, params)
-    plan = "\n".join(row[0] for row in rows.fetchall())
+        rows = conn.execute("EXPLAIN (COSTS OFF) " + query, params).fetchall()
+    plan = "\n".join(row[0] for row in rows)
     return set(re.findall(r"(?:Seq Scan|Index Scan using \w+|Bitmap Heap Scan) on effects", plan))
 
 
