@@ -18,6 +18,7 @@ from wayline.memory import DurableStore
 from wayline.memory.base import SearchOp
 from wayline.memory.durable import rank
 from wayline.store import memory_ann
+from wayline.store.memory_sql import _prefix_clause
 
 DIMS = 12
 
@@ -57,16 +58,25 @@ def exact(s: DurableStore, prefix: tuple[str, ...], text: str, limit: int, offse
     return [(h.key, round(h.score or 0.0, 5)) for h in rank(op, s.candidates(op, {}), query)]
 
 
-def plan(pg_backend: Any, tenant: str, query: list[float]) -> str:
+def plan(pg_backend: Any, tenant: str, query: list[float], *, walk: bool) -> str:
+    """The custom and the generic plan of the index walk (or of the exact ranking) over a
+    tenant's items under ("u",), in the store's session with the walk's settings."""
     vs = pg_backend._pgvector_schema()
-    sql = memory_ann.ann_query(vs, DIMS, "", "i.key", 21)
-    numbers = iter(range(1, 10))
-    generic = re.sub(r"%s", lambda _: f"${next(numbers)}", sql)
+    clause, prefix = _prefix_clause(("u",), "%s")
+    clause = clause.replace("namespace", "v.namespace")
     vec = memory_ann.literal(query)
+    if walk:
+        sql = memory_ann.ann_query(vs, DIMS, clause, "i.key", 21)
+        params: tuple[Any, ...] = (vec, time.time(), tenant, *prefix, vec)
+    else:
+        sql = memory_ann.exact_query(vs, DIMS, clause, "i.key, i.created_at", 10, 0)
+        params = (vec, time.time(), tenant, *prefix)
+    numbers = iter(range(1, 20))
+    generic = re.sub(r"%s", lambda _: f"${next(numbers)}", sql)
     with pg_backend._pool.connection() as conn, conn.transaction():
-        for setting in memory_ann.scan_settings(21, iterative=True):
+        for setting in memory_ann.scan_settings(21, iterative=True) if walk else []:
             conn.execute(setting)
-        custom = conn.execute("EXPLAIN (COSTS OFF) " + sql, (vec, tenant, time.time(), vec))
+        custom = conn.execute("EXPLAIN (COSTS OFF) " + sql, params)
         lines = [r[0] for r in custom.fetchall()]
         explained = psycopg.ClientCursor(conn).execute(
             "EXPLAIN (GENERIC_PLAN, COSTS OFF) " + generic
@@ -75,9 +85,15 @@ def plan(pg_backend: Any, tenant: str, query: list[float]) -> str:
     return "\n".join(lines)
 
 
-def test_a_large_search_walks_the_hnsw_index_whatever_the_statistics(pg_backend: Any) -> None:
+BY_KEY = "Index Cond: ((tenant_id = v.tenant_id) AND (namespace = v.namespace) AND (key = v.key))"
+
+
+def test_searches_walk_the_index_and_look_items_up_by_key_whatever_the_statistics(
+    pg_backend: Any,
+) -> None:
     """On a young table (never analyzed: PostgreSQL guesses it small) the planner joined
-    the items first and sorted all their embeddings; analyzed, it walks the index."""
+    the items first and sorted all their embeddings instead of walking the index, and joined
+    the items of an exact ranking by a scan of the tenant's once per embedding."""
     s = store(pg_backend)
     fill(s, 60)
     query = embed(["what do you remember"])[0]
@@ -85,10 +101,14 @@ def test_a_large_search_walks_the_hnsw_index_whatever_the_statistics(pg_backend:
         if analyzed:
             with pg_backend._pool.connection() as conn:
                 conn.execute("ANALYZE memory_items, memory_vectors")
-        shown = plan(pg_backend, s.tenant, query)
+        shown = plan(pg_backend, s.tenant, query, walk=True)
         walks = re.findall(rf"Index Scan using memory_vectors_hnsw_{DIMS} on memory_vectors", shown)
         assert len(walks) == 2, shown  # the custom plan and the generic one
         assert "Sort" not in shown and "Seq Scan" not in shown, shown
+        assert shown.count(BY_KEY) == 2, shown
+        shown = plan(pg_backend, s.tenant, query, walk=False)
+        assert shown.count("Index Scan using memory_vectors_pkey on memory_vectors v") == 2, shown
+        assert shown.count(BY_KEY) == 2 and "Seq Scan" not in shown, shown
 
 
 def test_the_index_walk_answers_as_the_exact_ranking(pg_backend: Any, walked: None) -> None:

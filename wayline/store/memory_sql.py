@@ -333,7 +333,7 @@ class MemorySQL:
         few = int(self._read(counted, (tenant_id, *params), tenant=tenant_id)[0][0])
         if few <= ann.EXACT_UNDER or not self.memory_index(dims):
             sql = ann.exact_query(vs, dims, clause, _ITEM_COLUMNS_OF_I, limit, offset)
-            rows = self._read(sql, (vec, tenant_id, now, *params, tenant_id), tenant=tenant_id)
+            rows = self._read(sql, (vec, now, tenant_id, *params), tenant=tenant_id)
             return [(self._row(tenant_id, r[:-1]), float(r[-1])) for r in rows]
         return self._nearest_by_index(tenant_id, vs, dims, clause, (vec, params), limit, offset)
 
@@ -358,7 +358,7 @@ class MemorySQL:
                 for setting in ann.scan_settings(fetch, iterative=iterative):
                     db.execute(setting)
                 sql = ann.ann_query(vs, dims, clause, _ITEM_COLUMNS_OF_I, fetch)
-                rows = db.execute(sql, (vec, tenant_id, now, *params, vec)).fetchall()
+                rows = db.execute(sql, (vec, now, tenant_id, *params, vec)).fetchall()
             best: dict[tuple[str, str], tuple[float, float, Any]] = {}
             for r in rows:
                 score, seen = float(r[-1]), best.get((r[0], r[1]))
