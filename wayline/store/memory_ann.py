@@ -13,8 +13,10 @@ A search whose candidates are few (``EXACT_UNDER`` embeddings under the prefix) 
 exactly, each embedding compared; above that, the HNSW index is walked in distance order
 (approximate, as LangGraph's: recall, not exactness, is what an index of 100,000 items
 buys), with pgvector's iterative scan, so that the rows the join drops (expired, invalidated,
-another prefix) do not shorten the page. Measured (``bench/memory.py --items 100000``,
-16 dimensions): the exact ranking of all 100,000 took 857 ms, the index walk a few ms.
+another prefix) do not shorten the page. Measured (``bench/memory.py --items 100000``, 16
+dimensions, the same run as LangGraph's ``PostgresStore``): a search over all 100,000 took
+7.9 ms against its 6.5 ms, recall@10 1.0 (before the index, in an earlier run, casting and
+ranking every row took 856.7 ms against its 2.7).
 """
 
 from __future__ import annotations
