@@ -100,3 +100,80 @@ def test_every_keyed_lookup_of_a_run_is_a_primary_key_scan_whatever_the_statisti
         assert _check(store, run_id, tokens[run_id]) == {}
     finally:
         store.close()
+
+
+def _effect_scans(conn: psycopg.Connection[Any], query: str, params: Any = None) -> set[str]:
+    if params is None:
+        numbers = iter(range(1, 1000))
+        text = re.sub(r"%[sb]", lambda _: f"${next(numbers)}", query)
+        explained = "EXPLAIN (GENERIC_PLAN, COSTS OFF) " + text
+        rows = psycopg.ClientCursor(conn).execute(explained).fetchall()
+    else:
+        rows = conn.execute("EXPLAIN (COSTS OFF) " + query, params).fetchall()
+    plan = "\n".join(row[0] for row in rows)
+    return set(re.findall(r"(?:Seq Scan|Index Scan using \w+|Bitmap Heap Scan) on effects", plan))
+
+
+def test_an_effect_found_by_its_key_is_a_primary_key_scan_whatever_the_statistics(
+    pg_url: str,
+) -> None:
+    """Issue 31: ``effects_by_run`` led with the tenant, and on a table analyzed empty the
+    lookups by key ran on it with the tenant as their only index condition."""
+    from wayline.store.records import EffectRecord
+
+    store = wayline.connect(pg_url)
+    assert isinstance(store, PostgresStore)
+    pool: Any = store._pool
+    q = store.q
+    pk, by_run = (
+        {"Index Scan using effects_pkey on effects"},
+        {"Index Scan using effects_by_run on effects"},
+    )
+    keyed = {
+        "Q_GET_EFFECT": (q.Q_GET_EFFECT, (T, "k5")),
+        "Q_UPDATE_EFFECT": (
+            q.Q_UPDATE_EFFECT,
+            (2, "SUCCEEDED", 1, None, None, time.time(), None, T, "k5", "EXECUTING"),
+        ),
+        "sql_rewrite.Q_SET_EFFECT": (
+            sql_rewrite.Q_SET_EFFECT.replace("?", "%s"),
+            (None, None, T, "k5"),
+        ),
+    }
+    of_a_run = {  # a run's effects: the index that serves them is still used
+        "Q_LIST_EFFECTS": (q.Q_LIST_EFFECTS, (T, "r1")),
+        "sql_rewrite.Q_EFFECTS": (sql_rewrite.Q_EFFECTS.replace("?", "%s"), (T, "r1")),
+    }
+
+    def wrong() -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        with pool.connection() as conn:
+            for named, want in ((keyed, pk), (of_a_run, by_run)):
+                for name, (query, params) in named.items():
+                    for scans in (_effect_scans(conn, query), _effect_scans(conn, query, params)):
+                        if scans != want:
+                            found.setdefault(name, set()).update(scans)
+        return found
+
+    try:
+        with pool.connection() as conn:
+            conn.execute("ANALYZE effects")  # a young table: analyzed empty
+        assert wrong() == {}
+        for r in range(5):
+            run_id = f"r{r}"
+            store.create_run(T, run_id, graph_name="g", graph_version="1", durability="sync")
+            token = store.claim(T, run_id, owner="w", lease_seconds=60)
+            assert token is not None
+            for i in range(r, 40, 5):
+                record = EffectRecord(
+                    tenant_id=T, key=f"k{i}", run_id=run_id, kind="effect", node="n", step=1,
+                    name="charge", seq=i, attempt=1, request_digest="d", status="EXECUTING",
+                    fencing_token=token,
+                )  # fmt: skip
+                assert store.put_effect(run_id, token, record, expect=None)
+        with pool.connection() as conn:
+            conn.execute("ANALYZE effects")  # and analyzed small
+        assert wrong() == {}
+        assert store.get_effect(T, "k5") is not None
+    finally:
+        store.close()

@@ -88,6 +88,15 @@ def serve(
             help="HMAC key signing the POSTs to a run's webhook= (without it, webhook= is 422).",
         ),
     ] = None,
+    verify_rate: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="Finished runs the in-process workers verify a minute, in turn "
+            "(reconstructed and compared with the digest each committed; a divergence is "
+            "audited and on the dashboard), as wayline worker --verify-rate. 0: none.",
+        ),
+    ] = 0.0,
 ) -> None:
     """Serve the LangGraph Platform HTTP API, wayline's routes and the dashboard (/ui)."""
     from wayline.cli.loading import load_engine
@@ -119,6 +128,12 @@ def serve(
         from wayline.demo.serve_demo import DEMO_GRAPHS
 
         specs += [f"{name}={spec}" for name, spec in DEMO_GRAPHS.items()]
+    if verify_rate > 0 and workers == 0:
+        console.print(
+            "[red]--verify-rate needs in-process workers (--workers > 0): with --workers 0, "
+            "give --verify-rate to wayline worker[/]"
+        )
+        raise typer.Exit(2)
     stopping = threading.Event()
     try:  # first: a bad --cpus changes nothing, and every thread started after is placed
         where = _place(cpus, stopping)
@@ -152,6 +167,7 @@ def serve(
             otel=otel,
             cors_origins=tuple(cors_origin or ()),
             webhook_secret=webhook_secret,
+            verify_rate=verify_rate,
         )
         console.print(
             f"serving {', '.join(compiled)} on http://{host}:{port} (dashboard: /ui{where})"

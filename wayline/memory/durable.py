@@ -113,6 +113,8 @@ class DurableStore(BaseStore):
         self.index_config: dict[str, Any] | None = dict(index) if index else None
         self.embeddings: Embedder | None = ensure_embeddings(index.get("embed")) if index else None
         self.ttl_config = ttl
+        self._indexed: Store | None = None
+        """The backend ``memory_index`` was asked of (the backend caches the answer)."""
 
     # -- identity ---------------------------------------------------------------------
 
@@ -142,6 +144,10 @@ class DurableStore(BaseStore):
                 "inside a node (a store parameter, get_store(), runtime.store), or give it a "
                 "URL, DurableStore('sqlite:///app.db'), to use it outside a run"
             )
+        dims = (self.index_config or {}).get("dims")
+        if dims and self._indexed is not self.backend:  # before its first write: kept by them
+            self.backend.memory_index(int(dims))
+            self._indexed = self.backend
         return self.backend
 
     # -- BaseStore --------------------------------------------------------------------

@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from wayline.control.keys import Principal, authenticate
 from wayline.effects.retry import RetryPolicy
-from wayline.errors import AuthError, WaylineError
+from wayline.errors import AuthError, ConfigError, WaylineError
 from wayline.graph.compiled import CompiledGraph
 from wayline.server import (
     api,
@@ -72,6 +72,10 @@ class ServerConfig:
     webhook_secret: str | None = None
     """Signs the POSTs to a run's ``webhook=`` (``wayline.worker.notify``); None: a run
     created with ``webhook=`` is refused (422), as nobody could verify what it is told."""
+    verify_rate: float = 0.0
+    """Finished runs the in-process workers verify a minute, in turn (``wayline worker
+    --verify-rate``: reconstructed and compared with the digest each committed; a divergence
+    is audited and on the dashboard). 0: none; it needs ``workers`` > 0."""
 
 
 class KeyAuth:
@@ -141,6 +145,11 @@ def create_app(
     config = config or ServerConfig()
     if not graphs:
         raise WaylineError("wayline serve needs at least one graph: NAME=module:attr")
+    if config.verify_rate < 0 or (config.verify_rate > 0 and config.workers == 0):
+        raise ConfigError(
+            f"verify_rate={config.verify_rate} needs in-process workers (workers > 0) and a "
+            "rate of 0 or more: with --workers 0 give --verify-rate to wayline worker"
+        )
     bound = {name: g.with_store(store) for name, g in graphs.items()}
     if config.otel:
         from wayline.otel import instrument
@@ -164,6 +173,7 @@ def create_app(
                 notifier=None
                 if config.webhook_secret is None
                 else WebhookNotifier(url=None, secret=config.webhook_secret),
+                verify_rate=config.verify_rate,
             ),
         )
 

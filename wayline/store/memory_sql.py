@@ -12,18 +12,23 @@ encrypted, checksummed over its identity) and every write is metered (table
 from __future__ import annotations
 
 import json
+import logging
 import math
+import re
 import struct
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from wayline.errors import CorruptionError, WaylineError
+from wayline.store import memory_ann as ann
 from wayline.store.memory_records import MemoryRow, MemoryWrite, join_namespace, split_namespace
 from wayline.store.payloads import Payloads
 
 __all__ = ["MEMORY_TABLES", "MemoryContract", "MemorySQL", "memory_ident"]
+
+log = logging.getLogger("wayline.store")
 
 MEMORY_TABLES = ("memory_items", "memory_history", "memory_vectors")
 
@@ -36,6 +41,7 @@ HISTORY_COLUMNS = (
     "source, observed_at, subject, cls, NULL, NULL, version, end_reason"
 )
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
+_ITEM_COLUMNS_OF_I = ", ".join(f"i.{c.strip()}" for c in ITEM_COLUMNS.split(","))
 
 Q_GET = f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE tenant_id = ? AND namespace = ? AND key = ?"
 Q_SCAN = f"SELECT {ITEM_COLUMNS} FROM memory_items WHERE tenant_id = ? AND {_LIVE}"
@@ -141,6 +147,11 @@ class MemoryContract(Protocol):
         """Items nearest ``query`` ranked by the database (pgvector), or None: scan."""
         ...
 
+    def memory_index(self, dims: int) -> bool:
+        """Make sure embeddings of ``dims`` dimensions have an approximate index (PostgreSQL
+        with pgvector: HNSW), so that writes keep it; False: none (searches rank exactly)."""
+        ...
+
     def memory_vectors(
         self, tenant_id: str, prefix: tuple[str, ...]
     ) -> dict[tuple[str, str], list[list[float]]]: ...
@@ -174,6 +185,10 @@ class MemorySQL:
 
     def _read(self, query: str, params: Sequence[Any], tenant: str | None = None) -> list[Any]:
         raise NotImplementedError
+
+    if TYPE_CHECKING:  # SQLCore's (the migrations' lock), whatever the order of the bases
+
+        def _lock_schema(self, db: Any) -> None: ...
 
     def _mq(self, query: str) -> str:
         return query if self.placeholder == "?" else query.replace("?", self.placeholder)
@@ -304,32 +319,79 @@ class MemorySQL:
         offset: int,
     ) -> list[tuple[MemoryRow, float]] | None:
         """The items under ``prefix`` nearest ``query`` by cosine similarity (the best of
-        each item's texts): ranked in the database by pgvector on PostgreSQL, else by an
-        exact scan of the embeddings (values are opened only for the page)."""
-        vector = self._pgvector_schema()
+        each item's texts). On PostgreSQL with pgvector, ranked in the database: exactly when
+        at most ``memory_ann.EXACT_UNDER`` embeddings lie under the prefix, else by walking
+        the HNSW index (approximate, as LangGraph's ``PostgresStore``); elsewhere by an exact
+        scan of the embeddings (values are opened only for the page)."""
+        vs = self._pgvector_schema()
         clause, params = _prefix_clause(prefix, self.placeholder)
         clause = clause.replace("namespace", "v.namespace")
-        if vector is None:
+        if vs is None:
             return self._nearest_by_scan(tenant_id, clause, params, query, limit, offset)
-        ph = self.placeholder
-        sql = (
-            f"SELECT v.namespace, v.key, MAX(1 - (v.embedding::{vector}.vector "
-            f"OPERATOR({vector}.<=>) {ph}::{vector}.vector)) AS score, i.created_at "
-            "FROM memory_vectors v JOIN memory_items i ON i.tenant_id = v.tenant_id "
-            "AND i.namespace = v.namespace AND i.key = v.key "
-            f"WHERE v.tenant_id = {ph} AND (i.expires_at IS NULL OR i.expires_at > {ph}) "
-            f"AND i.invalidated_at IS NULL{clause} "
-            "GROUP BY v.namespace, v.key, i.created_at ORDER BY score DESC, i.created_at "
-            f"LIMIT {int(limit)} OFFSET {int(offset)}"
-        )
-        literal = "[" + ",".join(repr(float(x)) for x in query) + "]"
-        found = self._read(sql, (literal, tenant_id, time.time(), *params), tenant=tenant_id)
-        out = []
-        for ns, key, score, _ in found:
-            row = self.memory_get(tenant_id, split_namespace(ns), key)
-            if row is not None:
-                out.append((row, float(score)))
-        return out
+        dims, vec, now = len(query), ann.literal(query), time.time()
+        counted = ann.count_query(clause, ann.EXACT_UNDER + 1)
+        few = int(self._read(counted, (tenant_id, *params), tenant=tenant_id)[0][0])
+        if few <= ann.EXACT_UNDER or not self.memory_index(dims):
+            sql = ann.exact_query(vs, dims, clause, _ITEM_COLUMNS_OF_I, limit, offset)
+            rows = self._read(sql, (vec, now, tenant_id, *params), tenant=tenant_id)
+            return [(self._row(tenant_id, r[:-1]), float(r[-1])) for r in rows]
+        return self._nearest_by_index(tenant_id, vs, dims, clause, (vec, params), limit, offset)
+
+    def _nearest_by_index(
+        self,
+        tenant_id: str,
+        vs: str,
+        dims: int,
+        clause: str,
+        query: tuple[str, list[Any]],
+        limit: int,
+        offset: int,
+    ) -> list[tuple[MemoryRow, float]]:
+        """The page by the HNSW index: the nearest embeddings in its order (twice the page
+        and one, as LangGraph's; four times more while items with several embeddings leave
+        the page short), the best per item, equal scores in the order the items were made."""
+        vec, params = query
+        want, fetch, now = offset + limit, 2 * (offset + limit) + 1, time.time()
+        iterative = self.__dict__.get("_pgvector_version", (0,)) >= (0, 8)
+        while True:
+            with self._tx(tenant_id) as db:
+                for setting in ann.scan_settings(fetch, iterative=iterative):
+                    db.execute(setting)
+                sql = ann.ann_query(vs, dims, clause, _ITEM_COLUMNS_OF_I, fetch)
+                rows = db.execute(sql, (vec, now, tenant_id, *params, vec)).fetchall()
+            best: dict[tuple[str, str], tuple[float, float, Any]] = {}
+            for r in rows:
+                score, seen = float(r[-1]), best.get((r[0], r[1]))
+                if seen is None or score > seen[0]:
+                    best[(r[0], r[1])] = (score, float(r[4]), r)
+            if len(best) >= want or len(rows) < fetch:
+                break
+            fetch *= 4
+        ranked = sorted(best.values(), key=lambda b: (-b[0], b[1]))[offset:want]
+        return [(self._row(tenant_id, r[:-1]), score) for score, _, r in ranked]
+
+    def memory_index(self, dims: int) -> bool:
+        """Make sure embeddings of ``dims`` dimensions have their HNSW index (PostgreSQL
+        with pgvector, up to ``memory_ann.MAX_INDEX_DIMS``), made once under the schema
+        lock if it is missing (while it builds, writes to ``memory_vectors`` wait); False:
+        no index (SQLite, no pgvector, a role that may not create one): searches rank
+        exactly."""
+        vs = self._pgvector_schema()
+        if vs is None or not 0 < int(dims) <= ann.MAX_INDEX_DIMS:
+            return False
+        made: dict[int, bool] = self.__dict__.setdefault("_ann_dims", {})
+        if dims not in made:
+            name = ann.index_name(dims)
+            try:
+                if not self._read(ann.Q_INDEX_EXISTS, (name,)):
+                    with self._tx() as db:
+                        self._lock_schema(db)
+                        db.execute(ann.create_index(vs, dims))
+                made[dims] = True
+            except WaylineError as exc:  # not the table's owner: exact ranking
+                log.warning("no HNSW index %s for memory searches: %s", name, exc)
+                made[dims] = False
+        return made[dims]
 
     def _nearest_by_scan(
         self,
@@ -378,7 +440,7 @@ class MemorySQL:
         if cached is not None:
             return cached or None
         find = (
-            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
+            "SELECT n.nspname, e.extversion FROM pg_extension e JOIN pg_namespace n "
             "ON n.oid = e.extnamespace WHERE e.extname = 'vector'"
         )
         rows = self._read(find, ())
@@ -391,6 +453,9 @@ class MemorySQL:
                 return None
             rows = self._read(find, ())
         name = str(rows[0][0]) if rows else ""
+        if rows:  # "0.8.6": the index walk is iterative from 0.8
+            parts = re.findall(r"\d+", str(rows[0][1]))
+            self.__dict__["_pgvector_version"] = tuple(int(p) for p in parts)
         self.__dict__["_pgvector"] = f'"{name}"' if name else ""
         return self.__dict__["_pgvector"] or None
 

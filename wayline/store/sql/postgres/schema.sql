@@ -1,4 +1,4 @@
--- The current wayline PostgreSQL schema (version 21): what the numbered migrations
+-- The current wayline PostgreSQL schema (version 22): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -166,7 +166,8 @@ CREATE TABLE IF NOT EXISTS effects (
     PRIMARY KEY (tenant_id, effect_key)
 );
 
-CREATE INDEX IF NOT EXISTS effects_by_run ON effects (tenant_id, run_id);
+-- Led by the run id alone (0022): a lookup by key must find the primary key (issue 31).
+CREATE INDEX IF NOT EXISTS effects_by_run ON effects (run_id);
 
 -- Every approval request and decision, append-only (purge erases a run's rows with it).
 CREATE TABLE IF NOT EXISTS audit (

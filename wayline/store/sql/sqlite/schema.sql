@@ -1,4 +1,4 @@
--- The current wayline SQLite schema (version 21): what the numbered migrations
+-- The current wayline SQLite schema (version 22): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (

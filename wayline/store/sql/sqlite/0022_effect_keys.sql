@@ -1,0 +1,4 @@
+-- 0022: on PostgreSQL effects_by_run is led by the run id, so that a lookup of an effect
+-- by its key uses the primary key (issue 31). SQLite's planner takes the primary key for
+-- an equality on all its columns whatever the statistics: its index stays. Both dialects
+-- move in step, so this version is a no-op here.
