@@ -99,3 +99,16 @@ def test_stream_leaves_the_same_state_as_invoke() -> None:
 def test_unsupported_stream_mode_is_refused(mode: Any) -> None:
     with pytest.raises(WaylineError, match="stream_mode"):
         list(build().compile().stream({"log": []}, cfg(), stream_mode=mode))
+
+
+def test_checkpoint_events_name_the_checkpoints_get_state_history_gives() -> None:
+    app = build().compile()
+    events = [e["payload"] for e in app.stream({"log": []}, cfg(), stream_mode="debug")]
+    streamed = [e for e in events if "config" in e][::-1]
+    history = list(app.get_state_history(cfg()))
+    assert len(streamed) == len(history) == 3
+    for event, snap in zip(streamed, history, strict=True):
+        assert event["config"] == snap.config
+        assert event["parent_config"] == snap.parent_config
+        assert [t["id"] for t in event["tasks"]] == [t.id for t in snap.tasks]
+        assert event["next"] == list(snap.next)
