@@ -350,6 +350,10 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             if mode == "values" and "__interrupt__" not in chunk and fmt.wants_checkpoints:
                 for item in fmt("checkpoints_src", checkpoint_event(loop, chunk)):
                     yield item
+        if (loop.raised or loop.halted) and loop.pending:  # as stream: finished tasks' writes
+            fmt.wrote = True
+            for item in fmt("values", with_pending(loop.channels, loop.pending.values())):
+                yield item
 
     def batch(
         self,
@@ -527,6 +531,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                     loop.pause()
                     yield PAUSED
                     break
+                yield from loop.cached_events()
                 if isinstance(loop.invocation.emit, EventBus) and loop.invocation.emit.wants_tasks:
                     for t in tasks:
                         yield ("tasks", task_start(t, task_input(loop, t)))
@@ -579,6 +584,8 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                     loop.pause()
                     yield PAUSED
                     break
+                for event in loop.cached_events():
+                    yield event
                 if bus is not None and bus.wants_tasks:
                     for t in tasks:
                         yield ("tasks", task_start(t, task_input(loop, t)))
@@ -647,6 +654,9 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             loop.task_done(outcome)
             if loop.invocation.chat_callbacks is not None:  # messages the node returned
                 loop.invocation.chat_callbacks.node_output(outcome)
+            bus = loop.invocation.emit
+            if isinstance(bus, EventBus) and (event := loop.stream_finished(outcome)):
+                bus.put_own(event)
             outcomes.append(outcome)
         return outcomes
 

@@ -79,6 +79,8 @@ def execute_live(
             outcomes.append(item.outcome)
             if loop.invocation.chat_callbacks is not None:
                 loop.invocation.chat_callbacks.node_output(item.outcome)
+            if (event := loop.stream_finished(item.outcome)) is not None:
+                yield event
             continue
         yield (NAMESPACED, item)
     yield from bus.drain()  # emitted by the last task just before it finished
@@ -132,7 +134,7 @@ def stops_after(loop: RunLoop, outcomes: list[TaskOutcome], after: frozenset[str
     finished or asked a question anyway)."""
     if not after or not loop.next_tasks or loop.raised:
         return False
-    return any(o.task.spec.name in after for o in outcomes)
+    return bool(loop.step_nodes & after)  # what ran now and what had finished before
 
 
 def task_input(loop: RunLoop, task: ExecTask) -> Any:

@@ -69,6 +69,13 @@ class EventBus:
             if self.waker is not None:
                 self.waker()
 
+    def put_own(self, event: tuple[str, Any]) -> None:
+        """An event of the streamed graph's own loop, passed on in the order it comes
+        among what the tasks emit (whatever the modes: the formatter reads them all)."""
+        self.queue.put(((), *event))
+        if self.waker is not None:
+            self.waker()
+
     @property
     def wants_tasks(self) -> bool:
         return bool(self.modes & {"tasks", "debug"})
