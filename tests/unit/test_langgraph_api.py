@@ -218,6 +218,20 @@ def test_interrupt_before_at_invoke_and_resume() -> None:
     assert app.invoke(None, cfg("i")) == {"log": ["a", "b"]}
 
 
+def test_a_command_given_at_a_breakpoint_goes_on_past_it_as_in_langgraph() -> None:
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"log": ["a"]})
+    g.add_node("b", lambda s: {"log": ["b"]})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    app = g.compile(interrupt_before=["a"])
+    assert app.invoke({"log": []}, cfg("u")) == {"log": []}
+    assert app.invoke(wayline.Command(update={"log": ["u"]}), cfg("u")) == {"log": ["u", "a", "b"]}
+    assert app.invoke({"log": []}, cfg("g")) == {"log": []}
+    out = asyncio.run(app.ainvoke(wayline.Command(goto=["b"]), cfg("g")))
+    assert out == {"log": ["a", "b", "b"]}  # a (waiting) and b (goto), then b after a
+
+
 def test_a_chat_history_snapshots_as_segments_and_replays_exactly_after_edits() -> None:
     """MessagesState histories are snapshotted like append logs: each snapshot writes the
     messages added since the last one (bytes stay linear in the history); an edit (here a

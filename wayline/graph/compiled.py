@@ -527,7 +527,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             if resuming and loop.step >= 0:
                 yield (RESUMED, loop.values())
             while (tasks := loop.next_step()) is not None:
-                if stops_before(loop, tasks, before, resuming):
+                if stops_before(loop, tasks, before, resuming or isinstance(input, Command)):
                     loop.pause()
                     yield PAUSED
                     break
@@ -580,7 +580,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             if resuming and loop.step >= 0:
                 yield (RESUMED, loop.values())
             while (tasks := loop.next_step()) is not None:
-                if stops_before(loop, tasks, before, resuming):
+                if stops_before(loop, tasks, before, resuming or isinstance(input, Command)):
                     loop.pause()
                     yield PAUSED
                     break

@@ -122,8 +122,9 @@ def stops_before(
     loop: RunLoop, tasks: list[ExecTask], before: frozenset[str], resuming: bool
 ) -> bool:
     """``interrupt_before``: pause before a step that runs a listed node, except the
-    first step of an invocation that continues the run without new input (it is the one
-    paused there)."""
+    first step of an invocation that continues the run without new input, or with a
+    ``Command`` (it is the one paused there; as LangGraph, a ``Command(update=...)`` or
+    ``Command(goto=...)`` given at a breakpoint goes on past it)."""
     if not before or (resuming and loop.steps_run == 0):
         return False
     return any(t.spec.name in before for t in tasks)
