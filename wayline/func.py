@@ -83,7 +83,8 @@ class _Task:
         timeout: TimeoutPolicy | None = None,
     ) -> None:
         self.fn = fn
-        self.name: str = str(name or getattr(fn, "__name__", "task"))
+        inner = fn.func if isinstance(fn, functools.partial) else fn  # as LangGraph names it
+        self.name: str = str(name or getattr(inner, "__name__", "task"))
         self.retry_policy = retry_policy
         check_async(self.name, timeout, inspect.iscoroutinefunction(fn))
         self.timeout = timeout

@@ -204,6 +204,24 @@ def test_a_finished_task_is_not_run_again_after_the_entrypoint_fails() -> None:
     assert calls == ["fetch1", "fetch2"]
 
 
+def test_a_task_of_a_partial_is_named_after_its_function_as_in_langgraph() -> None:
+    import functools
+
+    from wayline.func import entrypoint, task
+
+    def tag(label: str, value: str) -> str:
+        return f"{value}|{label}"
+
+    tagged = task(functools.partial(tag, "x"))
+
+    @entrypoint()
+    def flow(value: str) -> str:
+        return tagged(value).result()
+
+    assert tagged.name == "tag"
+    assert list(flow.stream("v", stream_mode="updates")) == [{"tag": "v|x"}, {"flow": "v|x"}]
+
+
 def test_interrupt_before_at_invoke_and_resume() -> None:
     g = StateGraph(S)
     g.add_node("a", lambda s: {"log": ["a"]})
