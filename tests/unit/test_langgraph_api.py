@@ -216,7 +216,7 @@ def test_a_task_of_a_partial_is_named_after_its_function_as_in_langgraph() -> No
 
     @entrypoint()
     def flow(value: str) -> str:
-        return tagged(value).result()
+        return str(tagged(value).result())
 
     assert tagged.name == "tag"
     assert list(flow.stream("v", stream_mode="updates")) == [{"tag": "v|x"}, {"flow": "v|x"}]
