@@ -201,7 +201,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         """The graph's nodes and edges, drawable with ``draw_mermaid()`` / ``draw_ascii()``."""
         from wayline.graph.drawing import DrawableGraph
 
-        return DrawableGraph.of(self)
+        return DrawableGraph.of(self, xray=xray)
 
     def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
         """Forget cached node outputs (of ``nodes``; None: every node's)."""
