@@ -358,18 +358,6 @@ class EntrypointGraph:
         configs = config if isinstance(config, Sequence) else [config] * len(inputs)
         return [self.invoke(i, c, **kwargs) for i, c in zip(inputs, configs, strict=True)]
 
-    def update_state(
-        self, config: Mapping[str, Any], values: Any, as_node: str | None = None
-    ) -> dict[str, Any]:
-        """Write ``values`` as the function's return value, as LangGraph does: the next
-        call gets them as ``previous`` (``entrypoint.final`` splits the two)."""
-        return self.graph.update_state(config, _written(values), as_node or self.name)
-
-    async def aupdate_state(
-        self, config: Mapping[str, Any], values: Any, as_node: str | None = None
-    ) -> dict[str, Any]:
-        return self.update_state(config, values, as_node)
-
     def get_state(self, config: Mapping[str, Any], **kwargs: Any) -> StateSnapshot:
         snapshot = self.graph.get_state(config)
         values = snapshot.values.get("output") if snapshot.values else {}
