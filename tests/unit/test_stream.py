@@ -112,3 +112,9 @@ def test_checkpoint_events_name_the_checkpoints_get_state_history_gives() -> Non
         assert event["parent_config"] == snap.parent_config
         assert [t["id"] for t in event["tasks"]] == [t.id for t in snap.tasks]
         assert event["next"] == list(snap.next)
+
+
+def test_an_input_that_writes_nothing_streams_no_values_chunk() -> None:
+    chunks = list(build().compile().stream({}, cfg(), stream_mode=["values", "updates"]))
+    assert chunks[0] == ("updates", {"a": {"log": ["a"], "last": "a"}})
+    assert chunks[1] == ("values", {"log": ["a"], "last": "a"})

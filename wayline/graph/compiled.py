@@ -272,6 +272,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
         fmt = self._streaming(loop, modes, single, subgraphs, config)
+        fmt.wrote = not _empty(input)  # as LangGraph: input that writes nothing shows nothing
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         for mode, chunk in self.run_loop(loop, input, breakpoints=breaks):
             yield from fmt(mode, chunk)
@@ -343,6 +344,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
         fmt = self._streaming(loop, modes, single, subgraphs, config)
+        fmt.wrote = not _empty(input)  # as LangGraph: input that writes nothing shows nothing
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         async for mode, chunk in self._adrive(loop, input, breaks):
             for item in fmt(mode, chunk):
@@ -659,6 +661,11 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                 bus.put_own(event)
             outcomes.append(outcome)
         return outcomes
+
+
+def _empty(input: Any) -> bool:
+    """An input that writes no state key (``{}``, a schema instance with nothing set)."""
+    return isinstance(input, Mapping) and not input
 
 
 def _max_concurrency(loop: RunLoop) -> int | None:
