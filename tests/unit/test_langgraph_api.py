@@ -222,6 +222,31 @@ def test_a_task_of_a_partial_is_named_after_its_function_as_in_langgraph() -> No
     assert list(flow.stream("v", stream_mode="updates")) == [{"tag": "v|x"}, {"flow": "v|x"}]
 
 
+def test_callbacks_in_the_config_see_one_root_run_per_invoke() -> None:
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    from wayline.types import interrupt
+
+    seen: list[tuple[str, Any]] = []
+
+    class Recorder(BaseCallbackHandler):
+        def on_chain_start(self, serialized: Any, inputs: Any, **kw: Any) -> None:
+            if kw.get("parent_run_id") is None:
+                seen.append(("start", inputs))
+
+        def on_chain_end(self, outputs: Any, **kw: Any) -> None:
+            if kw.get("parent_run_id") is None:
+                seen.append(("end", outputs))
+
+    g = StateGraph(S)
+    g.add_node("ask", lambda s: {"log": [interrupt("why?")]})
+    g.add_edge(START, "ask")
+    app = g.compile()
+    out = asyncio.run(app.ainvoke({"log": ["in"]}, {"callbacks": [Recorder()]}))
+    assert "__interrupt__" in out
+    assert seen == [("start", {"log": ["in"]}), ("end", {"log": ["in"]})]
+
+
 def test_interrupt_before_at_invoke_and_resume() -> None:
     g = StateGraph(S)
     g.add_node("a", lambda s: {"log": ["a"]})

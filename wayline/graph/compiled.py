@@ -59,6 +59,7 @@ from wayline.graph.timeouts import check_async
 from wayline.graph.types import Command, Send
 from wayline.graph.updates import StateUpdates
 from wayline.ids import RunRef
+from wayline.interop.lc_trace import end_root, start_root
 from wayline.store.base import Store
 from wayline.store.records import RunRecord, check_durability
 from wayline.store.writer import Committer
@@ -238,6 +239,27 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         """
         if _inside_task(config):
             return typing.cast("dict[str, Any]", run_child(self, input, context=context))
+        root = start_root(config, self.name, input)
+        try:
+            out = self._invoke(
+                input, config, context, durability, interrupt_before, interrupt_after, kwargs
+            )
+        except BaseException as exc:
+            end_root(root, error=exc)
+            raise
+        end_root(root, out)
+        return out
+
+    def _invoke(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None,
+        context: Any,
+        durability: str | None,
+        interrupt_before: Sequence[str] | str | None,
+        interrupt_after: Sequence[str] | str | None,
+        kwargs: Mapping[str, Any],
+    ) -> dict[str, Any]:
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         while True:
             loop = self.make_loop(
@@ -309,6 +331,27 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         if _inside_task(config):  # a subgraph of the running node, driven on a thread
             child = await asyncio.to_thread(run_child, self, input, context=context)
             return typing.cast("dict[str, Any]", child)
+        root = start_root(config, self.name, input)
+        try:
+            out = await self._ainvoke(
+                input, config, context, durability, interrupt_before, interrupt_after, kwargs
+            )
+        except BaseException as exc:
+            end_root(root, error=exc)
+            raise
+        end_root(root, out)
+        return out
+
+    async def _ainvoke(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None,
+        context: Any,
+        durability: str | None,
+        interrupt_before: Sequence[str] | str | None,
+        interrupt_after: Sequence[str] | str | None,
+        kwargs: Mapping[str, Any],
+    ) -> dict[str, Any]:
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         while True:
             loop = self.make_loop(
