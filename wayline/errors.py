@@ -4,7 +4,9 @@
     ├── GraphError                  the graph definition is invalid (raised by compile)
     │   ├── DuplicateNodeError
     │   ├── UnknownNodeError
-    │   └── NoPathToEndError
+    │   ├── NoPathToEndError
+    │   ├── EmptySequenceError (ValueError)  add_sequence got no nodes
+    │   └── InvalidCheckpointerError (TypeError)  compile got something that is not a store
     ├── InvalidUpdateError          a node wrote something the state does not declare
     ├── ReducerError                a reducer raised while folding writes
     ├── NodeTimeoutError            a node attempt ran past its TimeoutPolicy
@@ -78,6 +80,7 @@ __all__ = [
     "EffectOutcomeUnknown",
     "EffectRecordChanged",
     "EffectReplayRefused",
+    "EmptySequenceError",
     "ForeignDatabaseError",
     "GraphBubbleUp",
     "GraphDrained",
@@ -86,6 +89,7 @@ __all__ = [
     "GraphLoadError",
     "GraphMismatchError",
     "GraphRecursionError",
+    "InvalidCheckpointerError",
     "InvalidUpdateError",
     "KeysRequiredError",
     "LeaseConflictError",
@@ -136,6 +140,14 @@ class UnknownNodeError(GraphError):
 
 class NoPathToEndError(GraphError):
     """Some node reachable from START can never reach END."""
+
+
+class EmptySequenceError(GraphError, ValueError):
+    """``add_sequence`` was given no nodes to chain."""
+
+
+class InvalidCheckpointerError(GraphError, TypeError):
+    """``compile(checkpointer=...)`` got something that is not a wayline store."""
 
 
 class InvalidUpdateError(WaylineError):

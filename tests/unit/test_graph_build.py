@@ -12,8 +12,10 @@ import pytest
 from wayline import END, START, Command, CompiledGraph, StateGraph
 from wayline.errors import (
     DuplicateNodeError,
+    EmptySequenceError,
     GraphError,
     GraphRecursionError,
+    InvalidCheckpointerError,
     StoreURLError,
     UnknownNodeError,
     WaylineError,
@@ -117,6 +119,26 @@ def test_add_sequence_chains_nodes_in_order() -> None:
     g.add_edge(START, "step_b")
     out = g.compile().invoke({"log": []})
     assert out["log"] == ["b", "a", "a"]
+
+
+def test_add_sequence_needs_a_node_and_distinct_names_as_in_langgraph() -> None:
+    with pytest.raises(EmptySequenceError) as empty:
+        StateGraph(State).add_sequence([])
+    assert isinstance(empty.value, ValueError)
+    with pytest.raises(ValueError):
+        StateGraph(State).add_sequence([step_a, step_a])
+
+
+def test_compile_refuses_a_checkpointer_that_is_not_a_store() -> None:
+    class NotAStore:
+        pass
+
+    g = StateGraph(State)
+    g.add_node("a", noop)
+    g.add_edge(START, "a")
+    with pytest.raises(InvalidCheckpointerError, match="Invalid checkpointer provided") as bad:
+        g.compile(checkpointer=NotAStore())  # type: ignore[arg-type]
+    assert isinstance(bad.value, TypeError)
 
 
 # -- edges ---------------------------------------------------------------------------
