@@ -6,6 +6,7 @@
     │   ├── UnknownNodeError
     │   ├── NoPathToEndError
     │   ├── EmptySequenceError (ValueError)  add_sequence got no nodes
+    │   ├── NotSupportedError (NotImplementedError)  a LangGraph form wayline does not offer
     │   └── InvalidCheckpointerError (TypeError)  compile got something that is not a store
     ├── InvalidUpdateError          a node wrote something the state does not declare
     ├── ReducerError                a reducer raised while folding writes
@@ -98,6 +99,7 @@ __all__ = [
     "NoPathToEndError",
     "NodeCancelledError",
     "NodeTimeoutError",
+    "NotSupportedError",
     "ParentCommand",
     "RedactedRunError",
     "ReducerError",
@@ -144,6 +146,10 @@ class NoPathToEndError(GraphError):
 
 class EmptySequenceError(GraphError, ValueError):
     """``add_sequence`` was given no nodes to chain."""
+
+
+class NotSupportedError(GraphError, NotImplementedError):
+    """A LangGraph form that wayline (like LangGraph, or unlike it) does not offer."""
 
 
 class InvalidCheckpointerError(GraphError, TypeError):

@@ -17,6 +17,7 @@ import wayline
 from wayline.codec import EXT_PYDANTIC, Codec
 from wayline.effects.retry import RetryPolicy, default_retry_on
 from wayline.errors import CodecError
+from wayline.func import entrypoint
 from wayline.graph import END, START, MessagesState, StateGraph, add_messages
 from wayline.graph.message import REMOVE_ALL_MESSAGES
 
@@ -245,6 +246,28 @@ def test_callbacks_in_the_config_see_one_root_run_per_invoke() -> None:
     out = asyncio.run(app.ainvoke({"log": ["in"]}, {"callbacks": [Recorder()]}))
     assert "__interrupt__" in out
     assert seen == [("start", {"log": ["in"]}), ("end", {"log": ["in"]})]
+
+
+def _count(msg: str, *, previous: Any) -> entrypoint.final[int, list[str]]:  # type: ignore[valid-type]
+    seen = previous or []
+    return entrypoint.final(value=len(seen), save=[*seen, msg])
+
+
+def test_entrypoint_final_takes_the_value_and_save_types_and_refuses_generators() -> None:
+    from wayline.errors import NotSupportedError
+
+    count = entrypoint(checkpointer=wayline.connect("sqlite:///:memory:"))(_count)
+    assert count.get_output_jsonschema() == {"title": "LangGraphOutput", "type": "integer"}
+    assert [count.invoke(m, cfg("c")) for m in ("a", "b")] == [0, 1]
+    with pytest.raises(TypeError):
+        entrypoint.final[int]  # both types or none, as LangGraph's
+    with pytest.raises(NotSupportedError) as refused:
+
+        @entrypoint()
+        def gen(inputs: Any) -> Any:
+            yield inputs
+
+    assert isinstance(refused.value, NotImplementedError)
 
 
 def test_interrupt_before_at_invoke_and_resume() -> None:
