@@ -346,3 +346,11 @@ def test_dataclass_schema_channels_follow_its_fields() -> None:
 
     g = StateGraph(DC)
     assert set(g.schema.channels) == {"items", "name"}
+
+
+def test_a_command_shows_only_the_fields_it_sets_as_langgraphs_does() -> None:
+    from wayline import Send
+
+    assert repr(Command(goto=Send("b", 3))) == "Command(goto=Send(node='b', arg=3))"
+    assert repr(Command(update={"x": 1}, resume="yes")) == "Command(update={'x': 1}, resume='yes')"
+    assert repr(Command()) == "Command()"

@@ -57,6 +57,10 @@ class Command(Generic[N]):
 
     PARENT = "__parent__"
 
+    def __repr__(self) -> str:  # as LangGraph's: only the fields that say something
+        values = ((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
+        return f"Command({', '.join(f'{k}={v!r}' for k, v in values if v)})"
+
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
 class Interrupt:
