@@ -67,3 +67,24 @@ def test_a_loop_with_no_way_out_ends_where_langgraphs_walk_ends() -> None:
         "graph TD;\n\t__start__ --> human;\n\tagent --> human;\n\thuman --> agent;\n"
         "\tagent -.-> __end__;\n"
     )
+
+
+def test_edges_are_a_list_of_named_tuples_and_mapped_destinations_label_them() -> None:
+    from wayline import Command
+
+    def route(state: S) -> Command[Any]:
+        return Command(goto="b")
+
+    g = StateGraph(S)
+    g.add_node("a", route, destinations={"b": "yes", "c": "no"})
+    g.add_node("b", lambda s: {"x": "b"})
+    g.add_node("c", lambda s: {"x": "c"})
+    g.add_edge(START, "a")
+    edges = g.compile().get_graph().edges
+    assert edges == [  # as langchain-core's Edge (a named tuple) compares
+        ("__start__", "a", None, False),
+        ("a", "b", "yes", True),
+        ("a", "c", "no", True),
+        ("b", "__end__", None, False),
+        ("c", "__end__", None, False),
+    ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import string
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wayline.graph.types import END, START
 
@@ -28,8 +28,10 @@ _FOOTER = """\tclassDef default fill:#f2f0ff,line-height:1.2
 \tclassDef last fill:#bfb6fc"""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Edge:
+class Edge(NamedTuple):
+    """An edge as langchain-core's ``Edge`` (a named tuple of the same fields, so the two
+    compare equal)."""
+
     source: str
     target: str
     data: str | None = None
@@ -43,7 +45,8 @@ def _key(e: Edge) -> tuple[str, str, bool, str]:
 @dataclasses.dataclass(frozen=True, slots=True)
 class DrawableGraph:
     nodes: tuple[str, ...]
-    edges: tuple[Edge, ...]
+    edges: list[Edge]
+    """In drawing order; a list, as LangGraph's ``Graph.edges``."""
     subgraphs: frozenset[str] = frozenset()
     """The nodes that run a compiled graph (drawn as one node unless ``xray``)."""
 
@@ -59,7 +62,7 @@ class DrawableGraph:
         for name, child in _subgraphs(graph):
             sub = cls.of(child, xray=deeper)
             nodes, edges = _expand(nodes, edges, name, list(sub.nodes), list(sub.edges))
-        return cls(tuple(nodes), tuple(edges), frozenset(flat.subgraphs & set(nodes)))
+        return cls(tuple(nodes), edges, frozenset(flat.subgraphs & set(nodes)))
 
     @classmethod
     def _flat(cls, graph: CompiledGraph) -> DrawableGraph:
@@ -79,7 +82,8 @@ class DrawableGraph:
                         edges.append(Edge(src, dst, None, True))
         for name, spec in b.nodes.items():
             if spec.ends:
-                edges.extend(Edge(name, dst, None, True) for dst in spec.ends)
+                labels = dict(spec.end_labels)
+                edges.extend(Edge(name, dst, labels.get(dst), True) for dst in spec.ends)
         has_out = {e.source for e in edges}
         edges.extend(Edge(n, END) for n in names if n not in has_out)
         # LangGraph's order: every edge sorted, then the unconditional edges into END.
@@ -90,7 +94,7 @@ class DrawableGraph:
         used = {e.target for e in edges} | {e.source for e in edges}
         nodes = (START, *names, *((END,) if END in used else ()))
         first = {(e.source, e.target): e for e in reversed(edges)}  # one edge per pair
-        unique = tuple(dict.fromkeys(first[e.source, e.target] for e in edges))
+        unique = list(dict.fromkeys(first[e.source, e.target] for e in edges))
         return cls(nodes, unique, frozenset(name for name, _ in _subgraphs(graph)))
 
     def draw_mermaid(self, *, with_styles: bool = True) -> str:
@@ -244,8 +248,7 @@ def _expand(
     out_nodes = [n for n in nodes if n != name] + [p(n) for n in sub_nodes]
     out_edges = [Edge(p(e.source), p(e.target), e.data, e.conditional) for e in sub_edges]
     rewired = [
-        dataclasses.replace(
-            e,
+        e._replace(
             source=p(str(last)) if e.source == name else e.source,
             target=p(str(first)) if e.target == name else e.target,
         )
