@@ -80,7 +80,7 @@ def execute_live(
             if loop.invocation.chat_callbacks is not None:
                 loop.invocation.chat_callbacks.node_output(item.outcome)
             if (event := loop.stream_finished(item.outcome)) is not None:
-                yield event
+                bus.put_own(event)  # after the messages node_output put there
             continue
         yield (NAMESPACED, item)
     yield from bus.drain()  # emitted by the last task just before it finished
