@@ -4,7 +4,10 @@
     ├── GraphError (ValueError)     the graph definition is invalid (raised by compile)
     │   ├── DuplicateNodeError
     │   ├── UnknownNodeError
-    │   └── NoPathToEndError
+    │   ├── NoPathToEndError
+    │   ├── EmptySequenceError (ValueError)  add_sequence got no nodes
+    │   ├── NotSupportedError (NotImplementedError)  a LangGraph form wayline does not offer
+    │   └── InvalidCheckpointerError (TypeError)  compile got something that is not a store
     ├── InvalidUpdateError          a node wrote something the state does not declare
     ├── ReducerError                a reducer raised while folding writes
     ├── NodeTimeoutError            a node attempt ran past its TimeoutPolicy
@@ -78,6 +81,7 @@ __all__ = [
     "EffectOutcomeUnknown",
     "EffectRecordChanged",
     "EffectReplayRefused",
+    "EmptySequenceError",
     "ForeignDatabaseError",
     "GraphBubbleUp",
     "GraphDrained",
@@ -86,6 +90,7 @@ __all__ = [
     "GraphLoadError",
     "GraphMismatchError",
     "GraphRecursionError",
+    "InvalidCheckpointerError",
     "InvalidUpdateError",
     "KeysRequiredError",
     "LeaseConflictError",
@@ -94,6 +99,7 @@ __all__ = [
     "NoPathToEndError",
     "NodeCancelledError",
     "NodeTimeoutError",
+    "NotSupportedError",
     "ParentCommand",
     "RedactedRunError",
     "ReducerError",
@@ -137,6 +143,18 @@ class UnknownNodeError(GraphError):
 
 class NoPathToEndError(GraphError):
     """Some node reachable from START can never reach END."""
+
+
+class EmptySequenceError(GraphError, ValueError):
+    """``add_sequence`` was given no nodes to chain."""
+
+
+class NotSupportedError(GraphError, NotImplementedError):
+    """A LangGraph form that wayline (like LangGraph, or unlike it) does not offer."""
+
+
+class InvalidCheckpointerError(GraphError, TypeError):
+    """``compile(checkpointer=...)`` got something that is not a wayline store."""
 
 
 class InvalidUpdateError(WaylineError):

@@ -26,7 +26,7 @@ from typing import Any, Generic, TypedDict, TypeVar
 
 from wayline.codec import default_codec
 from wayline.effects.retry import RetryPolicy
-from wayline.errors import GraphError, GraphInterrupt, WaylineError
+from wayline.errors import GraphError, GraphInterrupt, NotSupportedError, WaylineError
 from wayline.graph.builder import StateGraph
 from wayline.graph.calling import runtime_of, store_of
 from wayline.graph.compiled import CompiledGraph
@@ -55,8 +55,11 @@ class _EntrypointState(TypedDict, total=False):
     save: Any
 
 
+S = TypeVar("S")
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
-class _Final(Generic[T]):
+class _Final(Generic[T, S]):
     """``entrypoint.final(value=..., save=...)``: return ``value``, keep ``save`` as the
     next invocation's ``previous``."""
 
@@ -83,7 +86,8 @@ class _Task:
         timeout: TimeoutPolicy | None = None,
     ) -> None:
         self.fn = fn
-        self.name: str = str(name or getattr(fn, "__name__", "task"))
+        inner = fn.func if isinstance(fn, functools.partial) else fn  # as LangGraph names it
+        self.name: str = str(name or getattr(inner, "__name__", "task"))
         self.retry_policy = retry_policy
         check_async(self.name, timeout, inspect.iscoroutinefunction(fn))
         self.timeout = timeout
@@ -225,6 +229,11 @@ class entrypoint:
 
     def __call__(self, fn: Callable[..., Any]) -> EntrypointGraph:
         name = getattr(fn, "__name__", "entrypoint")
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise NotSupportedError(
+                f"@entrypoint {name!r} is a generator, which an entrypoint cannot be (as in "
+                "LangGraph): return the result, and stream progress with get_stream_writer()"
+            )
         params = set(inspect.signature(fn).parameters)
         register_annotations(fn)
         is_async = inspect.iscoroutinefunction(fn)
@@ -399,7 +408,12 @@ class EntrypointGraph:
 
     def get_output_jsonschema(self, config: Any = None) -> Any:
         hints = typing.get_type_hints(self.__wrapped__)
-        return type_schema(hints.get("return", Any), "LangGraphOutput")
+        returns = hints.get("return", Any)
+        if returns is _Final:  # entrypoint.final unparameterized: final[Any, Any]
+            returns = Any
+        elif typing.get_origin(returns) is _Final:  # final[value, save]: the value's type
+            returns = typing.get_args(returns)[0]
+        return type_schema(returns, "LangGraphOutput")
 
     def get_context_jsonschema(self) -> Any:
         return self.graph.get_context_jsonschema()

@@ -12,8 +12,10 @@ import pytest
 from wayline import END, START, Command, CompiledGraph, Send, StateGraph, interrupt
 from wayline.errors import (
     DuplicateNodeError,
+    EmptySequenceError,
     GraphError,
     GraphRecursionError,
+    InvalidCheckpointerError,
     InvalidUpdateError,
     StoreURLError,
     UnknownNodeError,
@@ -118,6 +120,26 @@ def test_add_sequence_chains_nodes_in_order() -> None:
     g.add_edge(START, "step_b")
     out = g.compile().invoke({"log": []})
     assert out["log"] == ["b", "a", "a"]
+
+
+def test_add_sequence_needs_a_node_and_distinct_names_as_in_langgraph() -> None:
+    with pytest.raises(EmptySequenceError) as empty:
+        StateGraph(State).add_sequence([])
+    assert isinstance(empty.value, ValueError)
+    with pytest.raises(ValueError):
+        StateGraph(State).add_sequence([step_a, step_a])
+
+
+def test_compile_refuses_a_checkpointer_that_is_not_a_store() -> None:
+    class NotAStore:
+        pass
+
+    g = StateGraph(State)
+    g.add_node("a", noop)
+    g.add_edge(START, "a")
+    with pytest.raises(InvalidCheckpointerError, match="Invalid checkpointer provided") as bad:
+        g.compile(checkpointer=NotAStore())  # type: ignore[arg-type]
+    assert isinstance(bad.value, TypeError)
 
 
 # -- edges ---------------------------------------------------------------------------
@@ -512,3 +534,11 @@ def test_a_command_update_may_be_pairs_writing_a_key_twice() -> None:
     plain = StateGraph(T).add_node("one", lambda s: [("foo", "a")]).add_edge(START, "one")
     with pytest.raises(InvalidUpdateError):  # not a Command's: refused, as by LangGraph
         plain.compile().invoke({"foo": "in"})
+
+
+def test_a_command_shows_only_the_fields_it_sets_as_langgraphs_does() -> None:
+    from wayline import Send
+
+    assert repr(Command(goto=Send("b", 3))) == "Command(goto=Send(node='b', arg=3))"
+    assert repr(Command(update={"x": 1}, resume="yes")) == "Command(update={'x': 1}, resume='yes')"
+    assert repr(Command()) == "Command()"

@@ -17,6 +17,7 @@ import wayline
 from wayline.codec import EXT_PYDANTIC, Codec
 from wayline.effects.retry import RetryPolicy, default_retry_on
 from wayline.errors import CodecError
+from wayline.func import entrypoint
 from wayline.graph import END, START, MessagesState, StateGraph, add_messages
 from wayline.graph.message import REMOVE_ALL_MESSAGES
 
@@ -224,6 +225,71 @@ def test_an_entrypoint_update_is_its_return_value_and_the_next_previous() -> Non
     assert seen == [{"a": "-1"}, {"a": "3"}]
 
 
+def test_a_task_of_a_partial_is_named_after_its_function_as_in_langgraph() -> None:
+    import functools
+
+    from wayline.func import entrypoint, task
+
+    def tag(label: str, value: str) -> str:
+        return f"{value}|{label}"
+
+    tagged = task(functools.partial(tag, "x"))
+
+    @entrypoint()
+    def flow(value: str) -> str:
+        return str(tagged(value).result())
+
+    assert tagged.name == "tag"
+    assert list(flow.stream("v", stream_mode="updates")) == [{"tag": "v|x"}, {"flow": "v|x"}]
+
+
+def test_callbacks_in_the_config_see_one_root_run_per_invoke() -> None:
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    from wayline.types import interrupt
+
+    seen: list[tuple[str, Any]] = []
+
+    class Recorder(BaseCallbackHandler):
+        def on_chain_start(self, serialized: Any, inputs: Any, **kw: Any) -> None:
+            if kw.get("parent_run_id") is None:
+                seen.append(("start", inputs))
+
+        def on_chain_end(self, outputs: Any, **kw: Any) -> None:
+            if kw.get("parent_run_id") is None:
+                seen.append(("end", outputs))
+
+    g = StateGraph(S)
+    g.add_node("ask", lambda s: {"log": [interrupt("why?")]})
+    g.add_edge(START, "ask")
+    app = g.compile()
+    out = asyncio.run(app.ainvoke({"log": ["in"]}, {"callbacks": [Recorder()]}))
+    assert "__interrupt__" in out
+    assert seen == [("start", {"log": ["in"]}), ("end", {"log": ["in"]})]
+
+
+def _count(msg: str, *, previous: Any) -> entrypoint.final[int, list[str]]:  # type: ignore[valid-type]
+    seen = previous or []
+    return entrypoint.final(value=len(seen), save=[*seen, msg])
+
+
+def test_entrypoint_final_takes_the_value_and_save_types_and_refuses_generators() -> None:
+    from wayline.errors import NotSupportedError
+
+    count = entrypoint(checkpointer=wayline.connect("sqlite:///:memory:"))(_count)
+    assert count.get_output_jsonschema() == {"title": "LangGraphOutput", "type": "integer"}
+    assert [count.invoke(m, cfg("c")) for m in ("a", "b")] == [0, 1]
+    with pytest.raises(TypeError):
+        entrypoint.final[int]  # both types or none, as LangGraph's
+    with pytest.raises(NotSupportedError) as refused:
+
+        @entrypoint()
+        def gen(inputs: Any) -> Any:
+            yield inputs
+
+    assert isinstance(refused.value, NotImplementedError)
+
+
 def test_interrupt_before_at_invoke_and_resume() -> None:
     g = StateGraph(S)
     g.add_node("a", lambda s: {"log": ["a"]})
@@ -236,6 +302,20 @@ def test_interrupt_before_at_invoke_and_resume() -> None:
     run = app.store.get_run("default", "i")
     assert run is not None and run.status == "interrupted"
     assert app.invoke(None, cfg("i")) == {"log": ["a", "b"]}
+
+
+def test_a_command_given_at_a_breakpoint_goes_on_past_it_as_in_langgraph() -> None:
+    g = StateGraph(S)
+    g.add_node("a", lambda s: {"log": ["a"]})
+    g.add_node("b", lambda s: {"log": ["b"]})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    app = g.compile(interrupt_before=["a"])
+    assert app.invoke({"log": []}, cfg("u")) == {"log": []}
+    assert app.invoke(wayline.Command(update={"log": ["u"]}), cfg("u")) == {"log": ["u", "a", "b"]}
+    assert app.invoke({"log": []}, cfg("g")) == {"log": []}
+    out = asyncio.run(app.ainvoke(wayline.Command(goto=["b"]), cfg("g")))
+    assert out == {"log": ["a", "b", "b"]}  # a (waiting) and b (goto), then b after a
 
 
 def test_a_chat_history_snapshots_as_segments_and_replays_exactly_after_edits() -> None:

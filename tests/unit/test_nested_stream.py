@@ -83,3 +83,24 @@ def test_a_caller_that_stops_early_waits_for_the_child() -> None:
         sync = node is outer
         out = app.invoke({"log": []}) if sync else asyncio.run(app.ainvoke({"log": []}))
         assert out == {"log": ["child ran 2"]}
+
+
+def test_a_nodes_second_subgraph_call_has_its_number_as_a_namespace_segment() -> None:
+    """As LangGraph's ``node:task_id|1``: the second call of a subgraph in one node streams
+    under ``("node:task_id", "1")``, the first under ``("node:task_id",)``."""
+    first, second = child_graph([]), child_graph([])
+
+    def node(state: Log) -> dict[str, Any]:
+        first.invoke({"log": []})
+        second.invoke({"log": []})
+        return {"log": ["node"]}
+
+    g = StateGraph(Log)
+    g.add_node("node", node)
+    g.add_edge(START, "node")
+    app = g.compile()
+    spaces = [ns for ns, _ in app.stream({"log": []}, subgraphs=True) if ns]
+    assert len(spaces) == 4
+    assert spaces[0] == spaces[1] and len(spaces[0]) == 1
+    assert spaces[0][0].startswith("node:")
+    assert spaces[2] == spaces[3] == (spaces[0][0], "1")

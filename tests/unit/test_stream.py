@@ -99,3 +99,22 @@ def test_stream_leaves_the_same_state_as_invoke() -> None:
 def test_unsupported_stream_mode_is_refused(mode: Any) -> None:
     with pytest.raises(WaylineError, match="stream_mode"):
         list(build().compile().stream({"log": []}, cfg(), stream_mode=mode))
+
+
+def test_checkpoint_events_name_the_checkpoints_get_state_history_gives() -> None:
+    app = build().compile()
+    events = [e["payload"] for e in app.stream({"log": []}, cfg(), stream_mode="debug")]
+    streamed = [e for e in events if "config" in e][::-1]
+    history = list(app.get_state_history(cfg()))
+    assert len(streamed) == len(history) == 3
+    for event, snap in zip(streamed, history, strict=True):
+        assert event["config"] == snap.config
+        assert event["parent_config"] == snap.parent_config
+        assert [t["id"] for t in event["tasks"]] == [t.id for t in snap.tasks]
+        assert event["next"] == list(snap.next)
+
+
+def test_an_input_that_writes_nothing_streams_no_values_chunk() -> None:
+    chunks = list(build().compile().stream({}, cfg(), stream_mode=["values", "updates"]))
+    assert chunks[0] == ("updates", {"a": {"log": ["a"], "last": "a"}})
+    assert chunks[1] == ("values", {"log": ["a"], "last": "a"})

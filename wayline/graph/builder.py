@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.codec import Codec, default_codec
 from wayline.effects.retry import RetryPolicy
-from wayline.errors import DuplicateNodeError, GraphError, UnknownNodeError
+from wayline.errors import (
+    DuplicateNodeError,
+    EmptySequenceError,
+    GraphError,
+    InvalidCheckpointerError,
+    UnknownNodeError,
+)
 from wayline.graph.node import Branch, NodeSpec
 from wayline.graph.schema import StateSchema
 from wayline.graph.subgraph import as_node_callable
@@ -241,6 +247,10 @@ class StateGraph:
         self, nodes: Sequence[Callable[..., Any] | tuple[str, Callable[..., Any]]]
     ) -> StateGraph:
         """Add nodes and chain them with edges, in order."""
+        if not nodes:
+            raise EmptySequenceError(
+                "add_sequence needs at least one node (a function, or a (name, function) pair)"
+            )
         previous: str | None = None
         for item in nodes:
             if isinstance(item, tuple):
@@ -378,8 +388,16 @@ class StateGraph:
             bound = open_store("sqlite:///:memory:")
         elif isinstance(checkpointer, str):
             bound = open_store(checkpointer)
-        else:
+        elif callable(getattr(checkpointer, "get_run", None)) and callable(
+            getattr(checkpointer, "commit", None)
+        ):
             bound = checkpointer
+        else:  # as LangGraph, refused at compile rather than at the first run
+            raise InvalidCheckpointerError(
+                f"Invalid checkpointer provided: {type(checkpointer).__name__} is not a "
+                "wayline store; pass wayline.connect('sqlite:///runs.db') (or a postgresql:// "
+                "URL), a store URL, InMemorySaver(), True (a subgraph's own thread) or None"
+            )
         compiled = CompiledGraph(
             builder=self,
             store=bound,

@@ -55,12 +55,13 @@ from wayline.graph.streaming import (
     task_result,
     task_start,
 )
-from wayline.graph.subgraph import run_child
+from wayline.graph.subgraph import SubgraphNode, run_child
 from wayline.graph.subgraph_travel import open_pinned, strip
 from wayline.graph.timeouts import check_async
 from wayline.graph.types import Command, Send
 from wayline.graph.updates import StateUpdates
 from wayline.ids import RunRef
+from wayline.interop.lc_trace import end_root, start_root
 from wayline.store.base import Store
 from wayline.store.records import RunRecord, check_durability
 from wayline.store.writer import Committer
@@ -215,7 +216,16 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         """The graph's nodes and edges, drawable with ``draw_mermaid()`` / ``draw_ascii()``."""
         from wayline.graph.drawing import DrawableGraph
 
-        return DrawableGraph.of(self)
+        return DrawableGraph.of(self, xray=xray)
+
+    def subgraph_nodes(self) -> list[tuple[str, CompiledGraph]]:
+        """The nodes that run a compiled graph (one added as a node), with that graph."""
+        found = []
+        for name, spec in self.builder.nodes.items():
+            fn = getattr(self.nodes.get(name), "fn", None) or getattr(spec, "fn", None)
+            if isinstance(fn, SubgraphNode):
+                found.append((name, fn.child))
+        return found
 
     def clear_cache(self, nodes: Sequence[str] | None = None) -> None:
         """Forget cached node outputs (of ``nodes``; None: every node's)."""
@@ -252,6 +262,27 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         """
         if _inside_task(config):
             return typing.cast("dict[str, Any]", run_child(self, input, context=context))
+        root = start_root(config, self.name, input)
+        try:
+            out = self._invoke(
+                input, config, context, durability, interrupt_before, interrupt_after, kwargs
+            )
+        except BaseException as exc:
+            end_root(root, error=exc)
+            raise
+        end_root(root, out)
+        return out
+
+    def _invoke(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None,
+        context: Any,
+        durability: str | None,
+        interrupt_before: Sequence[str] | str | None,
+        interrupt_after: Sequence[str] | str | None,
+        kwargs: Mapping[str, Any],
+    ) -> dict[str, Any]:
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         while True:
             loop = self.make_loop(
@@ -286,6 +317,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
         fmt = self._streaming(loop, modes, single, subgraphs, config)
+        fmt.wrote = not _empty(input)  # as LangGraph: input that writes nothing shows nothing
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         for mode, chunk in self.run_loop(loop, input, breakpoints=breaks):
             yield from fmt(mode, chunk)
@@ -322,6 +354,27 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         if _inside_task(config):  # a subgraph of the running node, driven on a thread
             child = await asyncio.to_thread(run_child, self, input, context=context)
             return typing.cast("dict[str, Any]", child)
+        root = start_root(config, self.name, input)
+        try:
+            out = await self._ainvoke(
+                input, config, context, durability, interrupt_before, interrupt_after, kwargs
+            )
+        except BaseException as exc:
+            end_root(root, error=exc)
+            raise
+        end_root(root, out)
+        return out
+
+    async def _ainvoke(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None,
+        context: Any,
+        durability: str | None,
+        interrupt_before: Sequence[str] | str | None,
+        interrupt_after: Sequence[str] | str | None,
+        kwargs: Mapping[str, Any],
+    ) -> dict[str, Any]:
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         while True:
             loop = self.make_loop(
@@ -357,6 +410,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
         fmt = self._streaming(loop, modes, single, subgraphs, config)
+        fmt.wrote = not _empty(input)  # as LangGraph: input that writes nothing shows nothing
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         async for mode, chunk in self._adrive(loop, input, breaks):
             for item in fmt(mode, chunk):
@@ -364,6 +418,10 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             if mode == "values" and "__interrupt__" not in chunk and fmt.wants_checkpoints:
                 for item in fmt("checkpoints_src", checkpoint_event(loop, chunk)):
                     yield item
+        if (loop.raised or loop.halted) and loop.pending:  # as stream: finished tasks' writes
+            fmt.wrote = True
+            for item in fmt("values", with_pending(loop.channels, loop.pending.values())):
+                yield item
 
     def batch(
         self,
@@ -554,10 +612,11 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             if resuming and loop.step >= 0:
                 yield (RESUMED, loop.values())
             while (tasks := loop.next_step()) is not None:
-                if stops_before(loop, tasks, before, resuming):
+                if stops_before(loop, tasks, before, resuming or isinstance(input, Command)):
                     loop.pause()
                     yield PAUSED
                     break
+                yield from loop.cached_events()
                 if isinstance(loop.invocation.emit, EventBus) and loop.invocation.emit.wants_tasks:
                     for t in tasks:
                         yield ("tasks", task_start(t, task_input(loop, t)))
@@ -606,10 +665,12 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             if resuming and loop.step >= 0:
                 yield (RESUMED, loop.values())
             while (tasks := loop.next_step()) is not None:
-                if stops_before(loop, tasks, before, resuming):
+                if stops_before(loop, tasks, before, resuming or isinstance(input, Command)):
                     loop.pause()
                     yield PAUSED
                     break
+                for event in loop.cached_events():
+                    yield event
                 if bus is not None and bus.wants_tasks:
                     for t in tasks:
                         yield ("tasks", task_start(t, task_input(loop, t)))
@@ -679,6 +740,9 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                 loop.task_done(outcome)
                 if loop.invocation.chat_callbacks is not None:  # messages the node returned
                     loop.invocation.chat_callbacks.node_output(outcome)
+                bus = loop.invocation.emit
+                if isinstance(bus, EventBus) and (event := loop.stream_finished(outcome)):
+                    bus.put_own(event)
                 outcomes.append(outcome)
         except BaseException:  # the caller cancelled (or a task failed hard): as LangGraph,
             running = [f for f in futures if not f.done()]  # the step's nodes still running
@@ -687,6 +751,11 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             await asyncio.gather(*running, return_exceptions=True)
             raise
         return outcomes
+
+
+def _empty(input: Any) -> bool:
+    """An input that writes no state key (``{}``, a schema instance with nothing set)."""
+    return isinstance(input, Mapping) and not input
 
 
 def _max_concurrency(loop: RunLoop) -> int | None:

@@ -79,6 +79,8 @@ def execute_live(
             outcomes.append(item.outcome)
             if loop.invocation.chat_callbacks is not None:
                 loop.invocation.chat_callbacks.node_output(item.outcome)
+            if (event := loop.stream_finished(item.outcome)) is not None:
+                bus.put_own(event)  # after the messages node_output put there
             continue
         yield (NAMESPACED, item)
     yield from bus.drain()  # emitted by the last task just before it finished
@@ -120,8 +122,9 @@ def stops_before(
     loop: RunLoop, tasks: list[ExecTask], before: frozenset[str], resuming: bool
 ) -> bool:
     """``interrupt_before``: pause before a step that runs a listed node, except the
-    first step of an invocation that continues the run without new input (it is the one
-    paused there)."""
+    first step of an invocation that continues the run without new input, or with a
+    ``Command`` (it is the one paused there; as LangGraph, a ``Command(update=...)`` or
+    ``Command(goto=...)`` given at a breakpoint goes on past it)."""
     if not before or (resuming and loop.steps_run == 0):
         return False
     return any(t.spec.name in before for t in tasks)
@@ -132,7 +135,7 @@ def stops_after(loop: RunLoop, outcomes: list[TaskOutcome], after: frozenset[str
     finished or asked a question anyway)."""
     if not after or not loop.next_tasks or loop.raised:
         return False
-    return any(o.task.spec.name in after for o in outcomes)
+    return bool(loop.step_nodes & after)  # what ran now and what had finished before
 
 
 def task_input(loop: RunLoop, task: ExecTask) -> Any:

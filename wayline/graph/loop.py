@@ -189,6 +189,12 @@ class RunLoop(TaskSteps, StepCommits):
         as LangGraph): coroutines that finish together finish in the order they started,
         so the order is reproducible; threads racing would not be, so the sync driver
         streams them in fold order."""
+        self.step_nodes: set[str] = set()
+        """The nodes of the step ``after_step`` ended: those that ran now and those that
+        had finished before it was interrupted (``interrupt_after`` looks at them all)."""
+        self.streamed: set[str] = set()
+        """Tasks of this step whose update was streamed as they finished (a live stream,
+        ``update_event``): ``after_step`` does not stream them again."""
         self.held: list[TaskSpec] = []
         """Deferred tasks this step holds back (``_runnable``)."""
         self.ended = False
@@ -448,15 +454,15 @@ class RunLoop(TaskSteps, StepCommits):
         return run
 
     def after_step(self, outcomes: list[TaskOutcome]) -> Iterator[Event]:
+        self.step_nodes = {o.task.spec.name for o in outcomes}
+        self.step_nodes.update(r.name for r in self.unfinished.pending.values())
         ordered = sorted(outcomes, key=lambda o: fold_order(o.task.spec.path))
         done = [o for o in ordered if o.result is not None]
         if self.step_events:  # the fold keeps fold order, whatever order events go in
             for o in (o for o in outcomes if o.result is not None) if self.as_finished else done:
-                update = streamed_update(self.graph.schema, o.update)
-                if o.cached:  # as LangGraph: a cached output says so
-                    yield ("updates", {o.task.spec.name: update, "__metadata__": CACHED})
-                else:
-                    yield ("updates", {o.task.spec.name: update})
+                if o.task.id not in self.streamed:
+                    yield self.update_event(o)
+        self.streamed.clear()
         errors = [o for o in ordered if o.error is not None]
         asked = [o for o in ordered if o.interrupts]
         paused = any(o.paused for o in ordered)
@@ -494,6 +500,34 @@ class RunLoop(TaskSteps, StepCommits):
         self.steps_run += 1
         if self.step_events:
             yield ("values", self.values())
+
+    def update_event(self, o: TaskOutcome) -> Event:
+        """The ``updates`` event of a task that finished with a result."""
+        update = streamed_update(self.graph.schema, o.update)
+        if o.cached:  # as LangGraph: a cached output says so
+            return ("updates", {o.task.spec.name: update, "__metadata__": CACHED})
+        return ("updates", {o.task.spec.name: update})
+
+    def cached_events(self) -> Iterator[Event]:
+        """The updates of tasks of the step about to run that finished before (an
+        interrupt or a crash stopped the step), streamed first as LangGraph does: what the
+        task wrote to the state's keys, marked cached."""
+        if not self.step_events:
+            return
+        for result in sorted(self.unfinished.pending.values(), key=lambda r: fold_order(r.path)):
+            if result.name not in self.graph.nodes:
+                continue
+            update = {k: v for k, v in result.writes if k in self.graph.schema.channels}
+            yield ("updates", {result.name: update or None, "__metadata__": CACHED})
+
+    def stream_finished(self, o: TaskOutcome) -> Event | None:
+        """On a live stream (one where a step's tasks emit while they run), a task's update
+        goes out when the task finishes, as in LangGraph, so that it comes before what its
+        peers emit later; ``after_step`` then skips it."""
+        if not self.step_events or o.result is None:
+            return None
+        self.streamed.add(o.task.id)
+        return self.update_event(o)
 
     @property
     def finished(self) -> bool:

@@ -56,6 +56,8 @@ class NodeSpec:
     """Runs only when the run would otherwise end (``add_node(..., defer=True)``)."""
     cache: Any = None
     """The node's ``CachePolicy`` (``add_node(..., cache_policy=...)``; ``wayline.graph.cache``)."""
+    end_labels: tuple[tuple[str, str], ...] = ()
+    """(target, label) of ``destinations`` given as a mapping: the drawing's edge labels."""
 
     def policies(self) -> tuple[RetryPolicy, ...]:
         """The node's retry policies, in the order they are tried."""
@@ -122,11 +124,15 @@ class NodeSpec:
         # wrapper without functools.wraps, a Mock) is called with the state only
         takes_ctx = len([p for p in params if p.kind is not p.VAR_POSITIONAL]) >= 2
         ends = _command_ends(fn)
+        labels: tuple[tuple[str, str], ...] = ()
         if destinations is not None:
             ends = tuple(destinations)
+            if isinstance(destinations, Mapping):
+                labels = tuple((str(k), str(v)) for k, v in destinations.items())
         if input_schema is None and all_params:
             input_schema = _input_annotation(fn, all_params[0].name)
-        return cls(name, fn, is_async, takes_ctx, ends, retry, inject, input_schema)
+        spec = cls(name, fn, is_async, takes_ctx, ends, retry, inject, input_schema)
+        return dataclasses.replace(spec, end_labels=labels) if labels else spec
 
 
 _INJECTED_NAMES = {

@@ -16,7 +16,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from wayline.errors import WaylineError
+from wayline.graph.run_config import at_step
 from wayline.graph.schema import ROOT
+from wayline.graph.tasks import defer_split
+from wayline.ids import RunRef, derive_id
 
 __all__ = [
     "PAUSED",
@@ -65,6 +68,13 @@ class EventBus:
             self.queue.put((namespace, mode, chunk))
             if self.waker is not None:
                 self.waker()
+
+    def put_own(self, event: tuple[str, Any]) -> None:
+        """An event of the streamed graph's own loop, passed on in the order it comes
+        among what the tasks emit (whatever the modes: the formatter reads them all)."""
+        self.queue.put(((), *event))
+        if self.waker is not None:
+            self.waker()
 
     @property
     def wants_tasks(self) -> bool:
@@ -165,15 +175,21 @@ class Formatter:
 
 def checkpoint_event(loop: Any, values: dict[str, Any]) -> dict[str, Any]:
     """A committed step as LangGraph's ``checkpoints`` mode describes one."""
-    conf = {"thread_id": loop.run_id, "tenant": loop.tenant_id, "step": loop.step}
-    parent = {**conf, "step": loop.step - 1} if loop.step > 0 else None
+    ref = RunRef(loop.tenant_id, loop.run_id)
+    nxt = defer_split(loop.next_tasks, loop.graph.nodes)[0]  # held: not next
+
+    def task_id(t: Any) -> str:
+        return derive_id(loop.tenant_id, loop.run_id, loop.step + 1, *t.path)
+
+    parent = ref.config(**at_step(loop.tenant_id, loop.run_id, loop.step - 1))
     return {
-        "config": {"configurable": conf},
-        "parent_config": {"configurable": parent} if parent else None,
+        # the config get_state_history gives the same checkpoint
+        "config": ref.config(**at_step(loop.tenant_id, loop.run_id, loop.step)),
+        "parent_config": parent if loop.step > 0 else None,
         "values": values,
         "metadata": {"source": "input" if loop.step == 0 else "loop", "step": loop.step},
-        "next": [t.name for t in loop.next_tasks],
-        "tasks": [{"name": t.name, "interrupts": (), "state": None} for t in loop.next_tasks],
+        "next": [t.name for t in nxt],
+        "tasks": [{"id": task_id(t), "name": t.name, "interrupts": (), "state": None} for t in nxt],
     }
 
 

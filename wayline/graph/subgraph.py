@@ -62,8 +62,17 @@ def child_run_id(parent_run: str, node: str, task_id: str, call: int = 0) -> str
 
 
 def namespace_of(run_id: str) -> tuple[str, ...]:
-    """A child run's namespace as LangGraph names it: ``("node:task_id", ...)``."""
-    return tuple(run_id.split(SEP)[1:])
+    """A child run's namespace as LangGraph names it: ``("node:task_id", ...)``, a node's
+    second and later subgraph calls with the call's number as a segment of its own
+    (``("node:task_id", "1")``, LangGraph's ``node:task_id|1``)."""
+    out: list[str] = []
+    for segment in run_id.split(SEP)[1:]:
+        head, _, call = segment.rpartition(":")
+        if head and call.isdigit() and len(call) < 32:  # not a task id (32 hex digits)
+            out.extend((head, call))
+        else:
+            out.append(segment)
+    return tuple(out)
 
 
 def as_node_callable(
