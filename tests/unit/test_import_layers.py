@@ -5,8 +5,8 @@ wayline.cli, directly or through any chain of imports, at the top of a module, i
 function, or under ``TYPE_CHECKING``. Read from the source (``ast``), so an import that
 runs only on some path is seen too; a failure prints the chain. The store's modules import
 one another without a circle, and each stays small enough to read (one record family a
-file, under ``STORE_MAX_LINES``). Among the imports that run (``TYPE_CHECKING`` aside) no
-module joins a circle but the one named as open debt (``KNOWN_CIRCLE``)."""
+file, under ``STORE_MAX_LINES``). Among the imports that run (``TYPE_CHECKING`` aside, imports
+inside functions counted) no module joins a circle."""
 
 from __future__ import annotations
 
@@ -179,15 +179,6 @@ def test_no_store_module_is_longer_than_a_family() -> None:
     assert not long, f"store modules over {STORE_MAX_LINES} lines (split by family): {long}"
 
 
-KNOWN_CIRCLE = {
-    *("wayline.graph.compiled", "wayline.graph.inspection", "wayline.graph.nested_stream"),
-    *("wayline.graph.runner", "wayline.graph.subgraph", "wayline.graph.subgraph_travel"),
-    "wayline.graph.updates",
-}
-"""The one circle left among the imports that run (a compiled graph and its subgraphs,
-through imports inside functions): open debt, and no other module may join it."""
-
-
 def _circles(graph: dict[str, set[str]]) -> list[set[str]]:
     """The strongly connected groups of more than one module (Tarjan's algorithm)."""
     index: dict[str, int] = {}
@@ -232,7 +223,7 @@ def test_no_module_joins_a_circle_of_the_imports_that_run() -> None:
     }
     assert "wayline.runtime" in graph["wayline.prebuilt.tool_node"]  # inside a function: seen
     circles = _circles(graph)
-    assert all(c <= KNOWN_CIRCLE for c in circles), [sorted(c) for c in circles]
+    assert not circles, [sorted(c) for c in circles]
 
 
 def test_the_circle_finder_finds_groups() -> None:

@@ -15,15 +15,15 @@ from wayline.errors import (
     InvalidCheckpointerError,
     UnknownNodeError,
 )
+from wayline.graph.compiled import CompiledGraph
 from wayline.graph.node import Branch, NodeSpec
 from wayline.graph.schema import StateSchema
-from wayline.graph.subgraph import as_node_callable
+from wayline.graph.subgraph import SubgraphNode, as_node_callable
 from wayline.graph.timeouts import TimeoutPolicy
 from wayline.graph.types import END, START
 
 if TYPE_CHECKING:
     from wayline.graph.channels import Channel
-    from wayline.graph.compiled import CompiledGraph
     from wayline.store.base import Store
 
 __all__ = ["Migration", "StateGraph"]
@@ -154,7 +154,10 @@ class StateGraph:
             raise GraphError(f"node name {node!r} may not contain any of {_RESERVED_CHARS}")
         if node in self.nodes:
             raise DuplicateNodeError(f"a node named {node!r} already exists; names must be unique")
-        fn = as_node_callable(action, self)
+        if isinstance(action, CompiledGraph):  # a subgraph: runs on the keys it shares
+            fn: Callable[..., Any] = SubgraphNode(action, tuple(self.schema.channels))
+        else:
+            fn = as_node_callable(action)
         spec = NodeSpec.of(
             node, fn, _policies(retry_policy), input_schema=input_schema, destinations=destinations
         )
@@ -376,7 +379,6 @@ class StateGraph:
 
         check_memory_store(store, "compile(store=...)")
         del debug
-        from wayline.graph.compiled import CompiledGraph
         from wayline.store import open_store
 
         self.validate()

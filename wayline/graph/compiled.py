@@ -40,9 +40,9 @@ from wayline.graph.inspection import Inspection, Verification
 from wayline.graph.jsonschema import JsonSchemas
 from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome, default_owner
 from wayline.graph.nested_stream import astream_child, called_from_node, stream_child
-from wayline.graph.run_config import at_step, run_ids
 from wayline.graph.run_config import checked_config as _checked_config
 from wayline.graph.run_config import inside_task as _inside_task
+from wayline.graph.run_config import run_ids
 from wayline.graph.run_config import same_run as _same_run
 from wayline.graph.runner import arun_task, run_task
 from wayline.graph.streaming import (
@@ -71,7 +71,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CompiledGraph", "Verification"]
 
-_at, _ids = at_step, run_ids  # their old names, for the modules importing them from here
 DEFAULT_STEP_LIMIT = 10_000
 """LangGraph 1.2 defaults ``recursion_limit`` to 10,007; wayline rounds it."""
 
@@ -521,7 +520,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
 
     def _loop(self, config: Mapping[str, Any] | None, durability: str) -> RunLoop:
         config = dict(config or {})
-        tenant, run_id = _ids(config, create=not self.requires_thread_id)
+        tenant, run_id = run_ids(config, create=not self.requires_thread_id)
         config.setdefault("configurable", {})
         config["configurable"] = {**config["configurable"], "thread_id": run_id}
         check_durability(durability)

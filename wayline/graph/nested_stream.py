@@ -26,19 +26,14 @@ from wayline.errors import WaylineError
 from wayline.graph.context import current_scope
 from wayline.graph.run_config import own_thread
 from wayline.graph.streaming import NAMESPACED, Formatter
+from wayline.graph.subgraph import CHILD_TAP, run_child
 
 if TYPE_CHECKING:
     from wayline.graph.compiled import CompiledGraph
 
-__all__ = ["CHILD_TAP", "ChildTap", "astream_child", "called_from_node", "stream_child"]
+__all__ = ["ChildTap", "astream_child", "called_from_node", "stream_child"]
 
 Emit = Callable[[tuple[str, ...], str, Any], None]
-
-CHILD_TAP: contextvars.ContextVar[ChildTap | None] = contextvars.ContextVar(
-    "wayline_child_tap", default=None
-)
-"""Set around ``run_child`` by ``stream_child``: the next child run started in this context
-reports to it (``subgraph._drive`` takes it, once)."""
 
 
 def called_from_node(config: Mapping[str, Any] | None) -> bool:
@@ -110,8 +105,6 @@ class ChildTap:
 
 
 def _start(graph: CompiledGraph, input: Any, context: Any, tap: ChildTap) -> threading.Thread:
-    from wayline.graph.subgraph import run_child
-
     def work() -> None:
         CHILD_TAP.set(tap)
         try:

@@ -19,26 +19,35 @@ and is applied by the parent's node.
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import GraphError, GraphInterrupt, ParentCommand
+from wayline.graph import travel
 from wayline.graph.context import current_scope, scoped_index
-from wayline.graph.nested_stream import CHILD_TAP
+from wayline.graph.loop import default_owner
 from wayline.graph.types import Command, StateSnapshot
 from wayline.ids import RunRef
 from wayline.store.records import CommitBatch, RunUpdate
 
 if TYPE_CHECKING:
-    from wayline.graph.builder import StateGraph
     from wayline.graph.compiled import CompiledGraph
+    from wayline.graph.nested_stream import ChildTap
 
-__all__ = ["SubgraphNode", "as_node_callable", "child_run_id", "run_child"]
+__all__ = ["CHILD_TAP", "SubgraphNode", "as_node_callable", "child_run_id", "run_child"]
 
 SEP = "::"
 """Separates a parent run id from the namespace of a child run."""
+
+
+CHILD_TAP: contextvars.ContextVar[ChildTap | None] = contextvars.ContextVar(
+    "wayline_child_tap", default=None
+)
+"""Set around ``run_child`` by ``nested_stream.stream_child``: the next child run started in
+this context reports to it (``_drive`` takes it, once)."""
 
 
 CHILD_RECORD = "subgraph:"
@@ -75,14 +84,10 @@ def namespace_of(run_id: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def as_node_callable(
-    action: Callable[..., Any] | CompiledGraph | Mapping[str, Any], builder: StateGraph
-) -> Callable[..., Any]:
-    """``add_node(name, compiled_graph)``: wrap a compiled graph to run as a subgraph."""
-    from wayline.graph.compiled import CompiledGraph
-
-    if isinstance(action, CompiledGraph):
-        return SubgraphNode(action, tuple(builder.schema.channels))
+def as_node_callable(action: Callable[..., Any] | Mapping[str, Any]) -> Callable[..., Any]:
+    """What ``add_node`` runs for an action that is not a compiled graph (the builder wraps
+    one of those in a ``SubgraphNode`` itself): a Runnable's ``invoke``, a dict of them as a
+    ``RunnableParallel``, a function as it is."""
     if not callable(action) and callable(getattr(action, "invoke", None)):
         return _runnable_node(action)  # a langchain-core Runnable (a chat model...)
     if isinstance(action, Mapping):
@@ -188,8 +193,6 @@ def run_child(
 
 def _fork_unrun(store: Any, tenant_id: str, run: Any) -> bool:
     """Whether ``run`` is a fork that has not run a step of its own yet."""
-    from wayline.graph import travel
-
     if not travel.is_fork(run):
         return False
     origin = travel.load_origin(store, tenant_id, run.run_id)
@@ -289,9 +292,6 @@ def fork_persistent(
     that thread had reached at the fork point (as LangGraph, whose replay loads the
     subgraph's checkpoint of that time). Returns the new child run, or None (no origin, or
     the child had not run by then)."""
-    from wayline.graph import travel
-    from wayline.graph.loop import default_owner
-
     origin = travel.load_origin(store, tenant_id, parent_run)
     if origin is None:
         return None
@@ -335,8 +335,6 @@ def _turn_steps(store: Any, tenant_id: str, run: str, child: str, through: int) 
 def _lineage(store: Any, tenant_id: str, run_id: str, through: int) -> list[tuple[str, int]]:
     """A run, and the runs it was forked from (whose steps before the fork it shares),
     each with the last step of it that counts."""
-    from wayline.graph import travel
-
     runs = [(run_id, through)]
     origin = travel.load_origin(store, tenant_id, run_id)
     while origin is not None and all(origin.run_id != r for r, _ in runs):

@@ -12,9 +12,15 @@ import typing
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from wayline.errors import InvalidUpdateError, UnknownNodeError
+from wayline.errors import InvalidUpdateError, RunNotFoundError, UnknownNodeError
+from wayline.graph import travel
+from wayline.graph.loop import default_owner
+from wayline.graph.run_config import at_step as _at
+from wayline.graph.run_config import run_ids as _ids
 from wayline.graph.snapshot_source import mark
+from wayline.graph.subgraph_travel import open_pinned
 from wayline.graph.types import END, Command, StateSnapshot
+from wayline.ids import RunRef
 from wayline.store.records import CommitBatch
 
 if TYPE_CHECKING:
@@ -63,10 +69,6 @@ class StateUpdates:
         """Several steps of updates at once: each superstep's updates fold together into
         one committed step, as parallel nodes' writes do. Returns the last step's config."""
         graph = _graph(self)
-        from wayline.graph.compiled import _at, _ids
-        from wayline.graph.loop import default_owner
-        from wayline.graph.subgraph_travel import open_pinned
-        from wayline.ids import RunRef
 
         steps = _input_steps([[StateUpdate(*u) for u in superstep] for superstep in supersteps])
         if not steps:
@@ -154,9 +156,6 @@ def history(
 ) -> Iterator[StateSnapshot]:
     """Snapshots newest first, from ``before``'s step (exclusive) or the newest, keeping
     those whose metadata holds every ``filter`` item; at most ``limit``."""
-    from wayline.graph import travel
-    from wayline.graph.compiled import _ids
-
     tenant, run_id = _ids(config, create=False)
     run = graph.store.get_run(tenant, run_id)
     if run is None:
@@ -185,12 +184,6 @@ def _copy(
     """``update_state(config, None, as_node="__copy__")``: a fork of the run at the step
     ``config`` names (its latest without one) that writes nothing, as LangGraph's copy of a
     checkpoint (``metadata["source"] == "fork"``); returns the fork's config."""
-    from wayline.errors import RunNotFoundError
-    from wayline.graph import travel
-    from wayline.graph.compiled import _at
-    from wayline.graph.loop import default_owner
-    from wayline.ids import RunRef
-
     run = graph.store.get_run(tenant, run_id)
     if run is None:
         raise RunNotFoundError(f"no run {run_id!r} for tenant {tenant!r} to copy a checkpoint of")
