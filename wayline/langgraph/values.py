@@ -7,8 +7,13 @@ costs O(n^2 / k) bytes over n steps, so any fixed k brings the quadratic term ba
 larger n. Here a full copy is written when the suffix bytes since the previous full copy
 would exceed ``ratio`` times its size (at least ``min_full`` bytes): the full copies of an
 append-only channel then add up to at most ``(1 + 1/ratio)`` times its final size, and
-reading any version reads at most ``1 + ratio`` times that version's own bytes, in one
-query (``lg_load_chain``).
+reading any version reads at most ``1 + ratio`` times that version's own bytes.
+
+Skip rows bound the rows a read walks (a fresh process reading a long thread): the version
+at the k-th delta since the full copy, when ``skip ** j`` divides k, stores the last
+``skip ** j`` versions' items inline (``SEG``, carrying k) over the version that many back.
+A read follows bases from its version: the sum of k's base-``skip`` digits, at most
+``skip - 1`` rows a level. The cost: each item stored once more per level.
 
 Deduplicated against writes: a task's writes are stored anyway (``put_writes``, pending
 writes of the parent checkpoint); when the items a version appended are exactly those
