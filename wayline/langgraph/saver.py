@@ -80,6 +80,7 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         allowed_modules: Sequence[tuple[str, ...]] | None = None,
         full_copy_ratio: float = 2.0,
         min_full_copy_bytes: int = 16_384,
+        chain_skip: int = 64,
     ) -> None:
         serde = JsonPlusSerializer(
             pickle_fallback=False,
@@ -94,6 +95,7 @@ class WaylineSaver(BaseCheckpointSaver[str]):
             self._loads,
             ratio=full_copy_ratio,
             min_full=min_full_copy_bytes,
+            skip=chain_skip,
         )
         self._steps: OrderedDict[tuple[str, str, str], int] = OrderedDict()
         self._pending: OrderedDict[PendingKey, dict[tuple[str, str, int], Any]] = OrderedDict()
@@ -472,22 +474,31 @@ class WaylineSaver(BaseCheckpointSaver[str]):
             if not present:
                 return None
             if remember:
-                self.values.remember(key, Head(version, value, version, len(row.payload), 0))
+                items = len(value) if type(value) is list else 0
+                head = Head(version, value, version, len(row.payload), 0, root_items=items)
+                self.values.remember(key, head)
             return (value,)
-        chain = self.store.lg_load_chain(tenant, thread, ns, channel, row.root)
+        path = self._path(tenant, thread, ns, row)
         if folds is not None:
-            folds[0] += sum(1 for v in chain if v.base is not None)
-        refs = sorted({v.writes_of for v in chain if v.writes_of is not None})
+            folds[0] += len(path) - 1
+        refs = sorted({v.writes_of for v in path if v.writes_of is not None})
         load = self._writes_loader(tenant, thread, ns, channel, refs)
-        value, head = self.values.decode_chain(
-            row,
-            {v.version: v for v in chain},
-            load,
-            lambda version: self.store.lg_load_value(tenant, thread, ns, channel, version),
-        )
+        value, head = self.values.decode_chain(row, {v.version: v for v in path}, load)
         if remember:
             self.values.remember(key, head)
         return (value,)
+
+    def _path(self, tenant: str, thread: str, ns: str, row: LgValue) -> builtins.list[LgValue]:
+        """The rows from a version down its bases to its full copy, one read each: skip
+        rows keep it at most ``(skip - 1)`` rows per level (``ValueCodec``)."""
+        path = [row]
+        while row.base is not None:
+            base = self.store.lg_load_value(tenant, thread, ns, row.channel, row.base)
+            if base is None:
+                break  # decode_chain names the missing version
+            path.append(base)
+            row = base
+        return path
 
     def _writes_loader(
         self, tenant: str, thread: str, ns: str, channel: str, checkpoint_ids: Iterable[Any]

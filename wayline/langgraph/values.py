@@ -7,8 +7,13 @@ costs O(n^2 / k) bytes over n steps, so any fixed k brings the quadratic term ba
 larger n. Here a full copy is written when the suffix bytes since the previous full copy
 would exceed ``ratio`` times its size (at least ``min_full`` bytes): the full copies of an
 append-only channel then add up to at most ``(1 + 1/ratio)`` times its final size, and
-reading any version reads at most ``1 + ratio`` times that version's own bytes, in one
-query (``lg_load_chain``).
+reading any version reads at most ``1 + ratio`` times that version's own bytes.
+
+Skip rows bound the rows a read walks (a fresh process reading a long thread): the version
+at the k-th delta since the full copy, when ``skip ** j`` divides k, stores the last
+``skip ** j`` versions' items inline (``SEG``, carrying k) over the version that many back.
+A read follows bases from its version: the sum of k's base-``skip`` digits, at most
+``skip - 1`` rows a level. The cost: each item stored once more per level.
 
 Deduplicated against writes: a task's writes are stored anyway (``put_writes``, pending
 writes of the parent checkpoint); when the items a version appended are exactly those
@@ -101,6 +106,25 @@ class Head:
     root: str
     root_bytes: int
     chain_bytes: int
+    count: int = 0
+    """Versions since the full copy ``root``."""
+    anchors: tuple[tuple[str, int], ...] = ()
+    """Per level j >= 1, the (version, list length) at the last count divisible by
+    ``skip ** j`` (the root where none was written yet)."""
+    root_items: int = 0
+
+
+SEG = b"seg\x00"
+"""The tag of a row appending ``skip ** j`` versions' items at once (a skip row): ``seg NUL
+count NUL payload``, with the count of versions since the root."""
+
+
+def seg_count(payload: bytes) -> int | None:
+    """The count a skip row carries, or None for any other row."""
+    if not payload.startswith(SEG):
+        return None
+    cut = payload.index(b"\x00", len(SEG))
+    return int(payload[len(SEG) : cut])
 
 
 class ValueCodec:
@@ -114,12 +138,14 @@ class ValueCodec:
         ratio: float = 2.0,
         min_full: int = 16_384,
         max_heads: int = 10_000,
+        skip: int = 64,
     ) -> None:
         self.dumps = dumps
         self.loads = loads
         self.ratio = ratio
         self.min_full = min_full
         self.max_heads = max_heads
+        self.skip = skip
         self._heads: dict[tuple[str, str, str, str], Head] = {}
         self._lock = threading.Lock()
 
@@ -149,19 +175,50 @@ class ValueCodec:
             and len(value) >= len(old)
             and value[: len(old)] == old
         ):
-            suffix = value[len(old) :]
-            if writes is not None and self._is_made_of(suffix, writes):
-                payload, cost, writes_of = BY_REFERENCE, writes.nbytes, writes.checkpoint_id
-            else:
-                payload = pack(*self.dumps(suffix))
+            count = head.count + 1
+            level = self._level(count)
+            base = head.version
+            if level:
+                base, start = self._anchor(head, level)
+                payload = SEG + str(count).encode() + b"\x00" + pack(*self.dumps(value[start:]))
                 cost, writes_of = len(payload), None
-            chain = head.chain_bytes + cost
+            else:
+                suffix = value[len(old) :]
+                if writes is not None and self._is_made_of(suffix, writes):
+                    payload, cost, writes_of = BY_REFERENCE, writes.nbytes, writes.checkpoint_id
+                else:
+                    payload = pack(*self.dumps(suffix))
+                    cost, writes_of = len(payload), None
+            chain = head.chain_bytes + cost  # every row since the root (skip rows too)
             if chain <= self.ratio * max(head.root_bytes, self.min_full):
-                row = LgValue(ns, channel, version, head.version, head.root, writes_of, payload)
-                return row, Head(version, value, head.root, head.root_bytes, chain)
+                row = LgValue(ns, channel, version, base, head.root, writes_of, payload)
+                mark = (version, len(value))
+                anchors = (mark,) * level + head.anchors[level:]
+                return row, dataclasses.replace(
+                    head,
+                    version=version,
+                    value=value,
+                    chain_bytes=chain,
+                    count=count,
+                    anchors=anchors,
+                )
         payload = pack(*self.dumps(value))
         row = LgValue(ns, channel, version, None, version, None, payload)
-        return row, Head(version, value, version, len(payload), 0)
+        items = len(value) if type(value) is list else 0
+        return row, Head(version, value, version, len(payload), 0, root_items=items)
+
+    def _level(self, count: int) -> int:
+        """The largest j with ``skip ** j`` dividing ``count`` (0: a one-version delta)."""
+        level = 0
+        while count % self.skip == 0:
+            count //= self.skip
+            level += 1
+        return level
+
+    def _anchor(self, head: Head, level: int) -> tuple[str, int]:
+        if len(head.anchors) >= level:
+            return head.anchors[level - 1]
+        return head.root, head.root_items
 
     def _is_made_of(self, suffix: list[Any], writes: ParentWrites) -> bool:
         """Whether the appended items serialize to exactly the stored writes' bytes (bytes,
@@ -198,6 +255,9 @@ class ValueCodec:
 
     def suffix(self, row: LgValue, load_writes: LoadWrites) -> tuple[list[Any], int]:
         """The items a suffix row appended, and the bytes read for them."""
+        if row.payload.startswith(SEG):
+            inner = row.payload[row.payload.index(b"\x00", len(SEG)) + 1 :]
+            return self.loads(unpack(inner)), len(row.payload)
         if row.writes_of is None:
             return self.loads(unpack(row.payload)), len(row.payload)
         return load_writes(row.checkpoint_ns, row.writes_of, row.channel)
@@ -229,9 +289,46 @@ class ValueCodec:
                 raise CodecError(f"channel {row.channel!r}: a suffix stored over a non-list")
             return value, Head(target.version, value, row.version, len(row.payload), 0)
         value = list(value)
+        root_items = len(value)
         chain_bytes = 0
+        marks_up = [(len(value), 0)]
         for part in reversed(parts[:-1]):
             items, nbytes = self.suffix(part, load_writes)
             value.extend(items)
             chain_bytes += nbytes
-        return value, Head(target.version, value, row.version, len(row.payload), chain_bytes)
+            marks_up.append((len(value), chain_bytes))
+        counts = self.counts(parts)
+        count = counts[0]
+        marks = {
+            c: (p.version, n)
+            for c, p, (n, _) in zip(counts, parts, reversed(marks_up), strict=True)
+        }
+        anchors = []
+        step = self.skip
+        while step <= count:
+            mark = marks.get(count // step * step)
+            if mark is None:  # not on the path: build no skip rows over it
+                break
+            anchors.append(mark)
+            step *= self.skip
+        head = Head(
+            target.version,
+            value,
+            row.version,
+            len(row.payload),
+            chain_bytes,
+            count,
+            tuple(anchors),
+            root_items,
+        )
+        return value, head
+
+    @staticmethod
+    def counts(parts: list[LgValue]) -> list[int]:
+        """Per row of a path (newest first, root last), its count of versions since the
+        root: a skip row carries its own, a one-version delta is one more than its base."""
+        out = [0] * len(parts)
+        for i in range(len(parts) - 2, -1, -1):
+            carried = seg_count(parts[i].payload)
+            out[i] = out[i + 1] + 1 if carried is None else carried
+        return out
