@@ -123,3 +123,17 @@ def test_a_read_needs_a_thread_and_the_graph_that_ran_it() -> None:
     with pytest.raises(ConfigError, match="not compiled"):
         other._readers().clear()  # as in a process that never compiled it
         other.get_tuple(CFG)
+
+
+def test_postgresql_store_reads_and_deletes_the_same(pg_url: str) -> None:
+    store: Any = wayline.connect(pg_url)
+    try:
+        build(store).invoke({"steps": ["x"]}, CFG)
+        assert [t.metadata["step"] for t in store.list(CFG)] == [2, 1, 0]
+        latest = store.get_tuple(CFG)
+        assert latest is not None
+        assert latest.checkpoint["channel_values"] == {"steps": ["x", "a", "b"]}
+        store.delete_thread("t1")
+        assert store.get_tuple(CFG) is None
+    finally:
+        store.close()
