@@ -152,6 +152,9 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             self.codec.register(Command, "wayline.Command")
         if not self.codec.is_registered(Overwrite):  # a step's writes hold it as written
             self.codec.register(Overwrite, "wayline.Overwrite")
+        register = getattr(store, "register_reader", None)
+        if register is not None:  # LangGraph's checkpointer.list/get_tuple read through it
+            register(name, version, self)
 
     @property
     def checkpointer(self) -> Store:
@@ -163,6 +166,9 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             return self
         bound = copy.copy(self)
         bound.store = store
+        register = getattr(store, "register_reader", None)
+        if register is not None:
+            register(bound.name, bound.version, bound)
         return bound
 
     @property

@@ -6,6 +6,7 @@ it talks to."""
 
 from __future__ import annotations
 
+from wayline.store.checkpoint_reading import CheckpointReading
 from wayline.store.lg_sql import LangGraphSQL
 from wayline.store.memory_data_sql import MemoryDataSQL
 from wayline.store.sql_core import (
@@ -48,6 +49,7 @@ class SQLStore(
     LangGraphSQL,
     StreamEventsSQL,
     MemoryDataSQL,  # with MemorySQL: items, then subjects and classes
+    CheckpointReading,  # LangGraph's checkpointer reads, through the graphs compiled on it
 ):
     """The Store protocol over SQL. Subclasses implement ``_tx``, ``_read``,
     ``_read_dicts``, ``table_names`` and ``close``, and set ``q`` (from ``load_queries``)
