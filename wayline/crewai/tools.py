@@ -79,7 +79,7 @@ class LedgeredTool(BaseTool):
                 run_id=flow_id,
                 kind="effect",
                 node=method,
-                step=len(held.methods),
+                step=held.steps,  # the row the method's completion will be
                 name=self.name,
                 seq=cycle,
                 attempt=0,
