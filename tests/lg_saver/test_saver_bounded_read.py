@@ -6,41 +6,18 @@ loaded. Counted through a wrapper on the store, never timed."""
 from __future__ import annotations
 
 import math
-import operator
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, TypedDict, cast
+from typing import Any, cast
 
 import pytest
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph import END, START, StateGraph
+from test_saver_storage import growing, item
 
 import wayline
 from wayline.langgraph import WaylineSaver
 from wayline.store.base import Store
-
-ITEM = 500
-
-
-class State(TypedDict):
-    log: Annotated[list[str], operator.add]
-    n: int
-
-
-def item(i: int) -> str:
-    return (f"{i:05d}-" * 100)[:ITEM]
-
-
-def growing(saver: WaylineSaver, steps: int) -> Any:
-    def step(state: State) -> dict[str, Any]:
-        return {"log": [item(state["n"])], "n": state["n"] + 1}
-
-    g = StateGraph(State)
-    g.add_node("step", step)
-    g.add_edge(START, "step")
-    g.add_conditional_edges("step", lambda s: "step" if s["n"] < steps else END)
-    return g.compile(checkpointer=saver)
 
 
 def cfg() -> RunnableConfig:
