@@ -6,9 +6,23 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
+import random
 from typing import Any
 
-__all__ = ["RunRef", "derive_id", "incarnation_at", "rolled_back"]
+__all__ = ["RunRef", "derive_id", "incarnation_at", "rolled_back", "unique_hex"]
+
+_UNIQUE = random.Random(os.urandom(16))
+if hasattr(os, "register_at_fork"):  # a forked child must not repeat its parent's digits
+    os.register_at_fork(after_in_child=lambda: _UNIQUE.seed(os.urandom(16)))
+
+
+def unique_hex(digits: int) -> str:
+    """Random hex digits that tell apart what must not collide (a fork's channel versions,
+    a run row's incarnation); unique, not secret. From a generator seeded once from the OS
+    (again in a forked child) rather than a system call each: ``uuid4`` and ``secrets``
+    cost a ``getrandom`` call per LangGraph channel version and checkpoint."""
+    return f"{_UNIQUE.getrandbits(4 * digits):0{digits}x}"
 
 
 def derive_id(*parts: Any) -> str:

@@ -8,6 +8,7 @@ meter, purge, export and retention treat a thread like any run. Payloads are opa
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from wayline.store.records import MeterRow
 
@@ -15,6 +16,9 @@ __all__ = [
     "LG_TABLES",
     "LgCheckpoint",
     "LgFence",
+    "LgOp",
+    "LgPut",
+    "LgPutWrites",
     "LgThreadRows",
     "LgValue",
     "LgWrite",
@@ -102,3 +106,28 @@ class LgThreadRows:
     checkpoints: list[LgCheckpoint]
     values: list[LgValue]
     writes: list[LgWrite]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LgPut:
+    """A checkpoint, the channel versions it introduced, and the parent's writes those
+    refer to (``lg_put``), as one operation of a batch (``lg_write_batch``)."""
+
+    checkpoint: LgCheckpoint
+    values: Sequence[LgValue]
+    writes: Sequence[LgWrite] = ()
+    fence: LgFence | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LgPutWrites:
+    """A task's pending writes (``lg_put_writes``) as one operation of a batch;
+    ``replace``: special writes, which overwrite the task's earlier ones."""
+
+    writes: Sequence[LgWrite]
+    replace: bool
+    fence: LgFence | None = None
+
+
+LgOp = LgPut | LgPutWrites
+"""One write of a thread; ``lg_write_batch`` commits several in one transaction."""

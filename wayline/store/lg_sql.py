@@ -12,14 +12,23 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import uuid
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from types import SimpleNamespace
 from typing import Any, Protocol
 
 from wayline.errors import LeaseLost
-from wayline.store.lg_records import LgCheckpoint, LgFence, LgThreadRows, LgValue, LgWrite
+from wayline.ids import unique_hex
+from wayline.store.lg_records import (
+    LgCheckpoint,
+    LgFence,
+    LgOp,
+    LgPut,
+    LgPutWrites,
+    LgThreadRows,
+    LgValue,
+    LgWrite,
+)
 from wayline.store.payloads import Payloads
 from wayline.store.records import MeterRow
 
@@ -56,6 +65,11 @@ class LangGraphContract(Protocol):
         replace: bool,
         fence: LgFence | None = None,
     ) -> None: ...
+
+    def lg_write_batch(self, tenant_id: str, thread_id: str, ops: Sequence[LgOp]) -> None:
+        """Several ``lg_put`` / ``lg_put_writes`` of one thread, in order, in one
+        transaction (``LeaseLost`` and nothing written when any fence is stale)."""
+        ...
 
     def lg_get_checkpoint(
         self, tenant_id: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
@@ -128,6 +142,14 @@ class LangGraphSQL:
         stored, check = self.payloads.put(ident, t, aad, rec.payload)
         return dataclasses.replace(rec, payload=stored), check
 
+    def _lg_sealed(self, t: str, thread: str, rec: Any) -> tuple[Any, int]:
+        """``_lg_stored`` without a copy of the record when nothing is sealed."""
+        ident, aad = _identity(t, thread, rec)
+        stored, check = self.payloads.put(ident, t, aad, rec.payload)
+        if stored is rec.payload:
+            return rec, check
+        return dataclasses.replace(rec, payload=stored), check
+
     def _lg_opened(self, t: str, thread: str, rec: Any, check: int | None) -> Any:
         """The record as written: its checksum verified, its payload opened."""
         ident, aad = _identity(t, thread, rec)
@@ -142,7 +164,7 @@ class LangGraphSQL:
         run exists and the write goes on only while the fence's token is the run's fencing
         token (else ``LeaseLost``, and the transaction writes nothing)."""
         if fence is None:
-            db.execute(self.q.Q_LG_ENSURE_RUN, (*key, now, now, uuid.uuid4().hex))
+            db.execute(self.q.Q_LG_ENSURE_RUN, (*key, now, now, unique_hex(32)))
             return
         params = (now, fence.step, int(fence.take_inbox), *key, fence.token)
         if db.execute(self.q.Q_LG_FENCE, params).rowcount != 1:
@@ -165,23 +187,7 @@ class LangGraphSQL:
         of the parent that values refer to, stored here too unless already stored, so a
         value is never durable without the writes it is made of. ``fence``: a worker's
         lease (``LeaseLost`` when it is stale)."""
-        q = self.q
-        now = time.time()
-        key = (tenant_id, thread_id)
-        c, c_crc = self._lg_stored(tenant_id, thread_id, checkpoint)
-        sealed_values = [self._lg_stored(tenant_id, thread_id, v) for v in values]
-        sealed_writes = [self._lg_stored(tenant_id, thread_id, w) for w in writes]
-        with self._tx(tenant_id) as db:
-            self._lg_ensure_run(db, key, now, fence)
-            db.execute(q.Q_LG_PUT_CHECKPOINT, (*key, *_checkpoint_row(c, c_crc, now)))
-            meter = c.meter()
-            for v, v_crc in sealed_values:
-                if db.execute(q.Q_LG_PUT_VALUE, (*key, *_value_row(v, v_crc))).rowcount == 1:
-                    meter.extend(v.meter())
-            for w, w_crc in sealed_writes:
-                if db.execute(q.Q_LG_PUT_WRITE, (*key, *_write_row(w, w_crc))).rowcount == 1:
-                    meter.extend(w.meter())
-            _meter(db, q, key, meter)
+        self.lg_write_batch(tenant_id, thread_id, [LgPut(checkpoint, values, writes, fence)])
 
     def lg_put_writes(
         self,
@@ -194,18 +200,51 @@ class LangGraphSQL:
     ) -> None:
         """Store a task's pending writes; ``replace``: special writes, which overwrite the
         task's earlier ones at the same index (regular writes keep the first)."""
-        if not writes:
-            return
+        if writes:
+            self.lg_write_batch(tenant_id, thread_id, [LgPutWrites(writes, replace, fence)])
+
+    def lg_write_batch(self, tenant_id: str, thread_id: str, ops: Sequence[LgOp]) -> None:
+        """Several writes of one thread (checkpoints and pending writes, in order) in one
+        transaction: one commit (one fsync on SQLite at ``synchronous=FULL``) for a step's
+        task writes and its checkpoint. The run row is ensured, or the fence checked, once
+        per distinct token (the fences of one token merge: the last step, and the inbox
+        taken if any took it); any stale fence fails the whole batch (``LeaseLost``)."""
         q = self.q
+        now = time.time()
         key = (tenant_id, thread_id)
-        query = q.Q_LG_REPLACE_WRITE if replace else q.Q_LG_PUT_WRITE
-        sealed = [self._lg_stored(tenant_id, thread_id, w) for w in writes]
+        rows: list[tuple[str, tuple[Any, ...], LgRecord]] = []
+        fences: dict[int | None, LgFence | None] = {}
+        batched: set[tuple[str, str, str, int]] = set()
+        """Regular writes already in this batch: a checkpoint's references to its parent's
+        writes are the task writes committed beside it, and need no second statement."""
+        for op in ops:
+            token = None if op.fence is None else op.fence.token
+            fences[token] = _merged(fences.get(token), op.fence)
+            if isinstance(op, LgPut):
+                c, crc = self._lg_sealed(tenant_id, thread_id, op.checkpoint)
+                rows.append((q.Q_LG_PUT_CHECKPOINT, (*key, *_checkpoint_row(c, crc, now)), c))
+                for v in op.values:
+                    v, crc = self._lg_sealed(tenant_id, thread_id, v)
+                    rows.append((q.Q_LG_PUT_VALUE, (*key, *_value_row(v, crc)), v))
+                query = q.Q_LG_PUT_WRITE
+            else:
+                query = q.Q_LG_REPLACE_WRITE if op.replace else q.Q_LG_PUT_WRITE
+            for w in op.writes:
+                ident = (w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx)
+                if query is q.Q_LG_PUT_WRITE:
+                    if ident in batched:
+                        continue  # kept first either way (ON CONFLICT DO NOTHING)
+                    batched.add(ident)
+                w, crc = self._lg_sealed(tenant_id, thread_id, w)
+                rows.append((query, (*key, *_write_row(w, crc)), w))
         meter: list[MeterRow] = []
         with self._tx(tenant_id) as db:
-            self._lg_ensure_run(db, key, time.time(), fence)
-            for w, w_crc in sealed:
-                if db.execute(query, (*key, *_write_row(w, w_crc))).rowcount == 1:
-                    meter.extend(w.meter())
+            for fence in fences.values():
+                self._lg_ensure_run(db, key, now, fence)
+            for query, params, rec in rows:
+                # a checkpoint is always metered (an upsert); a value or write only when new
+                if db.execute(query, params).rowcount == 1 or isinstance(rec, LgCheckpoint):
+                    meter.extend(rec.meter())
             _meter(db, q, key, meter)
 
     def lg_checkpoints_of_runs(
@@ -436,6 +475,15 @@ def lg_payload_columns(
         return []
     ident, aad = _identity(t, r, rec)
     return [("payload", "crc", ident, aad)]
+
+
+def _merged(a: LgFence | None, b: LgFence | None) -> LgFence | None:
+    """Two fences of one token as one check: the later step, and the inbox taken if either
+    took it."""
+    if a is None or b is None:
+        return b if a is None else a
+    step = a.step if b.step is None else b.step
+    return LgFence(a.token, step, a.take_inbox or b.take_inbox)
 
 
 def _meter(db: Any, q: SimpleNamespace, key: tuple[str, str], meter: list[MeterRow]) -> None:
