@@ -10,6 +10,7 @@ same transaction (``meter`` rows, run = thread).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Sequence
@@ -170,6 +171,21 @@ class LangGraphSQL:
         if db.execute(self.q.Q_LG_FENCE, params).rowcount != 1:
             raise LeaseLost(key[1], fence.token)
 
+    def _lg_check_run(
+        self, db: Any, key: tuple[str, str], now: float, fence: LgFence | None
+    ) -> Any:
+        """``_lg_ensure_run`` as a statement whose row count the caller checks (1: the
+        fence holds) once the pipeline's results are in."""
+        if fence is None:
+            return db.execute(self.q.Q_LG_ENSURE_RUN, (*key, now, now, unique_hex(32)))
+        params = (now, fence.step, int(fence.take_inbox), *key, fence.token)
+        return db.execute(self.q.Q_LG_FENCE, params)
+
+    def _lg_pipeline(self, db: Any) -> AbstractContextManager[Any]:
+        """Where the driver can send a transaction's statements without waiting for each
+        result (psycopg's pipeline mode), the context that does; else nothing."""
+        return contextlib.nullcontext()
+
     # -- writes -----------------------------------------------------------------------
 
     def lg_put(
@@ -239,11 +255,15 @@ class LangGraphSQL:
                 rows.append((query, (*key, *_write_row(w, crc)), w))
         meter: list[MeterRow] = []
         with self._tx(tenant_id) as db:
-            for fence in fences.values():
-                self._lg_ensure_run(db, key, now, fence)
-            for query, params, rec in rows:
+            with self._lg_pipeline(db):  # PostgreSQL: the statements in one round trip
+                checks = [(self._lg_check_run(db, key, now, f), f) for f in fences.values()]
+                done = [(db.execute(query, params), rec) for query, params, rec in rows]
+            for cur, fence in checks:
+                if fence is not None and cur.rowcount != 1:
+                    raise LeaseLost(key[1], fence.token)
+            for cur, rec in done:
                 # a checkpoint is always metered (an upsert); a value or write only when new
-                if db.execute(query, params).rowcount == 1 or isinstance(rec, LgCheckpoint):
+                if cur.rowcount == 1 or isinstance(rec, LgCheckpoint):
                     meter.extend(rec.meter())
             _meter(db, q, key, meter)
 

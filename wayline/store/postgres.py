@@ -27,7 +27,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -342,6 +342,13 @@ class PostgresStore(SQLStore):
                 yield _Executor(conn)
         except psycopg.Error as exc:
             raise _write_error(exc) from exc
+
+    def _lg_pipeline(self, db: Any) -> AbstractContextManager[Any]:
+        """A LangGraph step's statements (run row, checkpoint, versions, writes) in one
+        round trip rather than one each (``lg_write_batch``)."""
+        if isinstance(db, _Executor):
+            return db.conn.pipeline()
+        return nullcontext()
 
     def _scope(self, conn: psycopg.Connection[Any], tenant: str | None) -> None:
         """Under row-level security, name the tenant this transaction may see."""
