@@ -6,6 +6,7 @@ would hold the run for a minute and show up as a batch of its own."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections import Counter
@@ -147,3 +148,16 @@ def test_a_stale_fence_fails_the_batch_and_every_call_in_it_writes_nothing(
     found = WaylineSaver(store).get_tuple(latest.config)
     assert found is not None
     assert all(task != "task-f" for task, _, _ in found.pending_writes or [])
+
+
+def test_async_writes_commit_at_once_without_holding_the_shared_executor(store: Store) -> None:
+    saver = WaylineSaver(store, writes_linger=LONG)
+    growing(saver, 1).invoke({"log": [], "n": 0}, cfg(), durability="sync")
+    latest = saver.get_tuple(cfg())
+    assert latest is not None
+    counted = Batches(store)
+    later = WaylineSaver(cast(Store, counted), writes_linger=LONG)
+    asyncio.run(later.aput_writes(latest.config, [("log", ["async"])], "task-a"))
+    assert counted.batches == [["writes"]]  # alone, without waiting for an aput
+    found = WaylineSaver(store).get_tuple(latest.config)
+    assert found is not None and ("task-a", "log", ["async"]) in (found.pending_writes or [])

@@ -16,6 +16,10 @@ when the wait ends, and a task's writes are durable at most ``linger`` later tha
 of their own would make them (a peer that finished is still kept when a slower peer fails
 or the process dies after that).
 
+Only the sync ``put_writes`` lingers (LangGraph's ``invoke`` and ``stream`` loops): the
+async methods run in the event loop's shared executor, whose few threads lingering writes of
+concurrent runs could all hold while the ``aput`` they wait for queues behind them.
+
 When no ``put`` follows (a task's special writes: an error, an interrupt; ``update_state``;
 a graph whose ``put`` waits for its writes first, as LangGraph does for ``DeltaChannel``
 writes), the linger runs out and the writes commit alone. A thread whose linger ran out

@@ -230,6 +230,17 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        self._put_writes(config, writes, task_id, task_path, linger=True)
+
+    def _put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+        *,
+        linger: bool,
+    ) -> None:
         tenant, thread, ns = self._where(config)
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id is None:
@@ -256,7 +267,7 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         fenced = None if fence is None else fence.write(None)
         if rows:  # regular writes wait briefly for the step's checkpoint (``batching``)
             op = LgPutWrites(rows, replace, fenced)
-            self._batcher.submit((tenant, thread), op, linger=not replace)
+            self._batcher.submit((tenant, thread), op, linger=linger and not replace)
 
     def _note_step(self, where: tuple[str, str, str], step: int) -> None:
         """The step the writes against a namespace's newest checkpoint belong to (meter)."""
@@ -590,7 +601,10 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+        """Commits at once: the threads of ``asyncio.to_thread`` are the event loop's shared
+        executor (``min(32, cpus + 4)`` threads), and lingering writes of concurrent runs
+        could hold every one of them while the ``aput`` they wait for queues behind them."""
+        await asyncio.to_thread(self._put_writes, config, writes, task_id, task_path, linger=False)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)
