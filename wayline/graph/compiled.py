@@ -749,12 +749,18 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                 if isinstance(bus, EventBus) and (event := loop.stream_finished(outcome)):
                     bus.put_own(event)
                 outcomes.append(outcome)
+                if outcome.error is not None:  # failed for good: as LangGraph, the peers
+                    break  # still running are cancelled (they run again on resume)
         except BaseException:  # the caller cancelled (or a task failed hard): as LangGraph,
             running = [f for f in futures if not f.done()]  # the step's nodes still running
             for future in running:  # get CancelledError at their await, and are waited for,
                 future.cancel()  # so none goes on after the call has returned
             await asyncio.gather(*running, return_exceptions=True)
             raise
+        if running := [f for f in futures if not f.done()]:  # a peer failed
+            for future in running:
+                future.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
         return outcomes
 
 
