@@ -8,7 +8,8 @@ import asyncio
 import contextlib
 import operator
 import time
-from typing import Annotated, Any, TypedDict
+from collections.abc import AsyncGenerator
+from typing import Annotated, Any, TypedDict, cast
 
 import pytest
 
@@ -48,3 +49,47 @@ def test_a_failing_node_cancels_its_running_peers_and_its_error_is_raised_at_onc
     took = asyncio.run(main())
     assert seen == ["slow:cancelled"]
     assert took < 5
+
+
+def test_closing_an_astream_cancels_the_running_nodes_and_keeps_finished_peers() -> None:
+    """As LangGraph: a task's update streams when the task finishes; a consumer that stops
+    there cancels the peer still running (stopped when ``aclose`` returns), the next step
+    never starts, and the finished peer's write is kept as a pending write."""
+    seen: list[str] = []
+
+    async def main() -> Any:
+        async def quick(state: State) -> dict[str, Any]:
+            await asyncio.sleep(0.05)
+            return {"value": 2}
+
+        async def slow(state: State) -> dict[str, Any]:
+            try:
+                await asyncio.sleep(3)  # far longer than quick: a cancel ends it first
+            except asyncio.CancelledError:
+                seen.append("slow:cancelled")
+                raise
+            return {"value": 10}
+
+        async def after(state: State) -> dict[str, Any]:
+            seen.append("after:ran")
+            return {}
+
+        g = StateGraph(State).add_node("quick", quick).add_node("slow", slow)
+        g.add_node("after", after).add_edge(START, "quick").add_edge(START, "slow")
+        g.add_edge("quick", "after")
+        app = g.compile()
+        chunks = []
+        stream = cast("AsyncGenerator[Any, None]", app.astream({"value": 1}, cfg()))
+        async with contextlib.aclosing(stream):
+            async for chunk in stream:
+                chunks.append(chunk)
+                break
+        seen.append("closed")
+        state = await app.aget_state(cfg())
+        return chunks, state.values, state.next
+
+    chunks, values, nxt = asyncio.run(main())
+    assert chunks == [{"quick": {"value": 2}}]
+    assert seen == ["slow:cancelled", "closed"]
+    assert values == {"value": 3}
+    assert nxt == ("slow",)
