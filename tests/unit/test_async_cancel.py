@@ -93,3 +93,34 @@ def test_closing_an_astream_cancels_the_running_nodes_and_keeps_finished_peers()
     assert seen == ["slow:cancelled", "closed"]
     assert values == {"value": 3}
     assert nxt == ("slow",)
+
+
+def test_a_step_past_step_timeout_cancels_its_running_nodes_and_raises_timeout() -> None:
+    """LangGraph's ``step_timeout``: the finished task's update is streamed, the one still
+    running at the deadline is cancelled, and the stream raises ``TimeoutError``."""
+    seen: list[str] = []
+
+    async def main() -> list[Any]:
+        async def quick(state: State) -> dict[str, Any]:
+            return {"value": 2}
+
+        async def slow(state: State) -> dict[str, Any]:
+            try:
+                await asyncio.sleep(3)
+            except asyncio.CancelledError:
+                seen.append("slow:cancelled")
+                raise
+            return {"value": 10}
+
+        g = StateGraph(State).add_node("quick", quick).add_node("slow", slow)
+        g.add_edge(START, "quick").add_edge(START, "slow")
+        app = g.compile()
+        app.step_timeout = 0.3
+        chunks: list[Any] = []
+        with pytest.raises(TimeoutError):
+            async for chunk in app.astream({"value": 1}, cfg()):
+                chunks.append(chunk)
+        return chunks
+
+    assert asyncio.run(main()) == [{"quick": {"value": 2}}]
+    assert seen == ["slow:cancelled"]

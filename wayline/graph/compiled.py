@@ -79,6 +79,10 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
     """A validated graph bound to a store. Thread-safe: one instance serves many runs."""
 
     memory_store: Any = None
+    step_timeout: float | None = None
+    """Seconds a step's async tasks may take (LangGraph's ``Pregel.step_timeout``): then
+    those still running are cancelled and ``TimeoutError`` is raised; finished peers' writes
+    are kept, as for any failed step."""
     cache: Any = None
     """LangGraph's node cache (``compile(cache=...)``; ``wayline.graph.cache``)."""
     """LangGraph's long-term memory store (``compile(store=...)``; ``wayline.memory``)."""
@@ -748,7 +752,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             futures = [asyncio.ensure_future(gated(t)) for t in tasks]
         outcomes = []
         try:
-            for next_done in asyncio.as_completed(futures):
+            for next_done in asyncio.as_completed(futures, timeout=self.step_timeout):
                 outcome = await next_done
                 loop.task_done(outcome)
                 if loop.invocation.chat_callbacks is not None:  # messages the node returned
