@@ -10,7 +10,7 @@ import copy
 import threading
 import time
 import typing
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +79,10 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
     """A validated graph bound to a store. Thread-safe: one instance serves many runs."""
 
     memory_store: Any = None
+    step_timeout: float | None = None
+    """Seconds a step's async tasks may take (LangGraph's ``Pregel.step_timeout``): then
+    those still running are cancelled and ``TimeoutError`` is raised; finished peers' writes
+    are kept, as for any failed step."""
     cache: Any = None
     """LangGraph's node cache (``compile(cache=...)``; ``wayline.graph.cache``)."""
     """LangGraph's long-term memory store (``compile(store=...)``; ``wayline.memory``)."""
@@ -414,15 +418,18 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                     yield item
             return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
-        fmt = self._streaming(loop, modes, single, subgraphs, config)
+        fmt = self._streaming(loop, modes, single, subgraphs, config, live=True)
         fmt.wrote = not _empty(input)  # as LangGraph: input that writes nothing shows nothing
         breaks = self.breakpoints(interrupt_before, interrupt_after)
-        async for mode, chunk in self._adrive(loop, input, breaks):
-            for item in fmt(mode, chunk):
-                yield item
-            if mode == "values" and "__interrupt__" not in chunk and fmt.wants_checkpoints:
-                for item in fmt("checkpoints_src", checkpoint_event(loop, chunk)):
+        # Closed with this stream: a consumer that stops reading cancels the nodes still
+        # running, and they have stopped when its ``aclose`` returns (as LangGraph).
+        async with contextlib.aclosing(self._adrive(loop, input, breaks)) as driven:
+            async for mode, chunk in driven:
+                for item in fmt(mode, chunk):
                     yield item
+                if mode == "values" and "__interrupt__" not in chunk and fmt.wants_checkpoints:
+                    for item in fmt("checkpoints_src", checkpoint_event(loop, chunk)):
+                        yield item
         if (loop.raised or loop.halted) and loop.pending:  # as stream: finished tasks' writes
             fmt.wrote = True
             for item in fmt("values", with_pending(loop.channels, loop.pending.values())):
@@ -467,9 +474,13 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         single: bool,
         subgraphs: bool,
         config: Mapping[str, Any] | None = None,
+        *,
+        live: bool = False,
     ) -> Formatter:
+        """The formatter of a stream; ``live`` (the async driver): each task's update goes
+        out when the task finishes, as LangGraph's, not when its step ends."""
         fmt = Formatter(modes, single, subgraphs, self.schema.visible, lambda: loop.step + 1)
-        if modes - {"values", "updates"} or subgraphs:
+        if modes - {"values", "updates"} or subgraphs or live:
             loop.invocation.emit = EventBus(modes, subgraphs)
             if "messages" in modes:
                 try:
@@ -657,7 +668,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         loop: RunLoop,
         input: Any,
         breakpoints: tuple[frozenset[str], frozenset[str]] | None = None,
-    ) -> AsyncIterator[tuple[str, Any]]:
+    ) -> AsyncGenerator[tuple[str, Any], None]:
         error: BaseException | None = None
         before, after = breakpoints or (frozenset(), frozenset())
         resuming = True
@@ -683,8 +694,9 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                     outcomes = await self._aexecute(loop, tasks)
                 else:
                     running = asyncio.ensure_future(self._aexecute(loop, tasks))
-                    async for event in aexecute_live(bus, running):
-                        yield event
+                    async with contextlib.aclosing(aexecute_live(bus, running)) as live:
+                        async for event in live:
+                            yield event
                     outcomes = running.result()
                     if bus.wants_tasks:
                         for o in outcomes:
@@ -740,7 +752,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             futures = [asyncio.ensure_future(gated(t)) for t in tasks]
         outcomes = []
         try:
-            for next_done in asyncio.as_completed(futures):
+            for next_done in asyncio.as_completed(futures, timeout=self.step_timeout):
                 outcome = await next_done
                 loop.task_done(outcome)
                 if loop.invocation.chat_callbacks is not None:  # messages the node returned
@@ -749,12 +761,18 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                 if isinstance(bus, EventBus) and (event := loop.stream_finished(outcome)):
                     bus.put_own(event)
                 outcomes.append(outcome)
+                if outcome.error is not None:  # failed for good: as LangGraph, the peers
+                    break  # still running are cancelled (they run again on resume)
         except BaseException:  # the caller cancelled (or a task failed hard): as LangGraph,
             running = [f for f in futures if not f.done()]  # the step's nodes still running
             for future in running:  # get CancelledError at their await, and are waited for,
                 future.cancel()  # so none goes on after the call has returned
             await asyncio.gather(*running, return_exceptions=True)
             raise
+        if running := [f for f in futures if not f.done()]:  # a peer failed
+            for future in running:
+                future.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
         return outcomes
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -89,7 +89,7 @@ def execute_live(
     return outcomes
 
 
-async def aexecute_live(bus: EventBus, running: asyncio.Future[Any]) -> AsyncIterator[Any]:
+async def aexecute_live(bus: EventBus, running: asyncio.Future[Any]) -> AsyncGenerator[Any, None]:
     """The async driver's ``execute_live``: pass on what a step's tasks emit while
     ``running`` (the step) is not done. Woken by the bus on every put (thread-safe), not by
     polling; the step's result stays in ``running``."""
@@ -114,8 +114,9 @@ async def aexecute_live(bus: EventBus, running: asyncio.Future[Any]) -> AsyncIte
             yield event
     finally:
         bus.waker = None
-        if not running.done():
-            running.cancel()
+        if not running.done():  # the stream was closed: the step's nodes get
+            running.cancel()  # CancelledError, and have stopped when this returns
+            await asyncio.gather(running, return_exceptions=True)
 
 
 def stops_before(
