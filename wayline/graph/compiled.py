@@ -469,6 +469,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         config: Mapping[str, Any] | None = None,
     ) -> Formatter:
         fmt = Formatter(modes, single, subgraphs, self.schema.visible, lambda: loop.step + 1)
+        fmt.checkpointed = self.requires_thread_id
         if modes - {"values", "updates"} or subgraphs:
             loop.invocation.emit = EventBus(modes, subgraphs)
             if "messages" in modes:
