@@ -57,7 +57,7 @@ from wayline.graph.streaming import (
 )
 from wayline.graph.subgraph import SubgraphNode, run_child
 from wayline.graph.subgraph_travel import open_pinned, strip
-from wayline.graph.timeouts import check_async
+from wayline.graph.timeouts import TimeoutPolicy, check_async
 from wayline.graph.types import Command, Send
 from wayline.graph.updates import StateUpdates
 from wayline.ids import RunRef
@@ -150,6 +150,8 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         self.shape_json = shape_json(self.shape)
         if not self.codec.is_registered(Command):  # a Send's argument may be a Command
             self.codec.register(Command, "wayline.Command")
+        if not self.codec.is_registered(TimeoutPolicy):  # a Send's own timeout
+            self.codec.register(TimeoutPolicy, "wayline.TimeoutPolicy")
         if not self.codec.is_registered(Overwrite):  # a step's writes hold it as written
             self.codec.register(Overwrite, "wayline.Overwrite")
         register = getattr(store, "register_reader", None)

@@ -633,7 +633,9 @@ class RunLoop(TaskSteps, StepCommits):
                 writes.extend(route_writes(goto, self.graph.nodes, UPDATE))
             elif as_node is None:
                 writes.extend(
-                    (ROUTE, t.name) if t.path[0] == PULL else (SEND, Send(t.name, t.arg))
+                    (ROUTE, t.name)
+                    if t.path[0] == PULL
+                    else (SEND, Send(t.name, t.arg, timeout=t.timeout))
                     for t in self.next_tasks
                 )
             elif as_node == "__input__":  # as the input: routed from START

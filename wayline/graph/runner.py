@@ -139,7 +139,7 @@ async def arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
 def _bounded(loop: RunLoop, task: ExecTask, attempt: Awaitable[Any]) -> Awaitable[Any]:
     """The attempt under its node's ``TimeoutPolicy`` (a timeout raises ``NodeTimeoutError``
     into the retry loop above, as any failure of the node would)."""
-    policy = loop.graph.nodes[task.spec.name].timeout
+    policy = task.spec.timeout or loop.graph.nodes[task.spec.name].timeout
     if policy is None or task.scope.pulse is None:
         return attempt
     return timed(attempt, policy, task.spec.name, task.scope.pulse)

@@ -1,10 +1,15 @@
 """Node execution as LangGraph shows it: a graph compiled without a checkpointer saves no
-checkpoint, so neither ``checkpoints`` nor ``debug`` streams one."""
+checkpoint, so neither ``checkpoints`` nor ``debug`` streams one; ``Send(node, arg,
+timeout=...)`` bounds that task instead of the node's own timeout, also when the run
+stopped at a breakpoint before the task and resumed."""
 
+import asyncio
 import operator
 from typing import Annotated
 
-from langgraph.graph import START, StateGraph
+from langgraph.errors import NodeTimeoutError
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Send, TimeoutPolicy
 from typing_extensions import TypedDict
 
 
@@ -23,5 +28,36 @@ def _no_checkpointer() -> list:
     return seen
 
 
+def _send_timeout(checkpointer) -> list:
+    async def slow(arg: dict) -> dict:
+        await asyncio.sleep(0.3 if arg["x"] else 0)
+        return {"log": [arg["x"]]}
+
+    def route(state: State) -> list:
+        return [
+            Send("slow", {"x": 1}, timeout=TimeoutPolicy(idle_timeout=0.05)),
+            Send("slow", {"x": 0}, timeout=0.5),
+        ]
+
+    g = StateGraph(State)
+    g.add_node("slow", slow, timeout=TimeoutPolicy(idle_timeout=2.0))
+    g.add_conditional_edges(START, route)
+    g.add_edge("slow", END)
+    seen = [repr(Send("slow", 1)), repr(Send("slow", 1, timeout=2))]
+    for before in (None, ["slow"]):
+        app = g.compile(checkpointer=checkpointer, interrupt_before=before)
+        config = {"configurable": {"thread_id": f"send-timeout-{before}"}}
+        run = {"log": []}
+        if before:  # stopped before the sent tasks: they keep their timeouts
+            asyncio.run(app.ainvoke(run, config))
+            seen.append(app.get_state(config).next)
+            run = None
+        try:
+            asyncio.run(app.ainvoke(run, config))
+        except NodeTimeoutError as exc:
+            seen.append((exc.node, exc.kind, exc.idle_timeout, exc.run_timeout))
+    return seen
+
+
 def main(checkpointer):
-    return [_no_checkpointer()]
+    return [_no_checkpointer(), _send_timeout(checkpointer)]
