@@ -93,3 +93,40 @@ def test_a_sends_timeout_survives_the_next_tasks_wire_and_the_codec() -> None:
     assert b"timeout" not in codec.dumps(Send("slow", 1))
     # a number is a run timeout, as LangGraph (made a TimeoutPolicy when the Send is made)
     assert Send("slow", 1, timeout=2).timeout == TimeoutPolicy(run_timeout=2.0)  # type: ignore[arg-type]
+
+
+def test_a_breakpoint_before_an_error_handler_pauses_after_the_failure_is_recorded(
+    tmp_path: Path,
+) -> None:
+    """``interrupt_before=["__error_handler__<node>"]``: the node fails for good, the step
+    pauses with its failure recorded, and continuing the run (in a fresh process: a new
+    store handle) runs the handler on the recorded failure, not the node again."""
+    from wayline.errors import NodeError
+
+    calls: list[str] = []
+
+    def fails(state: State) -> dict[str, list[str]]:
+        calls.append("node")
+        raise RuntimeError("boom")
+
+    def handler(state: State, error: NodeError) -> dict[str, list[str]]:
+        calls.append(f"handler {error.node}: {error.error}")
+        return {"log": ["handled"]}
+
+    def build(store: wayline.Store) -> wayline.graph.CompiledGraph:
+        g = StateGraph(State)
+        g.add_node("fails", fails, error_handler=handler)
+        g.add_edge(START, "fails")
+        return g.compile(checkpointer=store, interrupt_before=["__error_handler__fails"])
+
+    url = f"sqlite:///{tmp_path / 'handler.db'}"
+    config = {"configurable": {"thread_id": "h"}}
+    first = build(wayline.connect(url))
+    assert first.invoke({"log": []}, config) == {"log": []}
+    assert calls == ["node"]
+    assert first.get_state(config).next == ("fails",)
+    again = build(wayline.connect(url))
+    assert again.invoke(None, config) == {"log": ["handled"]}
+    assert calls == ["node", "handler fails: RuntimeError: boom"]
+    with pytest.raises(wayline.errors.UnknownNodeError, match="__error_handler__other"):
+        build(wayline.connect(url)).builder.compile(interrupt_before=["__error_handler__other"])

@@ -608,6 +608,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             frozenset(self.interrupt_after),
         )
         resuming = True  # no new input (a worker's queued input counts as input)
+        loop.breaks_before = before
         bus = (
             loop.invocation.emit
             if isinstance(loop.invocation.emit, EventBus) and not loop.invocation.namespace
@@ -663,7 +664,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
     ) -> AsyncIterator[tuple[str, Any]]:
         error: BaseException | None = None
         before, after = breakpoints or (frozenset(), frozenset())
-        resuming = True
+        resuming, loop.breaks_before = True, before
         bus = loop.invocation.emit if isinstance(loop.invocation.emit, EventBus) else None
         loop.as_finished = True
         try:

@@ -1,15 +1,16 @@
 """Node execution as LangGraph shows it: a graph compiled without a checkpointer saves no
 checkpoint, so neither ``checkpoints`` nor ``debug`` streams one; ``Send(node, arg,
 timeout=...)`` bounds that task instead of the node's own timeout, also when the run
-stopped at a breakpoint before the task and resumed."""
+stopped at a breakpoint before the task and resumed; a node's error handler streams its
+update as the node ``__error_handler__<node>``, and ``interrupt_after`` may name it."""
 
 import asyncio
 import operator
 from typing import Annotated
 
-from langgraph.errors import NodeTimeoutError
+from langgraph.errors import NodeError, NodeTimeoutError
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Send, TimeoutPolicy
+from langgraph.types import Command, Send, TimeoutPolicy
 from typing_extensions import TypedDict
 
 
@@ -59,5 +60,23 @@ def _send_timeout(checkpointer) -> list:
     return seen
 
 
+def _error_handler(checkpointer) -> list:
+    def fails(state: State) -> dict:
+        raise RuntimeError("boom")
+
+    def handler(state: State, error: NodeError) -> Command:
+        return Command(update={"log": [f"handled {error.node}"]}, goto="after")
+
+    g = StateGraph(State)
+    g.add_node("fails", fails, error_handler=handler)
+    g.add_node("after", lambda s: {"log": ["after"]})
+    g.add_edge(START, "fails")
+    app = g.compile(checkpointer=checkpointer, interrupt_after=["__error_handler__fails"])
+    config = {"configurable": {"thread_id": "handler"}}
+    seen = [list(app.stream({"log": []}, config)), app.get_state(config).next]
+    seen.append(list(app.stream(None, config)))
+    return seen
+
+
 def main(checkpointer):
-    return [_no_checkpointer(), _send_timeout(checkpointer)]
+    return [_no_checkpointer(), _send_timeout(checkpointer), _error_handler(checkpointer)]
