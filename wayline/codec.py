@@ -25,7 +25,11 @@ from wayline.classes import Redacted
 from wayline.errors import CodecError
 from wayline.interop import lc_types
 
-__all__ = ["Codec", "default_codec", "register_type"]
+__all__ = ["OMIT_DEFAULT", "Codec", "default_codec", "register_type"]
+
+OMIT_DEFAULT = "wayline.omit_default"
+"""Dataclass field metadata: store the field only when it differs from its default, so a
+field added later leaves the bytes of values that do not use it as they were."""
 
 _PACK_OPTS = (
     ormsgpack.OPT_PASSTHROUGH_TUPLE
@@ -191,7 +195,11 @@ class Codec:
         if isinstance(obj, enum.Enum):
             return ormsgpack.Ext(EXT_ENUM, self._pack([name, obj.value]))
         if dataclasses.is_dataclass(obj):
-            fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+            fields = {
+                f.name: getattr(obj, f.name)
+                for f in dataclasses.fields(obj)
+                if not (f.metadata.get(OMIT_DEFAULT) and getattr(obj, f.name) == f.default)
+            }
             return ormsgpack.Ext(EXT_DATACLASS, self._pack([name, fields]))
         fields = {k: getattr(obj, k) for k in type(obj).model_fields}
         extra = getattr(obj, "__pydantic_extra__", None)
@@ -276,8 +284,23 @@ class Codec:
             obj: Any = object.__new__(cls)
             for key, val in payload.items():
                 object.__setattr__(obj, key, val)
+            for f in _omitted(cls):  # stored only when set: absent is the default
+                if f.name not in payload:
+                    object.__setattr__(obj, f.name, f.default)
             return obj
         raise CodecError(f"unknown extension code {code} in stored bytes")
+
+
+def _omitted(cls: type) -> tuple[dataclasses.Field[Any], ...]:
+    """The fields of a dataclass stored only when they differ from their default."""
+    found = _OMITTED.get(cls)
+    if found is None:
+        fields = dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
+        found = _OMITTED[cls] = tuple(f for f in fields if f.metadata.get(OMIT_DEFAULT))
+    return found
+
+
+_OMITTED: dict[type, tuple[dataclasses.Field[Any], ...]] = {}
 
 
 class _KeyedDict:

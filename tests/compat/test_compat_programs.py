@@ -38,6 +38,7 @@ SAME = [
     "api_12",
     "subgraph_persistence",
     "node_features",
+    "node_execution",
     "agent_streams",
     "state_schemas",
     "state_history",

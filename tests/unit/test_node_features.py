@@ -69,3 +69,64 @@ def test_a_timeout_is_retried_then_fails_the_run_with_its_steps_kept() -> None:
     with pytest.raises(NodeTimeoutError) as info:
         asyncio.run(g.ainvoke({"log": []}))
     assert len(calls) == 2 and info.value.kind == "run" and info.value.node == "hang"
+
+
+def test_a_sends_timeout_survives_the_next_tasks_wire_and_the_codec() -> None:
+    """``Send(..., timeout=)``: the task it plans keeps the timeout through a snapshot's
+    next tasks and the codec; a Send or task without one is stored as it always was."""
+    from wayline.codec import Codec
+    from wayline.graph.algo import PUSH, TaskSpec
+    from wayline.graph.timeouts import TimeoutPolicy
+    from wayline.graph.types import Send
+
+    policy = TimeoutPolicy(idle_timeout=0.05)
+    timed = TaskSpec("slow", (PUSH, 0), {"x": 1}, policy)
+    plain = TaskSpec("slow", (PUSH, 1), {"x": 0})
+    assert plain.to_wire() == ["slow", [PUSH, 1], {"x": 0}]
+    assert TaskSpec.from_wire(timed.to_wire()) == timed
+    assert TaskSpec.from_wire(plain.to_wire()) == plain
+    codec = Codec()
+    codec.register(Send, "wayline.Send")
+    codec.register(TimeoutPolicy, "wayline.TimeoutPolicy")
+    assert codec.loads(codec.dumps(Send("slow", 1, timeout=policy))).timeout == policy
+    assert codec.dumps(Send("slow", 1)) == codec.dumps(Send("slow", 1, timeout=None))
+    assert b"timeout" not in codec.dumps(Send("slow", 1))
+    # a number is a run timeout, as LangGraph (made a TimeoutPolicy when the Send is made)
+    assert Send("slow", 1, timeout=2).timeout == TimeoutPolicy(run_timeout=2.0)  # type: ignore[arg-type]
+
+
+def test_a_breakpoint_before_an_error_handler_pauses_after_the_failure_is_recorded(
+    tmp_path: Path,
+) -> None:
+    """``interrupt_before=["__error_handler__<node>"]``: the node fails for good, the step
+    pauses with its failure recorded, and continuing the run (in a fresh process: a new
+    store handle) runs the handler on the recorded failure, not the node again."""
+    from wayline.errors import NodeError
+
+    calls: list[str] = []
+
+    def fails(state: State) -> dict[str, list[str]]:
+        calls.append("node")
+        raise RuntimeError("boom")
+
+    def handler(state: State, error: NodeError) -> dict[str, list[str]]:
+        calls.append(f"handler {error.node}: {error.error}")
+        return {"log": ["handled"]}
+
+    def build(store: wayline.Store) -> wayline.graph.CompiledGraph:
+        g = StateGraph(State)
+        g.add_node("fails", fails, error_handler=handler)
+        g.add_edge(START, "fails")
+        return g.compile(checkpointer=store, interrupt_before=["__error_handler__fails"])
+
+    url = f"sqlite:///{tmp_path / 'handler.db'}"
+    config = {"configurable": {"thread_id": "h"}}
+    first = build(wayline.connect(url))
+    assert first.invoke({"log": []}, config) == {"log": []}
+    assert calls == ["node"]
+    assert first.get_state(config).next == ("fails",)
+    again = build(wayline.connect(url))
+    assert again.invoke(None, config) == {"log": ["handled"]}
+    assert calls == ["node", "handler fails: RuntimeError: boom"]
+    with pytest.raises(wayline.errors.UnknownNodeError, match="__error_handler__other"):
+        build(wayline.connect(url)).builder.compile(interrupt_before=["__error_handler__other"])

@@ -7,6 +7,7 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 
+import wayline
 from wayline import END, START, Command, StateGraph
 from wayline.errors import WaylineError
 
@@ -88,6 +89,14 @@ def test_several_modes_yield_mode_and_chunk_pairs_in_order() -> None:
     assert chunks[-1] == ("values", {"log": ["a", "c"], "last": "a"})
 
 
+def test_no_checkpoint_events_without_a_checkpointer() -> None:
+    """As LangGraph: a graph compiled without a checkpointer saves no checkpoint, so the
+    ``checkpoints`` and ``debug`` modes stream none (only the tasks)."""
+    chunks = list(build().compile().stream({"log": []}, stream_mode=["debug", "checkpoints"]))
+    assert {mode for mode, _ in chunks} == {"debug"}
+    assert {c["type"] for _, c in chunks} == {"task", "task_result"}
+
+
 def test_stream_leaves_the_same_state_as_invoke() -> None:
     app = build().compile()
     for _ in app.stream({"log": []}, cfg("s"), stream_mode="updates"):
@@ -102,7 +111,7 @@ def test_unsupported_stream_mode_is_refused(mode: Any) -> None:
 
 
 def test_checkpoint_events_name_the_checkpoints_get_state_history_gives() -> None:
-    app = build().compile()
+    app = build().compile(checkpointer=wayline.connect("sqlite:///:memory:"))
     events = [e["payload"] for e in app.stream({"log": []}, cfg(), stream_mode="debug")]
     streamed = [e for e in events if "config" in e][::-1]
     history = list(app.get_state_history(cfg()))

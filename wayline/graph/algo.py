@@ -17,6 +17,7 @@ from typing import Any
 
 from wayline.errors import WaylineError
 from wayline.graph.channels import MISSING, Barrier, Channel
+from wayline.graph.timeouts import TimeoutPolicy
 from wayline.graph.types import END, Send
 from wayline.ids import derive_id
 
@@ -49,15 +50,22 @@ class TaskSpec:
     name: str
     path: tuple[Any, ...]
     arg: Any = MISSING
+    timeout: TimeoutPolicy | None = None
+    """A Send's own timeout (``Send(..., timeout=)``): it bounds this task, not the node's."""
 
     def to_wire(self) -> list[Any]:
-        return [self.name, list(self.path), None if self.arg is MISSING else self.arg]
+        wire = [self.name, list(self.path), None if self.arg is MISSING else self.arg]
+        if self.timeout is not None:  # a fourth item only then: the rest read as before
+            t = self.timeout
+            wire.append([t.run_timeout, t.idle_timeout, t.refresh_on])
+        return wire
 
     @classmethod
     def from_wire(cls, item: Sequence[Any]) -> TaskSpec:
-        name, path, arg = item
+        name, path, arg = item[:3]
         kind = path[0]
-        return cls(name, tuple(path), MISSING if kind == PULL else arg)
+        timeout = TimeoutPolicy(*item[3]) if len(item) > 3 else None
+        return cls(name, tuple(path), MISSING if kind == PULL else arg, timeout)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -107,7 +115,7 @@ def fold_writes(
     routes.discard(END)
     tasks = [_pull(name) for name in sorted(routes)]
     if sends:
-        tasks.extend(TaskSpec(s.node, (PUSH, i), s.arg) for i, s in enumerate(sends))
+        tasks.extend(TaskSpec(s.node, (PUSH, i), s.arg, s.timeout) for i, s in enumerate(sends))
     return tasks
 
 

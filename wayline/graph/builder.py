@@ -210,6 +210,13 @@ class StateGraph:
             out[name] = spec
         return out
 
+    def _handler_names(self) -> list[str]:
+        """The names of the error handlers (``__error_handler__<node>``, the default's)."""
+        found = {s.error_handler.name for s in self.nodes.values() if s.error_handler}
+        if self.default_handler is not None:
+            found.add(self.default_handler.name)
+        return sorted(found)
+
     def add_edge(self, start_key: str | Sequence[str], end_key: str) -> StateGraph:
         """``a -> b``; with a list of starts, ``b`` waits until all of them have run."""
         end_key = _plain(end_key)
@@ -403,8 +410,8 @@ class StateGraph:
         compiled = CompiledGraph(
             builder=self,
             store=bound,
-            interrupt_before=_node_list(interrupt_before, self.nodes),
-            interrupt_after=_node_list(interrupt_after, self.nodes),
+            interrupt_before=_node_list(interrupt_before, self.nodes, self._handler_names()),
+            interrupt_after=_node_list(interrupt_after, self.nodes, self._handler_names()),
             snapshot_every=snapshot_every,
             blob_threshold=blob_threshold,
             verify_sample=verify_sample,
@@ -422,14 +429,18 @@ class StateGraph:
         return compiled
 
 
-def _node_list(names: Sequence[str] | str | None, nodes: Mapping[str, Any]) -> tuple[str, ...]:
+def _node_list(
+    names: Sequence[str] | str | None, nodes: Mapping[str, Any], handlers: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """Breakpoint names, checked: nodes, or error handlers, which LangGraph
+    makes nodes of their own (``__error_handler__<node>``); ``"*"`` is every node."""
     if names is None:
         return ()
     if names == "*" or (not isinstance(names, str) and list(names) == ["*"]):
         return tuple(nodes)
     listed = (names,) if isinstance(names, str) else tuple(names)
     for name in listed:
-        _check(name, set(nodes), "breakpoint")
+        _check(name, {*nodes, *handlers}, "breakpoint")
     return listed
 
 

@@ -47,6 +47,7 @@ def node_call(
     """The callable and positional arguments for ``task`` (or for ``spec`` on the task's
     input: its node's error handler); called inside the task's scope (the driver set it),
     which this fills with the config, runtime and stream writer."""
+    own = spec is None  # the node itself: a Send's timeout replaces the node's
     spec = spec or loop.graph.nodes[task.spec.name]
     arg = task.spec.arg
     if task.spec.path[0] == PULL:
@@ -61,7 +62,8 @@ def node_call(
     scope.config = task.ctx
     scope.node = task.spec.name
     scope.writer = _writer(loop, task)
-    scope.pulse = None if spec.timeout is None else Pulse(spec.timeout)
+    policy = task.spec.timeout if own and task.spec.timeout is not None else spec.timeout
+    scope.pulse = None if policy is None else Pulse(policy)
     if scope.pulse is not None and scope.writer is not _drop:  # a write is progress
         scope.writer = _pulsed(scope.writer, scope.pulse)
     if scope.first_attempt_at is None:

@@ -57,7 +57,7 @@ from wayline.graph.streaming import (
 )
 from wayline.graph.subgraph import SubgraphNode, run_child
 from wayline.graph.subgraph_travel import open_pinned, strip
-from wayline.graph.timeouts import check_async
+from wayline.graph.timeouts import TimeoutPolicy, check_async
 from wayline.graph.types import Command, Send
 from wayline.graph.updates import StateUpdates
 from wayline.ids import RunRef
@@ -154,6 +154,8 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         self.shape_json = shape_json(self.shape)
         if not self.codec.is_registered(Command):  # a Send's argument may be a Command
             self.codec.register(Command, "wayline.Command")
+        if not self.codec.is_registered(TimeoutPolicy):  # a Send's own timeout
+            self.codec.register(TimeoutPolicy, "wayline.TimeoutPolicy")
         if not self.codec.is_registered(Overwrite):  # a step's writes hold it as written
             self.codec.register(Overwrite, "wayline.Overwrite")
         register = getattr(store, "register_reader", None)
@@ -480,6 +482,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         """The formatter of a stream; ``live`` (the async driver): each task's update goes
         out when the task finishes, as LangGraph's, not when its step ends."""
         fmt = Formatter(modes, single, subgraphs, self.schema.visible, lambda: loop.step + 1)
+        fmt.checkpointed = self.requires_thread_id
         if modes - {"values", "updates"} or subgraphs or live:
             loop.invocation.emit = EventBus(modes, subgraphs)
             if "messages" in modes:
@@ -616,6 +619,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             frozenset(self.interrupt_after),
         )
         resuming = True  # no new input (a worker's queued input counts as input)
+        loop.breaks_before = before
         bus = (
             loop.invocation.emit
             if isinstance(loop.invocation.emit, EventBus) and not loop.invocation.namespace
@@ -671,7 +675,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
     ) -> AsyncGenerator[tuple[str, Any], None]:
         error: BaseException | None = None
         before, after = breakpoints or (frozenset(), frozenset())
-        resuming = True
+        resuming, loop.breaks_before = True, before
         bus = loop.invocation.emit if isinstance(loop.invocation.emit, EventBus) else None
         loop.as_finished = True
         try:

@@ -199,6 +199,9 @@ class RunLoop(TaskSteps, StepCommits):
         """Deferred tasks this step holds back (``_runnable``)."""
         self.ended = False
         """An expiry ended the run (``OnExpire.fail``): no step runs."""
+        self.breaks_before: frozenset[str] = frozenset()
+        """This invocation's ``interrupt_before`` (an error handler's name pauses a step
+        before that handler runs: ``held_before_handler``)."""
 
     @property
     def sink(self) -> CommitSink:
@@ -455,6 +458,7 @@ class RunLoop(TaskSteps, StepCommits):
 
     def after_step(self, outcomes: list[TaskOutcome]) -> Iterator[Event]:
         self.step_nodes = {o.task.spec.name for o in outcomes}
+        self.step_nodes.update(o.handler for o in outcomes if o.handler is not None)
         self.step_nodes.update(r.name for r in self.unfinished.pending.values())
         ordered = sorted(outcomes, key=lambda o: fold_order(o.task.spec.path))
         done = [o for o in ordered if o.result is not None]
@@ -506,7 +510,7 @@ class RunLoop(TaskSteps, StepCommits):
         update = streamed_update(self.graph.schema, o.update)
         if o.cached:  # as LangGraph: a cached output says so
             return ("updates", {o.task.spec.name: update, "__metadata__": CACHED})
-        return ("updates", {o.task.spec.name: update})
+        return ("updates", {o.handler or o.task.spec.name: update})
 
     def cached_events(self) -> Iterator[Event]:
         """The updates of tasks of the step about to run that finished before (an
@@ -633,7 +637,9 @@ class RunLoop(TaskSteps, StepCommits):
                 writes.extend(route_writes(goto, self.graph.nodes, UPDATE))
             elif as_node is None:
                 writes.extend(
-                    (ROUTE, t.name) if t.path[0] == PULL else (SEND, Send(t.name, t.arg))
+                    (ROUTE, t.name)
+                    if t.path[0] == PULL
+                    else (SEND, Send(t.name, t.arg, timeout=t.timeout))
                     for t in self.next_tasks
                 )
             elif as_node == "__input__":  # as the input: routed from START

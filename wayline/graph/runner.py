@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from wayline.errors import EffectOutcomeUnknown, GraphInterrupt, NodeCancelledError, ParentCommand
 from wayline.graph.context import reset_scope, set_scope
 from wayline.graph.subgraph import from_child
-from wayline.graph.tasks import TaskOutcome
+from wayline.graph.tasks import NodeFailedEarlier, TaskOutcome
 from wayline.graph.timeouts import timed
 
 if TYPE_CHECKING:
@@ -82,14 +82,24 @@ def _handled(loop: RunLoop, task: ExecTask, exc: Exception) -> TaskOutcome:
     if call is None:
         return loop.failed(task, exc)
     loop.record_failure(task, exc)
+    if not isinstance(exc, NodeFailedEarlier) and (held := loop.held_before_handler(task)):
+        return held
     fn, args, is_async = call
     try:
         output = fn(*args)
         if is_async or (type(output) is not dict and inspect.isawaitable(output)):
             output = asyncio.run(_await(output))
-        return loop.outcome(task, output)
+        return _by_handler(loop, task, output)
     except (GraphInterrupt, EffectOutcomeUnknown, Exception) as again:
         return loop.failed(task, again)
+
+
+def _by_handler(loop: RunLoop, task: ExecTask, output: Any) -> TaskOutcome:
+    """The error handler's output as the task's outcome, named for the handler's node."""
+    done = loop.outcome(task, output)
+    handler = loop.graph.nodes[task.spec.name].error_handler
+    done.handler = None if handler is None else handler.name
+    return done
 
 
 async def _ahandled(loop: RunLoop, task: ExecTask, exc: Exception) -> TaskOutcome:
@@ -97,10 +107,12 @@ async def _ahandled(loop: RunLoop, task: ExecTask, exc: Exception) -> TaskOutcom
     if call is None:
         return loop.failed(task, exc)
     await asyncio.to_thread(loop.record_failure, task, exc)
+    if not isinstance(exc, NodeFailedEarlier) and (held := loop.held_before_handler(task)):
+        return held
     fn, args, is_async = call
     try:
         output = await fn(*args) if is_async else await asyncio.to_thread(fn, *args)
-        return loop.outcome(task, output)
+        return _by_handler(loop, task, output)
     except (GraphInterrupt, EffectOutcomeUnknown, Exception) as again:
         return loop.failed(task, again)
 
@@ -139,7 +151,7 @@ async def arun_task(loop: RunLoop, task: ExecTask) -> TaskOutcome:
 def _bounded(loop: RunLoop, task: ExecTask, attempt: Awaitable[Any]) -> Awaitable[Any]:
     """The attempt under its node's ``TimeoutPolicy`` (a timeout raises ``NodeTimeoutError``
     into the retry loop above, as any failure of the node would)."""
-    policy = loop.graph.nodes[task.spec.name].timeout
+    policy = task.spec.timeout or loop.graph.nodes[task.spec.name].timeout
     if policy is None or task.scope.pulse is None:
         return attempt
     return timed(attempt, policy, task.spec.name, task.scope.pulse)

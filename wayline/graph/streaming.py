@@ -122,15 +122,21 @@ class Formatter:
         self.wrote = True
         """Whether the step since the last ``values`` chunk wrote any state (LangGraph
         sends no ``values`` chunk for a step that changed nothing)."""
+        self.checkpointed = True
+        """The graph was compiled with a checkpointer. Without one LangGraph saves no
+        checkpoint, so ``checkpoints`` (and ``debug``'s checkpoint events) stream none:
+        wayline's private in-memory store is an implementation detail, not a checkpoint."""
 
     @property
     def wants_checkpoints(self) -> bool:
-        return bool(self.modes & {"checkpoints", "debug"})
+        return self.checkpointed and bool(self.modes & {"checkpoints", "debug"})
 
     def __call__(self, mode: str, chunk: Any) -> Iterator[Any]:
         namespace: tuple[str, ...] = ()
         if mode == NAMESPACED:
             namespace, mode, chunk = chunk
+            if mode == "checkpoints" and not self.checkpointed:
+                return
         if mode == RESUMED:
             mode = "values"
         if mode == "checkpoints_src":  # a committed step, described for these two modes

@@ -77,6 +77,9 @@ class TaskOutcome:
     """The task's long-term memory writes: they commit with its writes, never before."""
     cached: bool = False
     """Its output came from the node cache (the node did not run)."""
+    handler: str | None = None
+    """The error handler node (``__error_handler__<node>``) whose output this is: streamed
+    and paused after under that name, as LangGraph's handler task."""
 
 
 class TaskSteps:
@@ -157,6 +160,16 @@ class TaskSteps:
         ledger = task.ctx.ledger
         if loop.graph.nodes[task.spec.name].error_handler is not None and ledger is not None:
             ledger.record(NODE_FAILED, lambda: f"{type(exc).__name__}: {exc}")
+
+    def held_before_handler(self, task: ExecTask) -> TaskOutcome | None:
+        """``interrupt_before=["__error_handler__<node>"]``: once the node failed for good
+        (recorded), the step pauses before its handler; continuing the run runs the
+        handler on the recorded failure (``failed_before``), not the node again."""
+        loop = _loop(self)
+        handler = loop.graph.nodes[task.spec.name].error_handler
+        if handler is None or handler.name not in loop.breaks_before:
+            return None
+        return TaskOutcome(task, paused=True)
 
     def handler_call(
         self, task: ExecTask, exc: Exception

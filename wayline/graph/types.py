@@ -6,6 +6,9 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Generic, Literal, TypeVar
 
+from wayline.codec import OMIT_DEFAULT
+from wayline.graph.timeouts import TimeoutPolicy
+
 __all__ = [
     "END",
     "START",
@@ -34,10 +37,27 @@ N = TypeVar("N")
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Send:
-    """Run ``node`` in the next superstep with ``arg`` as its input (dynamic fan-out)."""
+    """Run ``node`` in the next superstep with ``arg`` as its input (dynamic fan-out).
+
+    ``timeout`` (a ``TimeoutPolicy``, or a number or ``timedelta``: a run timeout) bounds
+    each attempt of this task instead of the node's own timeout, as LangGraph's."""
 
     node: str
     arg: Any
+    timeout: TimeoutPolicy | None = dataclasses.field(
+        default=None, kw_only=True, metadata={OMIT_DEFAULT: True}
+    )
+    """Stored only when set, so a Send without one is stored as it always was."""
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and not isinstance(self.timeout, TimeoutPolicy):
+            object.__setattr__(self, "timeout", TimeoutPolicy.coerce(self.timeout))
+
+    def __repr__(self) -> str:
+        """As LangGraph's: the timeout only when there is one."""
+        if self.timeout is None:
+            return f"Send(node={self.node!r}, arg={self.arg!r})"
+        return f"Send(node={self.node!r}, arg={self.arg!r}, timeout={self.timeout!r})"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
