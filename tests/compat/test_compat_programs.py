@@ -43,6 +43,7 @@ SAME = [
     "state_schemas",
     "state_history",
     "pregel_api",
+    "checkpoint_shapes",
 ]
 
 

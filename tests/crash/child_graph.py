@@ -331,7 +331,7 @@ def report(app: Any, cfg: dict[str, Any], result: dict[str, Any] | None) -> dict
         "values": state.values,
         "next": list(state.next),
         "step": state.metadata["step"],
-        "status": state.metadata["status"],
+        "status": state.read_info.status,
         "committed_digest": run.state_digest if run is not None else None,
         "reconstructed_digest": app.state_digest(cfg) if run is not None else None,
     }

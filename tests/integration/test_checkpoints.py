@@ -68,7 +68,7 @@ def test_batching_sensitive_reducers_reconstruct_exactly(
     fresh = build(url, 12, snapshot_every)  # a new connection and a new compiled graph
     state = fresh.get_state(cfg)
     assert state.values == live
-    assert state.metadata["replayed_steps"] <= snapshot_every
+    assert state.read_info.replayed_steps <= snapshot_every
     result = fresh.verify(cfg)
     assert result.ok and result.folds <= snapshot_every
 

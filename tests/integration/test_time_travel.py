@@ -80,7 +80,7 @@ def test_an_original_fork_calls_no_provider_and_reaches_the_same_state(
     original = app.get_state(CFG)
     replayed = app.get_state({"configurable": {"thread_id": fork, "tenant": "acme"}})
     assert replayed.values == original.values
-    assert replayed.metadata["status"] == "done" and replayed.metadata["step"] == 5
+    assert replayed.read_info.status == "done" and replayed.metadata["step"] == 5
     assert app.store.list_effects("acme", fork) == []  # nothing performed in its name
 
 
@@ -200,7 +200,7 @@ def test_any_step_by_checkpoint_id_and_forks_read_from_a_copied_snapshot(url: st
     assert forked.values == final  # ctx.record values reused: the same guesses
     at_fork = app.get_state({"configurable": {"thread_id": fork, "step": 11}})
     assert at_fork.values == at11.values
-    assert at_fork.metadata["snapshot_step"] == 10 and at_fork.metadata["replayed_steps"] == 1
+    assert at_fork.read_info.snapshot_step == 10 and at_fork.read_info.replayed_steps == 1
     live = client.fork("c", 11, effects="live", graph=app)
     fresh = app.get_state({"configurable": {"thread_id": live}}).values
     assert fresh["items"] == final["items"] and fresh["guess"] != final["guess"]  # asked again

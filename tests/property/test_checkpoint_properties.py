@@ -101,5 +101,5 @@ def test_reconstruction_equals_execution_at_every_step(
         for step, expected in enumerate(live):
             snap = reader.get_state({"configurable": {"thread_id": "p", "step": step}})
             assert snap.values == expected, f"step {step}"
-            assert snap.metadata["replayed_steps"] <= snapshot_every
+            assert snap.read_info.replayed_steps <= snapshot_every
         assert reader.verify(cfg).ok

@@ -368,7 +368,8 @@ def test_reconstruction_equals_streamed_state(spec: GraphSpec, mode: str) -> Non
             snap = app.get_state(cfg("r", step=s))
             assert snap.metadata["step"] == s
             assert snap.values == streamed[s], f"step {s}"
-            assert snap.metadata["replayed_steps"] <= spec.snapshot_every
+            assert snap.read_info is not None
+            assert snap.read_info.replayed_steps <= spec.snapshot_every
         run = app.store.get_run("default", "r")
         assert run is not None and run.status == "done"
         assert app.state_digest(cfg("r")) == run.state_digest

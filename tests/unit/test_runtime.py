@@ -466,11 +466,12 @@ def test_get_state_of_a_finished_run() -> None:
     assert snap.values == {"log": ["one", "two"], "last": "two"}
     assert snap.next == ()
     assert snap.metadata["step"] == 2
-    assert snap.metadata["status"] == "done"
+    assert snap.read_info is not None and snap.read_info.status == "done"
     assert snap.config["configurable"]["thread_id"] == "t"
-    parent = {"thread_id": "t", "tenant": "default", "step": 1, "checkpoint_ns": ""}
-    parent["checkpoint_id"] = checkpoint_id("default", "t", 1)  # LangGraph's name for it
+    parent = {"thread_id": "t", "checkpoint_ns": ""}  # as LangGraph's: no step, no tenant
+    parent["checkpoint_id"] = checkpoint_id("default", "t", 1)  # the id encodes the step
     assert snap.parent_config == {"configurable": parent}
+    assert snap.metadata == {"source": "loop", "step": 2, "parents": {}}
     assert snap.created_at is not None
     assert snap.interrupts == ()
 
@@ -533,7 +534,7 @@ def test_reconstruction_replays_at_most_snapshot_every_deltas() -> None:
     app = g.compile(snapshot_every=5)
     out = app.invoke({"log": [], "count": 0}, cfg())
     for snap in app.get_state_history(cfg()):
-        assert snap.metadata["replayed_steps"] <= 5
+        assert snap.read_info is not None and snap.read_info.replayed_steps <= 5
         step = snap.metadata["step"]
         assert snap.values["log"] == list(range(step))
     assert app.get_state(cfg()).values == out

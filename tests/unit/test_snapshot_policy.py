@@ -47,7 +47,7 @@ def _run(schema: Any, node: Any, first: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def _at(app: Any, step: int) -> Any:
-    return app.get_state({"configurable": {"thread_id": "t", "step": step}}).metadata
+    return app.get_state({"configurable": {"thread_id": "t", "step": step}}).read_info
 
 
 def test_folds_follow_the_snapshot_read_they_are_bounded_by() -> None:
@@ -59,7 +59,7 @@ def test_folds_follow_the_snapshot_read_they_are_bounded_by() -> None:
     worst = 0
     for step in range(1, STEPS + 1):
         meta = _at(app, step)
-        folds, snap = meta["replayed_steps"], meta["snapshot_step"]
+        folds, snap = meta.replayed_steps, meta.snapshot_step
         assert folds <= EVERY
         if snap is None:
             continue
@@ -87,7 +87,7 @@ def test_a_read_makes_the_same_queries_however_many_deltas_it_folds() -> None:
     by_folds: dict[int, int] = {}  # deltas folded -> queries read
     for step in range(200, STEPS + 1):
         before = reads[0]
-        folds = _at(app, step)["replayed_steps"]
+        folds = _at(app, step).replayed_steps
         by_folds.setdefault(folds, reads[0] - before)
     assert len(by_folds) > 2  # positions with different numbers of deltas to fold
     assert len(set(by_folds.values())) == 1, by_folds  # one query for all the deltas
@@ -100,4 +100,4 @@ def test_snapshots_of_a_small_state_stay_a_small_share_of_its_bytes() -> None:
     snapshots = [m for m in meter if m.table == "snapshots"]
     largest = max(m.bytes for m in snapshots)
     assert sum(m.bytes for m in snapshots) <= deltas / WRITE_FACTOR + 2 * largest
-    assert max(_at(app, step)["replayed_steps"] for step in range(1, STEPS + 1)) <= EVERY
+    assert max(_at(app, step).replayed_steps for step in range(1, STEPS + 1)) <= EVERY

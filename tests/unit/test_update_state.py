@@ -9,6 +9,7 @@ import pytest
 
 from wayline import END, START, Command, Send, StateGraph, interrupt
 from wayline.errors import InvalidUpdateError, UnknownNodeError
+from wayline.graph import travel
 from wayline.types import StateUpdate
 
 
@@ -38,7 +39,7 @@ def test_a_paused_run_is_edited_and_asks_again_about_the_edit() -> None:
     (asked,) = app.invoke({"log": []}, CFG)["__interrupt__"]
     assert asked.value == "first draft"
     new = app.update_state(CFG, {"draft": "edited draft", "log": ["edited by hand"]})
-    assert new["configurable"]["step"] == 2  # input 0, write 1: the edit is step 2
+    assert travel.requested_step(new, "default", "doc") == 2  # input 0, write 1: step 2
     state = app.get_state(CFG)
     assert state.values["draft"] == "edited draft"
     assert state.values["log"] == ["write", "edited by hand"]  # folded through the reducer
@@ -70,7 +71,7 @@ def test_bad_updates_are_refused_and_change_nothing() -> None:
         before.next,
         before.interrupts,
     )
-    assert after.metadata["status"] == "interrupted"
+    assert after.read_info.status == "interrupted"
 
 
 def test_a_thread_may_start_with_an_update() -> None:

@@ -14,13 +14,14 @@ from wayline.errors import ReplayDivergenceError, RunNotFoundError, WaylineError
 from wayline.graph import travel
 from wayline.graph.algo import with_pending
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct, state_digest
-from wayline.graph.run_config import at_step as _at
+from wayline.graph.lg_shape import checkpoint_metadata
+from wayline.graph.run_config import checkpoint_config
 from wayline.graph.run_config import run_ids as _ids
 from wayline.graph.snapshot_source import step_source
 from wayline.graph.subgraph import with_child_states
 from wayline.graph.subgraph_travel import name_children, subgraph_named
 from wayline.graph.tasks import defer_split
-from wayline.graph.types import Interrupt, PregelTask, StateSnapshot
+from wayline.graph.types import Interrupt, PregelTask, ReadInfo, StateSnapshot
 from wayline.graph.updates import history
 from wayline.ids import RunRef, derive_id
 from wayline.store.records import AuditRecord
@@ -106,30 +107,28 @@ class Inspection:
             done = pending.get(task_id)
             result = dict(w for w in done.writes if not w[0].startswith("__")) if done else None
             tasks.append(PregelTask(task_id, spec.name, spec.path, interrupts=mine, result=result))
-        meta = {
-            "step": at,
-            "status": run.status if latest else "running",
-            "graph": run.graph_name,
-            "graph_version": run.graph_version,
-            "snapshot_step": rec.snapshot_step,
-            "replayed_steps": rec.folds,
-            "rows_read": rec.rows_read,
-            "source": step_source(graph.store, tenant, run_id, at),
-        }
-        step_cfg = {"configurable": {**cfg["configurable"], **_at(tenant, run_id, at)}}
-        parent = {"configurable": {**cfg["configurable"], **_at(tenant, run_id, at - 1)}}
+        source = step_source(graph.store, tenant, run_id, at)
+        info = ReadInfo(
+            status=run.status if latest else "running",
+            graph=run.graph_name,
+            graph_version=run.graph_version,
+            snapshot_step=rec.snapshot_step,
+            replayed_steps=rec.folds,
+            rows_read=rec.rows_read,
+        )
         updated = dt.datetime.fromtimestamp(run.updated_at, dt.UTC).isoformat()
         return StateSnapshot(
             # as LangGraph: the values show what finished tasks of the unfinished step wrote,
             # and a task whose writes are pending (it finished) will not run again
             values=graph.schema.present(with_pending(rec.channels, pending.values())),
             next=tuple(t.name for t in tasks if t.result is None),
-            config=step_cfg,
-            metadata=meta,
+            config=checkpoint_config(tenant, run_id, at),
+            metadata=checkpoint_metadata(source, at),
             created_at=updated if latest else None,
-            parent_config=parent if at > 0 else None,
+            parent_config=checkpoint_config(tenant, run_id, at - 1) if at > 0 else None,
             tasks=tuple(tasks),
             interrupts=tuple(interrupts),
+            read_info=info,
         )
 
     def get_state_history(

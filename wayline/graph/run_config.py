@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_TENANT",
     "at_step",
     "checked_config",
+    "checkpoint_config",
     "inside_task",
     "node_config",
     "own_thread",
@@ -61,10 +62,22 @@ def own_thread(thread: Any, loop: RunLoop) -> bool:
 
 
 def at_step(tenant: str, run_id: str, step: int) -> dict[str, Any]:
-    """A step's address in a config: wayline's ``step`` and LangGraph's ``checkpoint_id``
-    (``checkpoint_ns`` is "": a subgraph's checkpoints are a run of their own)."""
+    """A step's address in a config, as LangGraph's: ``checkpoint_ns`` ("": a subgraph's
+    checkpoints are a run of their own) and ``checkpoint_id``, which encodes the step
+    (``travel.requested_step`` reads it back)."""
     cid = travel.checkpoint_id(tenant, run_id, step)
-    return {"step": step, "checkpoint_ns": "", "checkpoint_id": cid}
+    return {"checkpoint_ns": "", "checkpoint_id": cid}
+
+
+def checkpoint_config(tenant: str, run_id: str, step: int, **extra: Any) -> dict[str, Any]:
+    """The config of a run's step as LangGraph returns one (``get_state``, history,
+    ``update_state``, the ``checkpoints`` stream): ``{"configurable": {"thread_id",
+    "checkpoint_ns", "checkpoint_id"}}``, with ``tenant`` only for a tenant not the
+    default, and ``extra`` configurable keys before the address."""
+    conf: dict[str, Any] = {"thread_id": run_id}
+    if tenant != DEFAULT_TENANT:
+        conf["tenant"] = tenant
+    return {"configurable": {**conf, **extra, **at_step(tenant, run_id, step)}}
 
 
 def checked_config(config: Any) -> Mapping[str, Any]:

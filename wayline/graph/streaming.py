@@ -16,10 +16,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from wayline.errors import WaylineError
-from wayline.graph.run_config import at_step
+from wayline.graph.lg_shape import checkpoint_metadata
+from wayline.graph.run_config import checkpoint_config
 from wayline.graph.schema import ROOT
 from wayline.graph.tasks import defer_split
-from wayline.ids import RunRef, derive_id
+from wayline.ids import derive_id
 
 __all__ = [
     "PAUSED",
@@ -181,19 +182,18 @@ class Formatter:
 
 def checkpoint_event(loop: Any, values: dict[str, Any]) -> dict[str, Any]:
     """A committed step as LangGraph's ``checkpoints`` mode describes one."""
-    ref = RunRef(loop.tenant_id, loop.run_id)
     nxt = defer_split(loop.next_tasks, loop.graph.nodes)[0]  # held: not next
 
     def task_id(t: Any) -> str:
         return derive_id(loop.tenant_id, loop.run_id, loop.step + 1, *t.path)
 
-    parent = ref.config(**at_step(loop.tenant_id, loop.run_id, loop.step - 1))
+    parent = checkpoint_config(loop.tenant_id, loop.run_id, loop.step - 1)
     return {
         # the config get_state_history gives the same checkpoint
-        "config": ref.config(**at_step(loop.tenant_id, loop.run_id, loop.step)),
+        "config": checkpoint_config(loop.tenant_id, loop.run_id, loop.step),
         "parent_config": parent if loop.step > 0 else None,
         "values": values,
-        "metadata": {"source": "input" if loop.step == 0 else "loop", "step": loop.step},
+        "metadata": checkpoint_metadata("input" if loop.step == 0 else "loop", loop.step),
         "next": [t.name for t in nxt],
         "tasks": [{"id": task_id(t), "name": t.name, "interrupts": (), "state": None} for t in nxt],
     }

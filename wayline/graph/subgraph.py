@@ -269,7 +269,8 @@ def _turn(
     snapshot = bound.get_state(config)
     if snapshot.interrupts:
         raise _questions(snapshot.interrupts)
-    if snapshot.next and snapshot.metadata.get("status") == "interrupted":
+    info = snapshot.read_info
+    if snapshot.next and info is not None and info.status == "interrupted":
         raise GraphInterrupt([])  # its own breakpoint: the parent pauses too, asking nothing
     return _result(bound, snapshot.values)
 

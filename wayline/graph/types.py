@@ -16,6 +16,7 @@ __all__ = [
     "Durability",
     "Interrupt",
     "OnExpire",
+    "ReadInfo",
     "Send",
     "StateSnapshot",
     "StreamMode",
@@ -163,8 +164,25 @@ class PregelTask:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class ReadInfo:
+    """What reading a snapshot back found and cost, beside LangGraph's fields
+    (``StateSnapshot.read_info``): the run's status then, the graph that wrote it, and the
+    reconstruction's figures (the snapshot row it started from, the deltas it re-folded and
+    every row it read; docs/checkpoints.md)."""
+
+    status: str
+    """The run's status at that step: its own at the latest step, ``"running"`` before."""
+    graph: str
+    graph_version: str
+    snapshot_step: int | None
+    replayed_steps: int
+    rows_read: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class StateSnapshot:
-    """The state of a run at one committed step."""
+    """The state of a run at one committed step, with LangGraph's fields (and equality:
+    ``read_info`` is not compared)."""
 
     values: dict[str, Any]
     next: tuple[str, ...]
@@ -174,3 +192,5 @@ class StateSnapshot:
     parent_config: dict[str, Any] | None
     tasks: tuple[PregelTask, ...]
     interrupts: tuple[Interrupt, ...] = ()
+    read_info: ReadInfo | None = dataclasses.field(default=None, compare=False, repr=False)
+    """wayline's figures of the read (None: a snapshot not read from the store)."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from wayline.errors import InvalidUpdateError, RunNotFoundError, UnknownNodeError
 from wayline.graph import travel
 from wayline.graph.loop import default_owner
-from wayline.graph.run_config import at_step as _at
+from wayline.graph.run_config import checkpoint_config
 from wayline.graph.run_config import run_ids as _ids
 from wayline.graph.snapshot_source import mark
 from wayline.graph.subgraph_travel import open_pinned
@@ -82,7 +82,7 @@ class StateUpdates:
         if pinned is not None:  # its fork takes the edit; the root's fork goes on from there
             graph.store.release(tenant, pinned.fork_id, pinned.token)
             pinned.leaf.bulk_update_state(RunRef(tenant, pinned.leaf_run).config(), steps)
-            return RunRef(tenant, pinned.fork_id).config(**_at(tenant, pinned.fork_id, pinned.step))
+            return checkpoint_config(tenant, pinned.fork_id, pinned.step)
         # as LangGraph, a thread may start with an update: an empty input step first
         start: Any = {} if graph.store.get_run(tenant, run_id) is None else None
         first = steps[0]
@@ -106,8 +106,7 @@ class StateUpdates:
             raise
         finally:
             loop.close(error)
-        at = _at(tenant, loop.run_id, loop.step)  # a past checkpoint's edit went to a fork
-        return RunRef(tenant, loop.run_id).config(**at)
+        return checkpoint_config(tenant, loop.run_id, loop.step)  # a past one's edit: a fork
 
     async def aupdate_state(
         self,
@@ -198,7 +197,7 @@ def _copy(
         graph.store.commit(tenant, fork_id, token, batch)
     finally:
         graph.store.release(tenant, fork_id, token)
-    return RunRef(tenant, fork_id).config(**_at(tenant, fork_id, step))
+    return checkpoint_config(tenant, fork_id, step)
 
 
 def _input_steps(steps: list[list[StateUpdate]]) -> list[list[StateUpdate]]:

@@ -15,6 +15,7 @@ from typing import Any
 from wayline.codec import default_codec
 from wayline.control.approvals import decide
 from wayline.control.keys import Principal
+from wayline.graph import travel
 from wayline.graph.checkpoint import BreakpointNames, Breakpoints, encode_inbox
 from wayline.graph.types import Command, StateSnapshot
 from wayline.ids import RunRef
@@ -225,7 +226,7 @@ class Service:
             graph = self._assistant_for(run).graph
             conf = RunRef(who.tenant, thread_id).config()
             out = graph.update_state(conf, body.get("values"), body.get("as_node"))
-        step = int(out["configurable"]["step"])
+        step = travel.requested_step(out, who.tenant, thread_id)
         state = state_json(thread_id, self._snapshot(self._run(who, thread_id), step), None)
         return {
             "checkpoint": state["checkpoint"],

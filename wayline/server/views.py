@@ -176,6 +176,7 @@ def _state_at(
         for t in snap.tasks
     ]
     parent = _checkpoint(thread_id, step - 1)
+    info = snap.read_info
     return {
         "values": to_jsonable(snap.values),
         "next": list(snap.next),
@@ -185,8 +186,8 @@ def _state_at(
             "step": step,
             "graph_id": graph_id,
             "thread_id": thread_id,
-            "status": snap.metadata.get("status"),
-            "replayed_steps": snap.metadata.get("replayed_steps"),
+            "status": info.status if info is not None else None,
+            "replayed_steps": info.replayed_steps if info is not None else None,
         },
         "created_at": snap.created_at,
         "checkpoint": _checkpoint(thread_id, step),
