@@ -16,9 +16,10 @@ import uuid
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from types import SimpleNamespace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from wayline.errors import LeaseLost
+from wayline.store import observe
 from wayline.store.lg_records import LgCheckpoint, LgFence, LgThreadRows, LgValue, LgWrite
 from wayline.store.payloads import Payloads
 from wayline.store.records import MeterRow
@@ -117,6 +118,10 @@ class LangGraphSQL:
     def _tx(self, tenant: str | None = None) -> AbstractContextManager[Any]:
         raise NotImplementedError
 
+    if TYPE_CHECKING:  # SQLCore's: other processes hear of the checkpoint with the commit
+
+        def _announce(self, db: Any, runs: Sequence[tuple[str, str]]) -> None: ...
+
     def _read(self, query: str, params: Sequence[Any], tenant: str | None = None) -> list[Any]:
         raise NotImplementedError
 
@@ -182,6 +187,8 @@ class LangGraphSQL:
                 if db.execute(q.Q_LG_PUT_WRITE, (*key, *_write_row(w, w_crc))).rowcount == 1:
                     meter.extend(w.meter())
             _meter(db, q, key, meter)
+            self._announce(db, (key,))
+        observe.moved((key,))  # the thread's streams wake (wayline.server.bell)
 
     def lg_put_writes(
         self,
