@@ -169,7 +169,14 @@ async def runs_stream(request: Request) -> Response:
     _bound(watch, svc, who, rec)
     watch.meta = run_meta(rec, start.assistant.name)
     subgraphs = bool(rec.kwargs.get("stream_subgraphs"))
-    events = sse_events(watch, rec.run_id, rec.kwargs["stream_mode"], subgraphs=subgraphs)
+    events = sse_events(
+        watch,
+        rec.run_id,
+        rec.kwargs["stream_mode"],
+        subgraphs=subgraphs,
+        bell=svc.bell,
+        fallback=svc.stream_fallback,
+    )
     if rec.kwargs.get("on_disconnect") == "cancel":
         events = _cancel_on_disconnect(request, events, rec.thread_id, rec.run_id)
     return EventSourceResponse(
@@ -261,6 +268,8 @@ async def run_join_stream(request: Request) -> Response:
             list(modes or ["values"]),
             after=int(last) if last.isdigit() else 0,
             subgraphs=bool(rec.kwargs.get("stream_subgraphs")),
+            bell=svc.bell,
+            fallback=svc.stream_fallback,
         ),
         headers={
             "Location": f"{base}/stream",

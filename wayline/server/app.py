@@ -32,9 +32,11 @@ from wayline.server import (
     operator,
     store_routes,
 )
+from wayline.server.bell import Bell
 from wayline.server.http import ApiError, call, error_response
 from wayline.server.registry import Registry, UnknownAssistant
 from wayline.server.service import Service
+from wayline.store import observe
 from wayline.store.base import Store
 from wayline.store.server_tables import ServerTables, server_tables
 from wayline.worker import Worker, WorkerConfig
@@ -72,6 +74,11 @@ class ServerConfig:
     webhook_secret: str | None = None
     """Signs the POSTs to a run's ``webhook=`` (``wayline.worker.notify``); None: a run
     created with ``webhook=`` is refused (422), as nobody could verify what it is told."""
+    stream_fallback: float = 0.1
+    """Seconds between a stream's reads of its run while nothing announces a move: streams
+    wake when their run commits in this process, or by NOTIFY from PostgreSQL workers whose
+    store announces (``?announce=1``); this timer finds the commits of anything else
+    (``wayline.server.stream``)."""
     verify_rate: float = 0.0
     """Finished runs the in-process workers verify a minute, in turn (``wayline worker
     --verify-rate``: reconstructed and compared with the digest each committed; a divergence
@@ -158,6 +165,7 @@ def create_app(
     tables = server_tables(store)
     service = Service(store, tables, Registry(bound))
     service.webhooks = config.webhook_secret is not None
+    service.stream_fallback = config.stream_fallback
     worker: Worker | None = None
     if config.workers > 0:
         unique = {(g.name, g.version): g for g in bound.values()}
@@ -179,6 +187,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        _ring(service.bell, store)
         thread = None
         if worker is not None:
             thread = threading.Thread(target=worker.run, name="wayline-serve-worker", daemon=True)
@@ -186,6 +195,7 @@ def create_app(
         try:
             yield
         finally:
+            service.bell.stop()
             if worker is not None and thread is not None:
                 worker.stop()
                 await call(thread.join, 30)
@@ -234,6 +244,21 @@ def create_app(
             expose_headers=["location", "content-location"],
         )
     return app
+
+
+def _ring(bell: Bell, store: Store) -> None:
+    """Ring ``bell`` with the runs this process's stores move and, on PostgreSQL, with
+    those that announcing workers elsewhere move (a listening thread, one connection)."""
+    observe.listen_runs(bell.ring)
+    bell.stops.append(lambda: observe.unlisten_runs(bell.ring))
+    listen = getattr(store, "listen_runs", None)
+    if callable(listen):
+        stopping = threading.Event()
+        thread = threading.Thread(
+            target=listen, args=(bell.ring, stopping), name="wayline-serve-runs", daemon=True
+        )
+        thread.start()
+        bell.stops.append(stopping.set)
 
 
 def dumps(data: Any) -> str:

@@ -20,6 +20,7 @@ from wayline.graph.checkpoint import BreakpointNames, Breakpoints, encode_inbox
 from wayline.graph.types import Command, StateSnapshot
 from wayline.ids import RunRef
 from wayline.server.assistant_book import AssistantBook, merged_config
+from wayline.server.bell import Bell
 from wayline.server.http import ApiError
 from wayline.server.multitask import NOT_STARTED, ended_as, line_of, strategy
 from wayline.server.registry import Assistant, Registry, UnknownAssistant
@@ -69,6 +70,10 @@ class Service:
         self.store = store
         self.tables = tables
         self.registry = registry
+        self.bell = Bell()
+        """Wakes a run's streams when it moves (``wayline.server.bell``)."""
+        self.stream_fallback = 0.1
+        """``ServerConfig.stream_fallback``."""
         self.webhooks = False
         """Whether the server signs webhook POSTs (``ServerConfig.webhook_secret``)."""
         self.assistants = AssistantBook(registry, AssistantTables(tables.store))

@@ -12,8 +12,15 @@ events: ``updates`` (each node's writes) and ``values`` (the state after each st
 stream can be opened again at any time (``GET .../runs/{id}/stream``): it replays from the
 run's first step, so a client that dropped off loses nothing.
 
-Polling: a fresh poll every 10 ms while steps arrive, backing off to 100 ms when idle; one
-indexed read of the run row per poll, and the new deltas only when its step moved.
+Waking: the stream reads its run when the run moves. A commit in this process (the
+server's own workers) rings its ``Bell`` (``wayline.server.bell``) from the committing
+thread; on PostgreSQL, workers elsewhere whose store announces (``?announce=1``) ring it
+by NOTIFY. A timer is the fallback for commits nobody announces (another process's on
+SQLite, a PostgreSQL worker that does not announce): ``fallback`` seconds between reads
+while rings keep coming or nothing happens, and, once a timer read finds steps nobody
+announced, a read every 10 ms while steps arrive, backing off to ``fallback`` when idle.
+Each read is one indexed read of the run row, and the new deltas only when its step moved.
+Without a bell, the stream polls that way from the start.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from wayline.graph.algo import apply_step, values_of
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct
 from wayline.graph.compiled import CompiledGraph
 from wayline.graph.types import START, Interrupt
+from wayline.server.bell import Bell, Waiter
 from wayline.server.chat_events import ChatEvents
 from wayline.server.http import call
 from wayline.server.jsonable import interrupt_json, to_jsonable
@@ -235,7 +243,14 @@ def open_watch(store: Store, graph: Any, *args: Any, **kw: Any) -> RunWatch:
 
 
 async def sse_events(
-    watch: RunWatch, run_id: str, modes: list[str], *, after: int = 0, subgraphs: bool = False
+    watch: RunWatch,
+    run_id: str,
+    modes: list[str],
+    *,
+    after: int = 0,
+    subgraphs: bool = False,
+    bell: Bell | None = None,
+    fallback: float = MAX_POLL,
 ) -> AsyncIterator[dict[str, Any]]:
     """The SSE stream: ``metadata`` first, then the events of the asked modes (and errors).
     LangGraph's server sends no ``end`` event; the stream just closes. ``subgraphs``
@@ -245,19 +260,47 @@ async def sse_events(
     Events carry ids 1, 2, ... in run order; the order is the same every time the run is
     streamed (it is read back from committed steps), so a client reconnecting with
     ``Last-Event-ID: n`` (the SDK does after a drop or a server restart) gets exactly the
-    events after n: ``after``."""
+    events after n: ``after``.
+
+    ``bell``: what wakes the stream when its run moves (the module docstring), with a read
+    every ``fallback`` seconds for moves nobody announces; None: poll."""
+    waiter = bell.subscribe(watch.tenant, watch.thread_id) if bell is not None else None
+    try:
+        async for event in _events(watch, run_id, modes, after, subgraphs, waiter, fallback):
+            yield event
+    finally:
+        if waiter is not None:
+            waiter.close()
+
+
+async def _events(
+    watch: RunWatch,
+    run_id: str,
+    modes: list[str],
+    after: int,
+    subgraphs: bool,
+    waiter: Waiter | None,
+    fallback: float,
+) -> AsyncIterator[dict[str, Any]]:
     yield {"event": "metadata", "data": _dump({"run_id": run_id, "attempt": 1})}
-    wait = MIN_POLL
+    wait = MIN_POLL if waiter is None else fallback
+    rung = True  # what the first read finds is the run so far, not a sign of another writer
     seq = 0
     chat = ChatEvents(modes, watch.meta)
     steps = StepEvents(modes, run_id, watch.thread_id, watch.meta)
     watch.steps = steps.debug or steps.events
     while True:
-        if not await call(watch.bounded):  # queued: nothing to send until it starts
-            await anyio.sleep(wait)
-            wait = min(wait * 2, MAX_POLL)
+        if waiter is not None:
+            waiter.clear()  # a move from here on wakes the next wait
+        read = await call(_read, watch)  # one hop to a thread for both reads
+        if read is None:  # queued: nothing to send until it starts
+            if waiter is not None:
+                await waiter.wait(wait)
+            else:
+                await anyio.sleep(wait)
+                wait = min(wait * 2, MAX_POLL)
             continue
-        events = await call(watch.poll)
+        events = read
         if watch.done:
             events.append((FINISH, None))
         for kind, data in events:
@@ -283,8 +326,18 @@ async def sse_events(
                     yield {"event": event, "data": _dump(to_jsonable(payload)), "id": str(seq)}
         if watch.done:
             break
-        wait = MIN_POLL if events else min(MAX_POLL, wait * 1.5)
-        await anyio.sleep(wait)
+        if waiter is None:
+            wait = MIN_POLL if events else min(MAX_POLL, wait * 1.5)
+            await anyio.sleep(wait)
+            continue
+        # a timer read that found steps nobody announced: another process commits, poll fast
+        wait = MIN_POLL if events and not rung else min(fallback, wait * 1.5)
+        rung = await waiter.wait(wait)
+
+
+def _read(watch: RunWatch) -> list[Event] | None:
+    """The run's events since the last read (None: a queued run, not started yet)."""
+    return watch.poll() if watch.bounded() else None
 
 
 def _nested(kind: str, data: Any, modes: list[str], chat: ChatEvents) -> list[Event]:

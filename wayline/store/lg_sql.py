@@ -16,10 +16,11 @@ import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from types import SimpleNamespace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from wayline.errors import LeaseLost
 from wayline.ids import unique_hex
+from wayline.store import observe
 from wayline.store.lg_records import (
     LgCheckpoint,
     LgFence,
@@ -131,6 +132,10 @@ class LangGraphSQL:
 
     def _tx(self, tenant: str | None = None) -> AbstractContextManager[Any]:
         raise NotImplementedError
+
+    if TYPE_CHECKING:  # SQLCore's: other processes hear of the checkpoint with the commit
+
+        def _announce(self, db: Any, runs: Sequence[tuple[str, str]]) -> None: ...
 
     def _read(self, query: str, params: Sequence[Any], tenant: str | None = None) -> list[Any]:
         raise NotImplementedError
@@ -254,6 +259,7 @@ class LangGraphSQL:
                 w, crc = self._lg_sealed(tenant_id, thread_id, w)
                 rows.append((query, (*key, *_write_row(w, crc)), w))
         meter: list[MeterRow] = []
+        put = any(isinstance(op, LgPut) for op in ops)  # a checkpoint: its streams hear of it
         with self._tx(tenant_id) as db:
             with self._lg_pipeline(db):  # PostgreSQL: the statements in one round trip
                 checks = [(self._lg_check_run(db, key, now, f), f) for f in fences.values()]
@@ -266,6 +272,10 @@ class LangGraphSQL:
                 if cur.rowcount == 1 or isinstance(rec, LgCheckpoint):
                     meter.extend(rec.meter())
             _meter(db, q, key, meter)
+            if put:
+                self._announce(db, (key,))
+        if put:
+            observe.moved((key,))  # the thread's streams wake (wayline.server.bell)
 
     def lg_checkpoints_of_runs(
         self, tenant_id: str, lg_run_ids: Sequence[str]

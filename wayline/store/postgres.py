@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import logging
 import re
 import threading
@@ -94,6 +95,7 @@ _WAYLINE_OPTIONS = (
     "prepare_threshold",
     "rls",
     "tenant",
+    "announce",
 )
 
 
@@ -285,6 +287,11 @@ class PostgresStore(SQLStore):
         """Scope every transaction to its tenant (``?rls=1``) for row-level security."""
         self.pinned_tenant = options.get("tenant")
         """``?rls=1&tenant=T``: every transaction is T's, whatever tenant a call names."""
+        self.announce = options.get("announce", "0").lower() in ("1", "on", "true")
+        """``?announce=1``: every transaction that moves a run sends a NOTIFY naming it on
+        ``runs_channel``, so a server's streams elsewhere wake at the commit instead of
+        polling (``wayline.server.bell``). Off by default: the NOTIFY queue's lock at commit
+        would serialize the commits of a fleet that nobody streams."""
         if not _SCHEMA_NAME.match(self.schema):
             raise StoreURLError(f"schema name {self.schema!r} must match {_SCHEMA_NAME.pattern}")
         settings = [f"-c search_path={self.schema}", "-c enable_seqscan=off"]
@@ -294,6 +301,8 @@ class PostgresStore(SQLStore):
         self._lock = threading.Lock()
         self._conninfo = conninfo
         self._channel = f"wayline_{self.schema}"
+        self.runs_channel = f"wayline_{self.schema}_runs"
+        """Where ``announce`` says which run moved: ``[tenant, run_id]`` in JSON."""
         self._listener: psycopg.Connection[Any] | None = None
         try:
             with psycopg.connect(conninfo, autocommit=True) as conn:
@@ -357,7 +366,7 @@ class PostgresStore(SQLStore):
             conn.execute("SELECT set_config('wayline.tenant', %s, true)", (tenant,))
 
     def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
-        if self.rls or not _one_trip(batch):  # RLS scopes a transaction: the general path
+        if self.rls or self.announce or not _one_trip(batch):  # RLS scopes a transaction:
             return super().commit(tenant_id, run_id, token, batch)
         started = time.perf_counter()
         key = (tenant_id, run_id)
@@ -376,6 +385,7 @@ class PostgresStore(SQLStore):
             raise _write_error(exc) from exc
         if changed == 1:
             observe.committed((tenant_id,), started)  # wayline.commit.duration
+            observe.moved((key,))
             return
         if batch.create is not None:
             raise RunExistsError(run_id)
@@ -389,7 +399,7 @@ class PostgresStore(SQLStore):
         general path (``wayline.store.sql_group``), which isolates the run at fault."""
         distinct = len({(t, r) for t, r, _, _ in items}) == len(items)
         plain = all(b.create is None and _one_trip(b) for _, _, _, b in items)
-        if self.rls or not plain or not distinct or len(items) < 2:
+        if self.rls or self.announce or not plain or not distinct or len(items) < 2:
             return super().commit_many(items)
         started = time.perf_counter()
         fences: list[Any] = []
@@ -416,6 +426,7 @@ class PostgresStore(SQLStore):
             raise _write_error(exc) from exc
         done = {(t, r) for t, r in rows}
         observe.committed([t for t, r, _, _ in items if (t, r) in done], started)
+        observe.moved([(t, r) for t, r, _, _ in items if (t, r) in done])
         return [None if (t, r) in done else LeaseLost(r, token) for t, r, token, _ in items]
 
     def _one_statement(self, query: str, params: Sequence[Any]) -> tuple[int, list[Any]]:
@@ -468,6 +479,39 @@ class PostgresStore(SQLStore):
 
     def _notify(self, db: Executor) -> None:
         db.execute("SELECT pg_notify(%s, '')", (self._channel,))  # delivered at commit
+
+    def _announce(self, db: Executor, runs: Sequence[tuple[str, str]]) -> None:
+        if self.announce:  # delivered at commit, and only if it commits
+            for tenant_id, run_id in dict.fromkeys(runs):
+                payload = json.dumps([tenant_id, run_id], separators=(",", ":"))
+                db.execute("SELECT pg_notify(%s, %s)", (self.runs_channel, payload))
+
+    def listen_runs(
+        self, moved: Callable[[Sequence[tuple[str, str]]], None], stopping: threading.Event
+    ) -> None:
+        """Until ``stopping``: call ``moved`` with each run other processes' announcing
+        stores moved (``?announce=1``), as its NOTIFY arrives. A lost
+        connection is opened again (streams poll meanwhile: nothing is missed, only late)."""
+        conn: psycopg.Connection[Any] | None = None
+        while not stopping.is_set():
+            try:
+                if conn is None or conn.closed:
+                    conn = psycopg.connect(self._conninfo, autocommit=True)
+                    conn.execute(f'LISTEN "{self.runs_channel}"')
+                for note in conn.notifies(timeout=0.25):  # back to check ``stopping``
+                    try:
+                        tenant_id, run_id = json.loads(note.payload)
+                    except ValueError:
+                        continue  # not an announcement of ours
+                    moved(((str(tenant_id), str(run_id)),))
+            except psycopg.Error as exc:
+                log.warning("listening for run commits failed, retrying: %s", exc)
+                if conn is not None:
+                    conn.close()
+                conn = None
+                stopping.wait(1.0)
+        if conn is not None:
+            conn.close()
 
     def wait_for_work(self, timeout: float) -> None:
         """LISTEN on this schema's channel: a start, resume or retry wakes the worker at

@@ -165,6 +165,11 @@ class SQLCore:
     def _notify(self, db: Executor) -> None:
         """Wake idle workers (PostgreSQL: NOTIFY; SQLite workers poll)."""
 
+    def _announce(self, db: Executor, runs: Sequence[tuple[str, str]]) -> None:
+        """Tell other processes, with the transaction, that ``runs`` moved (PostgreSQL with
+        ``?announce=1``: a NOTIFY each, for the streams of a server elsewhere; this
+        process's listeners hear of it from ``observe.moved`` after the commit)."""
+
     # -- schema -----------------------------------------------------------------------
 
     def _lock_schema(self, db: Any) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from wayline.errors import CorruptionError, LeaseConflictError, LeaseLost, RunNotFoundError
+from wayline.store import observe
 from wayline.store.payloads import json_column
 from wayline.store.records import RunRecord, RunStatus
 from wayline.store.sql_core import Executor
@@ -405,7 +406,11 @@ class RunsSQL(QueueSQL):
         now = time.time()
         with self._tx(tenant_id) as db:
             cur = db.execute(self.q.Q_REQUEST_CANCEL, (now, now, tenant_id, run_id))
-            return cur.rowcount == 1
+            if cur.rowcount == 1:
+                self._announce(db, ((tenant_id, run_id),))
+        if cur.rowcount == 1:
+            observe.moved(((tenant_id, run_id),))  # cancelled at once if nobody held it
+        return bool(cur.rowcount == 1)
 
     def schedule_retry(
         self, tenant_id: str, run_id: str, *, token: int, wake_at: float, error: str
@@ -416,6 +421,8 @@ class RunsSQL(QueueSQL):
             if db.execute(self.q.Q_SCHEDULE_RETRY, params).rowcount != 1:
                 raise LeaseLost(run_id, token)
             self._notify(db)
+            self._announce(db, ((tenant_id, run_id),))
+        observe.moved(((tenant_id, run_id),))
 
     def note_error(
         self,
@@ -432,6 +439,8 @@ class RunsSQL(QueueSQL):
             params = (error, status, time.time(), tenant_id, run_id, token)
             if db.execute(self.q.Q_NOTE_ERROR, params).rowcount != 1:
                 raise LeaseLost(run_id, token)
+            self._announce(db, ((tenant_id, run_id),))
+        observe.moved(((tenant_id, run_id),))
 
     def requeue(self, tenant_id: str, run_id: str) -> bool:
         """An operator puts a failed (dead-lettered) or parked run back in the queue."""

@@ -118,6 +118,7 @@ class StepsSQL(RunsSQL, EffectsSQL):
             self._fence(db, tenant_id, run_id, token, batch, now)
             self._write(db, [((tenant_id, run_id), token, batch)], now)
         observe.committed((tenant_id,), started)  # wayline.commit.duration
+        observe.moved(((tenant_id, run_id),))  # the run's streams wake (wayline.server.bell)
 
     _commit_fenced = commit
     """``commit`` as written here, whatever wraps or overrides it (``EffectsSQL.put_effect``)."""
@@ -128,7 +129,9 @@ class StepsSQL(RunsSQL, EffectsSQL):
         """Several runs' batches in one transaction: one fsync (``wayline.store.sql_group``)."""
         started = time.perf_counter()
         errors = commit_group(self, [(t, r, tok, self._sealed(t, r, b)) for t, r, tok, b in items])
-        observe.committed([i[0] for i, e in zip(items, errors, strict=True) if e is None], started)
+        done = [i for i, e in zip(items, errors, strict=True) if e is None]
+        observe.committed([i[0] for i in done], started)
+        observe.moved([(i[0], i[1]) for i in done])
         return errors
 
     def _create(self, db: Executor, tenant_id: str, run_id: str, batch: CommitBatch) -> None:
@@ -179,6 +182,7 @@ class StepsSQL(RunsSQL, EffectsSQL):
         ]
         if rows:
             self._put_deltas(db, rows)
+        self._announce(db, [key for key, _, _ in fenced])
         snapshots: list[tuple[Any, ...]] = []
         meter: list[tuple[Any, ...]] = []
         for key, token, batch in fenced:

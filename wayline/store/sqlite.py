@@ -216,13 +216,16 @@ class SQLiteStore(SQLStore):
     def _read_dicts(
         self, query: str, params: Sequence[Any], tenant: str | None = None
     ) -> list[dict[str, Any]]:
-        with self._lock:
-            try:
-                cur = self._db.execute(query, params)
-                names = [d[0] for d in cur.description]
-                return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-            except sqlite3.Error as exc:
-                raise StoreError(f"SQLite read failed: {exc}") from exc
+        """On a read connection, as ``_read``: the writer's lock is held through each
+        commit's fsync, and the server reads its tables (threads, queued inputs) at every
+        request and stream read, which waited behind the workers' commits. Inside this
+        thread's own transaction, on the writer's connection, to see what it wrote."""
+        in_tx: bool = self._lock._is_owned()  # type: ignore[attr-defined]
+        with self._reader() as reader:
+            if reader is None or in_tx:
+                with self._lock:
+                    return _dicts(self._db, query, params)
+            return _dicts(reader, query, params)
 
     def table_names(self) -> list[str]:
         return [name for (name,) in self._read(Q_TABLES, ())]
@@ -267,3 +270,12 @@ def _write_error(exc: sqlite3.Error, path: str, what: str) -> StoreError:
             "(`invoke(None)` or a worker continues from its last committed step)"
         )
     return StoreError(f"SQLite {what}: {exc}")
+
+
+def _dicts(db: sqlite3.Connection, query: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    try:
+        cur = db.execute(query, params)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    except sqlite3.Error as exc:
+        raise StoreError(f"SQLite read failed: {exc}") from exc

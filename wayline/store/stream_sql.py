@@ -16,8 +16,9 @@ import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from types import SimpleNamespace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from wayline.store import observe
 from wayline.store.payloads import Payloads
 
 __all__ = ["StreamEvent", "StreamEventsContract", "StreamEventsSQL", "stream_event_ident"]
@@ -69,6 +70,10 @@ class StreamEventsSQL:
     def _read(self, query: str, params: Sequence[Any], tenant: str | None = None) -> list[Any]:
         raise NotImplementedError
 
+    if TYPE_CHECKING:  # SQLCore's: other processes hear of the events with the commit
+
+        def _announce(self, db: Any, runs: Sequence[tuple[str, str]]) -> None: ...
+
     def append_stream_events(
         self, tenant_id: str, run_id: str, token: int, events: Sequence[StreamEvent]
     ) -> int:
@@ -92,6 +97,9 @@ class StreamEventsSQL:
                     meter.append((tenant_id, run_id, e.step, "stream_events", e.mode, len(data)))
             if meter:
                 db.executemany(q.Q_PUT_METER, meter)
+                self._announce(db, ((tenant_id, run_id),))
+        if stored:
+            observe.moved(((tenant_id, run_id),))  # a stream reading them wakes
         return stored
 
     def load_stream_events(

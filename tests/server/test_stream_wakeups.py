@@ -1,0 +1,86 @@
+"""A stream wakes when its run commits, not when a timer says (``wayline.server.bell``).
+
+Every server here has a fallback poll of 60 seconds, longer than the SDK's timeout: a stream
+that finished in time was woken by the commits (in this process, or a NOTIFY from a worker
+process on PostgreSQL), and the bell's counts say what ended each wait: no timer at all."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from harness import start, worker_process
+from langgraph_sdk import get_sync_client
+from pg import schema_url
+
+from wayline.server.bell import Bell
+
+STEPS = 5
+FALLBACK = 60.0
+
+
+def _stream(url: str, key: str) -> list[dict[str, Any]]:
+    c = get_sync_client(url=url, api_key=key, timeout=30.0)
+    tid = c.threads.create()["thread_id"]
+    parts = c.runs.stream(tid, "slow", input={"n": 0, "until": STEPS}, stream_mode="values")
+    return [p.data for p in parts if p.event == "values"]
+
+
+def test_in_process_commits_wake_the_stream_with_no_timer(tmp_path: Path) -> None:
+    running = start(f"sqlite:///{tmp_path / 'wake.db'}", stream_fallback=FALLBACK)
+    try:
+        values = _stream(running.url, running.keys["alice"])
+        bell: Bell = running.app.state.service.bell
+        assert [v["n"] for v in values] == list(range(STEPS + 1))  # input, then each step
+        assert bell.counts["timer"] == 0
+        assert bell.counts["rung"] >= STEPS  # one wake-up a commit at least (some batched)
+        assert bell.watching() == 0  # the stream's waiter left with it
+    finally:
+        running.stop()
+
+
+def test_a_notify_from_a_worker_process_wakes_a_postgres_stream(pg_base_url: str) -> None:
+    url = schema_url(pg_base_url)
+    running = start(url, workers=0, stream_fallback=FALLBACK)
+    worker = worker_process(url + "&announce=1" if "?" in url else url + "?announce=1", "slow")
+    try:
+        values = _stream(running.url, running.keys["alice"])
+        bell: Bell = running.app.state.service.bell
+        assert [v["n"] for v in values] == list(range(STEPS + 1))
+        assert bell.counts["timer"] == 0  # every wait ended by the worker's NOTIFY
+        assert bell.counts["rung"] >= STEPS
+    finally:
+        worker.kill()
+        worker.wait(10)
+        running.stop()
+
+
+def test_a_commit_wakes_only_its_own_tenants_run() -> None:
+    async def scenario() -> tuple[bool, bool]:
+        bell = Bell()
+        acme = bell.subscribe("acme", "run-1")
+        globex = bell.subscribe("globex", "run-1")
+        bell.ring([("globex", "run-1")])  # the same run id in another tenant
+        woke_acme = await acme.wait(0.05)
+        woke_globex = await globex.wait(5.0)
+        acme.close()
+        globex.close()
+        return woke_acme, woke_globex
+
+    woke_acme, woke_globex = asyncio.run(scenario())
+    assert (woke_acme, woke_globex) == (False, True)
+
+
+def test_a_ring_while_the_stream_reads_wakes_its_next_wait() -> None:
+    async def scenario() -> bool:
+        bell = Bell()
+        waiter = bell.subscribe("acme", "r")
+        waiter.clear()  # the stream reads its run now ...
+        bell.ring([("acme", "r")])  # ... and the run commits meanwhile
+        await asyncio.sleep(0)  # the ring reaches the loop
+        woke = await waiter.wait(5.0)
+        waiter.close()
+        return woke
+
+    assert asyncio.run(scenario()) is True
