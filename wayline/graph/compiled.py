@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import copy
 import threading
 import time
 import typing
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import (
@@ -35,16 +34,17 @@ from wayline.graph.driving import (
     stops_before,
     task_input,
 )
+from wayline.graph.executing import aexecute, execute, thread_pool
 from wayline.graph.identity import fingerprint_of, shape_json, shape_of
 from wayline.graph.inspection import Inspection, Verification
 from wayline.graph.jsonschema import JsonSchemas
-from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome, default_owner
+from wayline.graph.loop import RunLoop, default_owner
 from wayline.graph.nested_stream import astream_child, called_from_node, stream_child
 from wayline.graph.run_config import checked_config as _checked_config
 from wayline.graph.run_config import inside_task as _inside_task
 from wayline.graph.run_config import run_ids
 from wayline.graph.run_config import same_run as _same_run
-from wayline.graph.runner import arun_task, run_task
+from wayline.graph.runner import run_task
 from wayline.graph.streaming import (
     PAUSED,
     RESUMED,
@@ -641,12 +641,12 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                     for t in tasks:
                         yield ("tasks", task_start(t, task_input(loop, t)))
                 if bus is not None:
-                    pool = pool or _pool(loop)
+                    pool = pool or thread_pool(loop)
                     outcomes = yield from execute_live(loop, tasks, pool, bus, run_task)
                 else:
                     if len(tasks) > 1 and pool is None:
-                        pool = _pool(loop)
-                    outcomes = self._execute(loop, tasks, pool)
+                        pool = thread_pool(loop)
+                    outcomes = execute(loop, tasks, pool)
                 if isinstance(loop.invocation.emit, EventBus) and loop.invocation.emit.wants_tasks:
                     for o in outcomes:
                         yield ("tasks", task_result(o))
@@ -695,9 +695,9 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                     for t in tasks:
                         yield ("tasks", task_start(t, task_input(loop, t)))
                 if bus is None:
-                    outcomes = await self._aexecute(loop, tasks)
+                    outcomes = await aexecute(loop, tasks, self.step_timeout)
                 else:
-                    running = asyncio.ensure_future(self._aexecute(loop, tasks))
+                    running = asyncio.ensure_future(aexecute(loop, tasks, self.step_timeout))
                     async with contextlib.aclosing(aexecute_live(bus, running)) as live:
                         async for event in live:
                             yield event
@@ -721,76 +721,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         finally:
             loop.close(error)
 
-    def _execute(
-        self, loop: RunLoop, tasks: list[ExecTask], pool: ThreadPoolExecutor | None
-    ) -> list[TaskOutcome]:
-        chat = loop.invocation.chat_callbacks  # a worker recording ``messages``
-        if len(tasks) <= 1 or pool is None:
-            outcomes = [run_task(loop, t) for t in tasks]
-            for o in outcomes:
-                loop.task_done(o)
-                if chat is not None:
-                    chat.node_output(o)
-            return outcomes
-        futures = [pool.submit(contextvars.copy_context().run, run_task, loop, t) for t in tasks]
-        outcomes = []
-        for future in as_completed(futures):
-            outcome = future.result()
-            loop.task_done(outcome)
-            if chat is not None:
-                chat.node_output(outcome)
-            outcomes.append(outcome)
-        return outcomes
-
-    async def _aexecute(self, loop: RunLoop, tasks: list[ExecTask]) -> list[TaskOutcome]:
-        limit = _max_concurrency(loop)
-        if limit is None:
-            futures = [asyncio.ensure_future(arun_task(loop, t)) for t in tasks]
-        else:  # config["max_concurrency"]: at most that many tasks at a time
-            gate = asyncio.Semaphore(limit)
-
-            async def gated(task: ExecTask) -> TaskOutcome:
-                async with gate:
-                    return await arun_task(loop, task)
-
-            futures = [asyncio.ensure_future(gated(t)) for t in tasks]
-        outcomes = []
-        try:
-            for next_done in asyncio.as_completed(futures, timeout=self.step_timeout):
-                outcome = await next_done
-                loop.task_done(outcome)
-                if loop.invocation.chat_callbacks is not None:  # messages the node returned
-                    loop.invocation.chat_callbacks.node_output(outcome)
-                bus = loop.invocation.emit
-                if isinstance(bus, EventBus) and (event := loop.stream_finished(outcome)):
-                    bus.put_own(event)
-                outcomes.append(outcome)
-                if outcome.error is not None:  # failed for good: as LangGraph, the peers
-                    break  # still running are cancelled (they run again on resume)
-        except BaseException:  # the caller cancelled (or a task failed hard): as LangGraph,
-            running = [f for f in futures if not f.done()]  # the step's nodes still running
-            for future in running:  # get CancelledError at their await, and are waited for,
-                future.cancel()  # so none goes on after the call has returned
-            await asyncio.gather(*running, return_exceptions=True)
-            raise
-        if running := [f for f in futures if not f.done()]:  # a peer failed
-            for future in running:
-                future.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
-        return outcomes
-
 
 def _empty(input: Any) -> bool:
     """An input that writes no state key (``{}``, a schema instance with nothing set)."""
     return isinstance(input, Mapping) and not input
-
-
-def _max_concurrency(loop: RunLoop) -> int | None:
-    """LangGraph's ``config["max_concurrency"]``: how many of a step's tasks run at once."""
-    limit = loop.config.get("max_concurrency")
-    return None if limit is None else max(1, int(limit))
-
-
-def _pool(loop: RunLoop) -> ThreadPoolExecutor:
-    """The threads a sync run's parallel tasks run on (8, or ``max_concurrency``)."""
-    return ThreadPoolExecutor(_max_concurrency(loop) or 8, thread_name_prefix="wayline-node")
