@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, cast
 
-import pytest
 from langchain_core.runnables import RunnableConfig
 from test_saver_storage import growing, item
 
-import wayline
 from wayline.langgraph import WaylineSaver
 from wayline.store.base import Store
 
@@ -44,18 +40,6 @@ class Counting:
             return out
 
         return counted
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    url = (
-        str(request.getfixturevalue("pg_url"))
-        if request.param == "postgres"
-        else f"sqlite:///{tmp_path / 'lg.db'}"
-    )
-    s = wayline.connect(url)
-    yield s
-    s.close()
 
 
 def digit_sum(n: int, base: int) -> int:

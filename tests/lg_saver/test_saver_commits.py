@@ -10,7 +10,7 @@ import asyncio
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -46,18 +46,6 @@ class Batches:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    url = (
-        str(request.getfixturevalue("pg_url"))
-        if request.param == "postgres"
-        else f"sqlite:///{tmp_path / 'lg.db'}"
-    )
-    s = wayline.connect(url)
-    yield s
-    s.close()
 
 
 def test_each_step_is_one_transaction_with_its_task_writes(store: Store) -> None:

@@ -11,7 +11,6 @@ import operator
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -53,18 +52,6 @@ def growing(saver: WaylineSaver, steps: int) -> Any:
 
 def cfg(thread: str = "t", **extra: Any) -> RunnableConfig:
     return {"configurable": {"thread_id": thread, **extra}, "recursion_limit": 10_000}
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    url = (
-        str(request.getfixturevalue("pg_url"))
-        if request.param == "postgres"
-        else f"sqlite:///{tmp_path / 'lg.db'}"
-    )
-    s = wayline.connect(url)
-    yield s
-    s.close()
 
 
 def test_a_growing_list_is_stored_flat_and_every_checkpoint_reads_its_own_value(
