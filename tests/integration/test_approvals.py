@@ -3,7 +3,6 @@ request and decision audited; a refusal changes nothing."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,13 +16,6 @@ from wayline.graph.types import Command
 FINANCE = Actor(id="fatima", roles=("finance",), tenant="acme")
 INTERN = Actor(id="ivan", roles=("support",), tenant="acme")
 CFG = {"configurable": {"thread_id": "claim-9", "tenant": "acme"}}
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'approvals.db'}"
-    return str(request.getfixturevalue("pg_url"))
 
 
 class Refunds:

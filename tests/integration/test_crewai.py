@@ -44,13 +44,6 @@ from wayline.errors import ApprovalRefused, ConfigError, LeaseLost, VersionMisma
 TIMEOUT_S = 120.0
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'crew.db'}"
-    return str(request.getfixturevalue("pg_url"))
-
-
 def _child(tmp: Path, url: str, service: str, *extra: str) -> int:
     argv = [sys.executable, "-m", "wayline.crewai.payment_flow", "--arm", "wayline",
             "--dir", str(tmp), "--service", service, "--url", url, *extra]  # fmt: skip

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import operator
 import threading
-from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -18,13 +17,6 @@ from wayline.errors import GraphError, GraphMismatchError
 from wayline.graph.compiled import CompiledGraph
 from wayline.types import Command
 from wayline.worker import Worker, WorkerConfig
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'identity.db'}"
-    return str(request.getfixturevalue("pg_url"))
 
 
 def team_a(url: str) -> CompiledGraph:

@@ -14,13 +14,13 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_notifications import SECRET, Receiver
-from test_workers import charges, executions, wait_until
+from test_workers import charges, executions
+from waiting import wait_until
 
 import wayline
 from wayline.client import Wayline
@@ -42,32 +42,6 @@ GRAPH = f"{HERE / 'lg_worker_graphs.py'}:counter"
 GREETING = f"{HERE / 'lg_worker_graphs.py'}:greeting"
 INPUT = {"log": [], "n": 0}
 pytestmark = pytest.mark.crash
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'lg_workers.db'}"
-    return str(request.getfixturevalue("pg_url"))
-
-
-@pytest.fixture
-def side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "side"
-    path.mkdir()
-    monkeypatch.setenv("WAYLINE_TEST_SIDE", str(path))
-    return path
-
-
-@pytest.fixture
-def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for p in started:
-        if p.poll() is None:
-            p.send_signal(signal.SIGCONT)
-            p.kill()
-            p.wait()
 
 
 def spawn(

@@ -37,13 +37,6 @@ MANAGER = Actor(id="maria", roles=("manager",))
 INTERN = Actor(id="ivan", roles=("intern",))
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'li.db'}"
-    return str(request.getfixturevalue("pg_url"))
-
-
 def _child(url: str, log: Path, *extra: str) -> subprocess.CompletedProcess[bytes]:
     argv = [sys.executable, str(CHILD), "--url", url, "--log", str(log), *extra]
     return subprocess.run(argv, capture_output=True, timeout=TIMEOUT_S, check=False)

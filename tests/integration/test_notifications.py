@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_wakeups import FINANCE, wait_until
+from test_wakeups import FINANCE
+from waiting import wait_until
 
 import wayline
 from wayline import Wayline
@@ -76,36 +77,11 @@ class Receiver:
         self.server.server_close()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'notify.db'}"
-    return str(request.getfixturevalue("pg_url"))
-
-
-@pytest.fixture
-def side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "side"
-    path.mkdir()
-    monkeypatch.setenv("WAYLINE_TEST_SIDE", str(path))
-    return path
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     r = Receiver()
     yield r
     r.close()
-
-
-@pytest.fixture
-def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for p in started:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
 
 
 def spawn(procs: list[Any], url: str, side: Path, hook: str, name: str) -> Any:

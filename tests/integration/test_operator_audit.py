@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import operator
-from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -17,13 +16,6 @@ from wayline.cli.main import app as cli
 from wayline.client import Wayline
 from wayline.control.audit import OPERATOR_LOG
 from wayline.worker import Worker
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'audit.db'}"
-    return str(request.getfixturevalue("pg_url"))
 
 
 class S(TypedDict):

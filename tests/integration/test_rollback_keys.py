@@ -30,13 +30,6 @@ class Paid(TypedDict, total=False):
     receipts: Annotated[list[str], operator.add]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'keys.db'}"
-    return str(request.getfixturevalue("pg_url"))
-
-
 @pytest.fixture
 def payments(tmp_path: Path) -> Iterator[PaymentsService]:
     with PaymentsService(tmp_path / "ledger.db") as service:

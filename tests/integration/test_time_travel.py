@@ -34,13 +34,6 @@ PAID = 3
 """Step 3 is ``approve`` (the decision); step 4 pays, step 5 notifies (the run ends)."""
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'travel.db'}"
-    return str(request.getfixturevalue("pg_url"))
-
-
 @pytest.fixture
 def payments(tmp_path: Path) -> Any:
     with PaymentsService(tmp_path / "ledger.db") as service:

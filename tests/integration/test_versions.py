@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import operator
 import threading
-from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -16,13 +15,6 @@ from wayline.errors import VersionMismatchError
 from wayline.worker import Worker, WorkerConfig
 
 CFG = {"configurable": {"thread_id": "t1"}}
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'versions.db'}"
-    return str(request.getfixturevalue("pg_url"))
 
 
 class V1(TypedDict, total=False):

@@ -14,11 +14,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 import wayline
 from wayline import Actor, Command, OnExpire, Wayline, Worker, WorkerConfig
@@ -30,41 +30,6 @@ import wakeup_graphs  # noqa: E402
 
 SLEEPER = f"{HERE / 'wakeup_graphs.py'}:sleeper"
 FINANCE = Actor(id="fin-1", roles=("finance",))
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'wakeups.db'}"
-    return str(request.getfixturevalue("pg_url"))
-
-
-@pytest.fixture
-def side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "side"
-    path.mkdir()
-    monkeypatch.setenv("WAYLINE_TEST_SIDE", str(path))
-    return path
-
-
-@pytest.fixture
-def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for p in started:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-
-
-def wait_until(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def executions(side: Path) -> collections.Counter[tuple[str, str]]:

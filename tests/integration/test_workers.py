@@ -13,12 +13,11 @@ import signal
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from waiting import wait_until
 
 import wayline
 from wayline.client import Wayline
@@ -38,32 +37,6 @@ FINAL = {"log": list(range(worker_graphs.STEPS)), "n": worker_graphs.STEPS}
 pytestmark = pytest.mark.crash
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'workers.db'}"
-    return str(request.getfixturevalue("pg_url"))
-
-
-@pytest.fixture
-def side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "side"
-    path.mkdir()
-    monkeypatch.setenv("WAYLINE_TEST_SIDE", str(path))
-    return path
-
-
-@pytest.fixture
-def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for p in started:
-        if p.poll() is None:
-            p.send_signal(signal.SIGCONT)
-            p.kill()
-            p.wait()
-
-
 def spawn(procs: list[Any], url: str, side: Path, *, lease: float, name: str) -> Any:
     log = open(side / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
     cmd = [sys.executable, "-m", "wayline.cli.main", "worker", GRAPHS, "--db", url]
@@ -73,16 +46,6 @@ def spawn(procs: list[Any], url: str, side: Path, *, lease: float, name: str) ->
     # Its signal handlers are installed once it says it is serving.
     wait_until(lambda: b"serving" in (side / f"{name}.log").read_bytes(), f"{name} to start")
     return proc
-
-
-def wait_until(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def executions(side: Path) -> collections.Counter[tuple[str, int]]:
