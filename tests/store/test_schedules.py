@@ -161,3 +161,26 @@ def test_a_fired_run_carries_the_schedules_graph_identity(store: Store) -> None:
     assert store.claim_next(owner="w", lease_seconds=5, graphs=other, tenant_id=T) is None
     claimed = store.claim_next(owner="w", lease_seconds=5, graphs=[(*G, "fp-made")], tenant_id=T)
     assert claimed is not None and claimed[0].run_id == fired.run_id
+
+
+def test_a_ticker_with_nothing_due_takes_no_write_transaction(tmp_path: Any) -> None:
+    """The worker's ticker reads whether a tick is due before it writes: a write
+    transaction a poll would queue behind, and hold up, the step commits of the runs."""
+    from wayline.worker.ticker import tick_once
+
+    store = wayline.connect(f"sqlite:///{tmp_path / 'ticks.db'}")
+    book = _book(store)
+    made = _make(book)
+    begins: list[str] = []
+    store._db.set_trace_callback(  # type: ignore[attr-defined]
+        lambda sql: begins.append(sql) if sql.startswith("BEGIN") else None
+    )
+    for _ in range(50):
+        assert tick_once(book, [G], tenant_id=None) == made.next_at
+    assert begins == []
+    _due(store, "s1", time.time() - 1)
+    begins.clear()
+    after = tick_once(book, [G], tenant_id=None)
+    assert after is not None and after > time.time()  # fired, and moved to the next tick
+    assert len(begins) == 2  # the fire, and its look for another due tick of the graph
+    store.close()
