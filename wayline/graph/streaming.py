@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from wayline.errors import WaylineError
-from wayline.graph.lg_shape import checkpoint_metadata
+from wayline.graph.lg_shape import checkpoint_metadata, task_result_writes
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.schema import ROOT
 from wayline.graph.tasks import defer_split
@@ -211,7 +211,7 @@ def task_start(task: Any, node_input: Any) -> dict[str, Any]:
 def task_result(outcome: Any) -> dict[str, Any]:
     result = None
     if outcome.result is not None:
-        result = {k: v for k, v in outcome.result.writes if not k.startswith("__")}
+        result = task_result_writes(outcome.result.writes)
     return {
         "id": outcome.task.id,
         "name": outcome.task.spec.name,
