@@ -639,7 +639,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                 yield from loop.cached_events()
                 if isinstance(loop.invocation.emit, EventBus) and loop.invocation.emit.wants_tasks:
                     for t in tasks:
-                        yield ("tasks", task_start(t, task_input(loop, t)))
+                        yield ("tasks", task_start(t, task_input(loop, t), loop.graph.barriers))
                 if bus is not None:
                     pool = pool or thread_pool(loop)
                     outcomes = yield from execute_live(loop, tasks, pool, bus, run_task)
@@ -693,7 +693,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                     yield event
                 if bus is not None and bus.wants_tasks:
                     for t in tasks:
-                        yield ("tasks", task_start(t, task_input(loop, t)))
+                        yield ("tasks", task_start(t, task_input(loop, t), loop.graph.barriers))
                 if bus is None:
                     outcomes = await aexecute(loop, tasks, self.step_timeout)
                 else:

@@ -1,11 +1,14 @@
-"""What LangGraph reports as a task's result (the ``tasks`` stream): a node that writes one
-channel several times (``Command(update=[("foo", a), ("foo", b)])``) has the writes gathered
-as ``{"foo": {"$writes": [a, b]}}``, in write order; a single write is the value itself."""
+"""What LangGraph reports of a task (the ``tasks`` stream): its result, where a node that
+writes one channel several times (``Command(update=[("foo", a), ("foo", b)])``) has the
+writes gathered as ``{"foo": {"$writes": [a, b]}}``, in write order (a single write is the
+value itself); and its triggers: every channel the node subscribes to, sorted, whichever
+fired (``branch:to:<node>`` and ``join:<a>+<b>:<node>`` per waiting edge, deferred or not),
+``("__pregel_push",)`` for a ``Send``."""
 
 from typing import Annotated
 
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command
+from langgraph.types import Command, Send
 from typing_extensions import TypedDict
 
 
@@ -35,5 +38,35 @@ def _repeated_writes(checkpointer) -> list:
     return seen
 
 
+def _writes(value: str):
+    return lambda _: {"foo": value}
+
+
+def _triggers(checkpointer) -> list:
+    seen = []
+    for defer in (False, True):
+        g = StateGraph(State)
+        for name in ("a", "b", "c", "qa"):
+            g.add_node(name, _writes(name), defer=defer and name == "qa")
+        g.add_node("sent", lambda arg: {"foo": arg})
+        g.add_edge(START, "a")
+        g.add_edge(START, "b")
+        g.add_edge("a", "c")
+        g.add_edge(["a", "b"], "qa")
+        g.add_edge("c", "qa")
+        g.add_conditional_edges("qa", lambda s: [Send("sent", "x")] if len(s["foo"]) < 20 else END)
+        app = g.compile(checkpointer=checkpointer)
+        config = {"configurable": {"thread_id": f"triggers-{defer}"}}
+        started = []  # the order of a step's tasks is not what this looks at
+        for mode, chunk in app.stream({"foo": ""}, config, stream_mode=["tasks", "debug"]):
+            if mode == "tasks" and "triggers" in chunk:
+                started.append(("tasks", chunk["name"], chunk["triggers"]))
+            elif mode == "debug" and chunk["type"] == "task":
+                payload = chunk["payload"]
+                started.append((chunk["step"], payload["name"], payload["triggers"]))
+        seen.append(sorted(started, key=repr))
+    return seen
+
+
 def main(checkpointer):
-    return [_repeated_writes(checkpointer)]
+    return [_repeated_writes(checkpointer), _triggers(checkpointer)]
