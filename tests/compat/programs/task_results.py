@@ -3,8 +3,12 @@ writes one channel several times (``Command(update=[("foo", a), ("foo", b)])``) 
 writes gathered as ``{"foo": {"$writes": [a, b]}}``, in write order (a single write is the
 value itself); and its triggers: every channel the node subscribes to, sorted, whichever
 fired (``branch:to:<node>`` and ``join:<a>+<b>:<node>`` per waiting edge, deferred or not),
-``("__pregel_push",)`` for a ``Send``."""
+``("__pregel_push",)`` for a ``Send``. A step's tasks stream as each finishes: its update,
+then its result, before a slower peer's (the slow one here waits until the fast one's result
+has been seen, 5 s at most)."""
 
+import asyncio
+import threading
 from typing import Annotated
 
 from langgraph.graph import END, START, StateGraph
@@ -68,5 +72,48 @@ def _triggers(checkpointer) -> list:
     return seen
 
 
+def _finish_order(checkpointer, flavor: str) -> tuple:
+    fast_seen = threading.Event()
+
+    def slow(_: State) -> dict:
+        fast_seen.wait(5)
+        return {"foo": "slow"}
+
+    g = StateGraph(State)
+    g.add_node("slow", slow)
+    g.add_node("fast", _writes("fast"))
+    g.add_edge(START, "slow")
+    g.add_edge(START, "fast")
+    app = g.compile(checkpointer=checkpointer)
+    config = {"configurable": {"thread_id": f"finish-{flavor}"}}
+    modes = ["updates", "tasks"]
+    chunks: list = []
+
+    def see(mode: str, chunk: dict) -> None:
+        if mode == "tasks" and "result" in chunk and chunk["name"] == "fast":
+            fast_seen.set()
+        chunks.append((mode, chunk["name"] if mode == "tasks" else chunk))
+
+    if flavor == "sync":
+        for mode, chunk in app.stream({"foo": ""}, config, stream_mode=modes):
+            see(mode, chunk)
+    else:
+
+        async def consume() -> None:
+            async for mode, chunk in app.astream({"foo": ""}, config, stream_mode=modes):
+                see(mode, chunk)
+
+        asyncio.run(consume())
+    return sorted(chunks[:2], key=repr), chunks[2:]
+
+
+def _as_tasks_finish(checkpointer) -> list:
+    return [_finish_order(checkpointer, flavor) for flavor in ("sync", "async")]
+
+
 def main(checkpointer):
-    return [_repeated_writes(checkpointer), _triggers(checkpointer)]
+    return [
+        _repeated_writes(checkpointer),
+        _triggers(checkpointer),
+        _as_tasks_finish(checkpointer),
+    ]
