@@ -46,6 +46,7 @@ SAME = [
     "checkpoint_shapes",
     "task_results",
     "interrupt_chunks",
+    "task_cache",
 ]
 
 
