@@ -28,6 +28,7 @@ from wayline.codec import default_codec
 from wayline.effects.retry import RetryPolicy
 from wayline.errors import GraphError, GraphInterrupt, NotSupportedError, WaylineError
 from wayline.graph.builder import StateGraph
+from wayline.graph.cache import BaseCache, CachePolicy, task_key, task_namespace
 from wayline.graph.calling import runtime_of, store_of
 from wayline.graph.compiled import CompiledGraph
 from wayline.graph.context import (
@@ -84,8 +85,12 @@ class _Task:
         name: str | None,
         retry_policy: RetryPolicy | None,
         timeout: TimeoutPolicy | None = None,
+        cache_policy: CachePolicy | None = None,
     ) -> None:
         self.fn = fn
+        self.cache_policy = cache_policy
+        """Reuse the result of an earlier call on the same arguments from the entrypoint's
+        ``cache=`` (a hit is recorded as the call's result, so a replay reads the run)."""
         inner = fn.func if isinstance(fn, functools.partial) else fn  # as LangGraph names it
         self.name: str = str(name or getattr(inner, "__name__", "task"))
         self.retry_policy = retry_policy
@@ -112,9 +117,21 @@ class _Task:
         name = f"task:{scope.task_id}:{self.name}:{seq}"  # nested calls record apart
         ran: list[bool] = []
 
+        cache = None if loop is None else loop.graph.cache
+        policy = self.cache_policy if cache is not None else None
+        key = None if policy is None else task_key(policy, task_namespace(self.fn), args, kwargs)
+        cached: list[bool] = []
+
         def work() -> Any:
             ran.append(True)
-            return self._attempts(args, kwargs)
+            if cache is None or policy is None or key is None:
+                return self._attempts(args, kwargs)
+            if key in (hit := cache.get([key])):
+                cached.append(True)
+                return hit[key]
+            value = self._attempts(args, kwargs)
+            cache.set({key: (value, policy.ttl)})
+            return value
 
         # The task's own interrupt scope: its questions have ids of their own and are
         # answered by id, whichever tasks ran before it in this attempt.
@@ -139,7 +156,12 @@ class _Task:
             finally:
                 reset_scope(token)
             if ran and loop is not None and loop.invocation.emit is not None:
-                loop.invocation.emit(loop.invocation.namespace, "updates", {self.name: value})
+                update = (
+                    {self.name: value, "__metadata__": {"cached": True}}
+                    if cached
+                    else {self.name: value}
+                )
+                loop.invocation.emit(loop.invocation.namespace, "updates", update)
             return value
 
         future: TaskFuture = TaskFuture()
@@ -153,6 +175,14 @@ class _Task:
 
         _POOL.submit(settle)
         return future
+
+    def clear_cache(self, cache: BaseCache[Any]) -> None:
+        """Forget this task's cached results in ``cache``."""
+        if self.cache_policy is not None:
+            cache.clear([task_namespace(self.fn)])
+
+    async def aclear_cache(self, cache: BaseCache[Any]) -> None:
+        self.clear_cache(cache)
 
     def _attempts(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         attempt = 0
@@ -187,15 +217,14 @@ def task(
     timeout: Any = None,
 ) -> Any:
     """Decorate a function as a task: ``@task`` or ``@task(name=..., retry_policy=...)``;
-    ``timeout`` (an async task's ``TimeoutPolicy``) bounds each attempt."""
+    ``timeout`` (an async task's ``TimeoutPolicy``) bounds each attempt; ``cache_policy``
+    (with the entrypoint's ``cache=``) reuses the result of a call on the same arguments."""
     policy = TimeoutPolicy.coerce(timeout)  # a bad timeout fails here, as LangGraph's
     if isinstance(retry_policy, Sequence):
         retry_policy = retry_policy[0] if retry_policy else None
-    if cache_policy is not None:
-        raise GraphError("@task(cache_policy=...) is not supported by wayline")
 
     def wrap(f: Callable[..., Any]) -> _Task:
-        return _Task(f, name, retry_policy, policy)
+        return _Task(f, name, retry_policy, policy, cache_policy)
 
     return wrap(fn) if fn is not None else wrap
 
@@ -219,8 +248,12 @@ class entrypoint:
         **kwargs: Any,
     ) -> None:
         self.timeout = TimeoutPolicy.coerce(timeout)  # bounds each attempt (async only)
-        if cache is not None or cache_policy is not None:
-            raise GraphError("entrypoint(cache=...) is not supported by wayline")
+        if cache_policy is not None:
+            raise GraphError(
+                "entrypoint(cache_policy=...) is not supported by wayline: give the tasks "
+                "it calls @task(cache_policy=...) and the entrypoint cache=..."
+            )
+        self.cache = cache
         self.checkpointer = checkpointer
         self.memory_store = store
         self.context_schema = context_schema
@@ -265,7 +298,9 @@ class entrypoint:
         builder.add_node(name, node, retry_policy=self.retry_policy, timeout=self.timeout)
         builder.add_edge(START, name)
         builder.add_edge(name, END)
-        graph = builder.compile(self.checkpointer, name=name, store=self.memory_store)
+        graph = builder.compile(
+            self.checkpointer, name=name, store=self.memory_store, cache=self.cache
+        )
         return EntrypointGraph(graph, name, fn)
 
 
@@ -304,6 +339,11 @@ class EntrypointGraph:
     @property
     def checkpointer(self) -> Any:
         return self.graph.store
+
+    @property
+    def cache(self) -> Any:
+        """The ``cache=`` the entrypoint was given (its tasks' cached results)."""
+        return self.graph.cache
 
     def with_store(self, store: Any) -> EntrypointGraph:
         return EntrypointGraph(self.graph.with_store(store), self.name, self.__wrapped__)

@@ -44,6 +44,9 @@ SAME = [
     "state_history",
     "pregel_api",
     "checkpoint_shapes",
+    "task_results",
+    "interrupt_chunks",
+    "task_cache",
 ]
 
 

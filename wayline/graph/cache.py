@@ -26,6 +26,8 @@ __all__ = [
     "Namespace",
     "default_cache_key",
     "node_key",
+    "task_key",
+    "task_namespace",
 ]
 
 Namespace = tuple[str, ...]
@@ -34,6 +36,8 @@ ValueT = TypeVar("ValueT")
 
 NODE_NS = "__node_writes__"
 """The first part of a node's cache namespace (then the node's name)."""
+TASK_NS = "__task_writes__"
+"""The first part of a ``@task``'s cache namespace (then its function's module and name)."""
 
 
 def default_cache_key(*args: Any, **kwargs: Any) -> str:
@@ -117,3 +121,18 @@ def node_key(policy: CachePolicy, node: str, arg: Any) -> FullKey:
     raw = policy.key_func(arg)
     digest = hashlib.sha256(raw.encode() if isinstance(raw, str) else raw).hexdigest()
     return (NODE_NS, node), digest
+
+
+def task_namespace(fn: Callable[..., Any]) -> Namespace:
+    """The cache namespace of a ``@task`` function: its module and qualified name, so two
+    tasks of one name in different modules keep apart (LangGraph's ``identifier``)."""
+    inner = getattr(fn, "func", fn)  # a functools.partial: the function it wraps
+    module = getattr(inner, "__module__", None) or "__dynamic__"
+    return (TASK_NS, f"{module}.{getattr(inner, '__qualname__', '__dynamic__')}")
+
+
+def task_key(policy: CachePolicy, ns: Namespace, args: Any, kwargs: Any) -> FullKey:
+    """The cache key of a ``@task`` call: ``key_func(*args, **kwargs)``, digested."""
+    raw = policy.key_func(*args, **kwargs)
+    digest = hashlib.sha256(raw.encode() if isinstance(raw, str) else raw).hexdigest()
+    return ns, digest

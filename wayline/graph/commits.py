@@ -27,6 +27,7 @@ from wayline.store.records import (
 if TYPE_CHECKING:
     from wayline.graph.loop import Event, RunLoop
     from wayline.graph.tasks import Folded, TaskOutcome
+    from wayline.graph.types import Interrupt
 
 __all__ = ["StepCommits", "staged_copy"]
 
@@ -137,7 +138,11 @@ class StepCommits:
         loop.raised = raised
         if sleeping:
             return  # nobody is asked: no interrupt to report, only a time to wait for
-        yield ("updates", {"__interrupt__": loop.raised})
+        by_task: dict[str, list[Interrupt]] = {}  # one chunk per task that asked, as LangGraph
+        for record, intr in zip(records, raised, strict=True):
+            by_task.setdefault(record.task_id, []).append(intr)
+        for asked_by_task in by_task.values():
+            yield ("updates", {"__interrupt__": tuple(asked_by_task)})
         yield ("values", {**loop.values(), "__interrupt__": loop.raised})  # as LangGraph
 
     def pause(self) -> None:

@@ -639,17 +639,18 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                 yield from loop.cached_events()
                 if isinstance(loop.invocation.emit, EventBus) and loop.invocation.emit.wants_tasks:
                     for t in tasks:
-                        yield ("tasks", task_start(t, task_input(loop, t)))
-                if bus is not None:
+                        yield ("tasks", task_start(t, task_input(loop, t), loop.graph.barriers))
+                if bus is not None:  # streams each task's result as it finishes
                     pool = pool or thread_pool(loop)
                     outcomes = yield from execute_live(loop, tasks, pool, bus, run_task)
                 else:
                     if len(tasks) > 1 and pool is None:
                         pool = thread_pool(loop)
                     outcomes = execute(loop, tasks, pool)
-                if isinstance(loop.invocation.emit, EventBus) and loop.invocation.emit.wants_tasks:
-                    for o in outcomes:
-                        yield ("tasks", task_result(o))
+                    emit = loop.invocation.emit
+                    if isinstance(emit, EventBus) and emit.wants_tasks:
+                        for o in outcomes:
+                            yield ("tasks", task_result(o))
                 yield from loop.after_step(outcomes)
                 if stops_after(loop, outcomes, after):
                     loop.pause()
@@ -693,7 +694,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                     yield event
                 if bus is not None and bus.wants_tasks:
                     for t in tasks:
-                        yield ("tasks", task_start(t, task_input(loop, t)))
+                        yield ("tasks", task_start(t, task_input(loop, t), loop.graph.barriers))
                 if bus is None:
                     outcomes = await aexecute(loop, tasks, self.step_timeout)
                 else:
@@ -701,10 +702,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                     async with contextlib.aclosing(aexecute_live(bus, running)) as live:
                         async for event in live:
                             yield event
-                    outcomes = running.result()
-                    if bus.wants_tasks:
-                        for o in outcomes:
-                            yield ("tasks", task_result(o))
+                    outcomes = running.result()  # each task's result streamed as it finished
                 for event in loop.after_step(outcomes):
                     yield event
                 if stops_after(loop, outcomes, after):

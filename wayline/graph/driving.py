@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.errors import WaylineError
 from wayline.graph.algo import PULL, values_of
-from wayline.graph.streaming import NAMESPACED, EventBus, TaskDone
+from wayline.graph.streaming import NAMESPACED, EventBus, TaskDone, task_result
 
 if TYPE_CHECKING:
     from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome
@@ -81,6 +81,8 @@ def execute_live(
                 loop.invocation.chat_callbacks.node_output(item.outcome)
             if (event := loop.stream_finished(item.outcome)) is not None:
                 bus.put_own(event)  # after the messages node_output put there
+            if bus.wants_tasks:  # its result after its update, before a slower peer's
+                bus.put_own(("tasks", task_result(item.outcome)))
             continue
         yield (NAMESPACED, item)
     yield from bus.drain()  # emitted by the last task just before it finished

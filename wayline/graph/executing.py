@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import TYPE_CHECKING
 
 from wayline.graph.runner import arun_task, run_task
-from wayline.graph.streaming import EventBus
+from wayline.graph.streaming import EventBus, task_result
 
 if TYPE_CHECKING:
     from wayline.graph.loop import ExecTask, RunLoop, TaskOutcome
@@ -64,8 +64,11 @@ async def aexecute(
             if loop.invocation.chat_callbacks is not None:  # messages the node returned
                 loop.invocation.chat_callbacks.node_output(outcome)
             bus = loop.invocation.emit
-            if isinstance(bus, EventBus) and (event := loop.stream_finished(outcome)):
-                bus.put_own(event)
+            if isinstance(bus, EventBus):
+                if event := loop.stream_finished(outcome):
+                    bus.put_own(event)
+                if bus.wants_tasks:  # its result after its update, before a slower peer's
+                    bus.put_own(("tasks", task_result(outcome)))
             outcomes.append(outcome)
             if outcome.error is not None:  # failed for good: as LangGraph, the peers
                 break  # still running are cancelled (they run again on resume)

@@ -14,7 +14,7 @@ from wayline.errors import ReplayDivergenceError, RunNotFoundError, WaylineError
 from wayline.graph import travel
 from wayline.graph.algo import with_pending
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct, state_digest
-from wayline.graph.lg_shape import checkpoint_metadata
+from wayline.graph.lg_shape import checkpoint_metadata, task_result_writes
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.run_config import run_ids as _ids
 from wayline.graph.snapshot_source import step_source
@@ -105,7 +105,7 @@ class Inspection:
             )
             interrupts.extend(mine)
             done = pending.get(task_id)
-            result = dict(w for w in done.writes if not w[0].startswith("__")) if done else None
+            result = task_result_writes(done.writes) if done else None
             tasks.append(PregelTask(task_id, spec.name, spec.path, interrupts=mine, result=result))
         source = step_source(graph.store, tenant, run_id, at)
         info = ReadInfo(

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import datetime as dt
 import queue
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from wayline.errors import WaylineError
-from wayline.graph.lg_shape import checkpoint_metadata
+from wayline.graph.algo import PUSH
+from wayline.graph.lg_shape import checkpoint_metadata, task_result_writes
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.schema import ROOT
 from wayline.graph.tasks import defer_split
@@ -36,6 +37,9 @@ STREAM_MODES = ("values", "updates", "custom", "messages", "tasks", "checkpoints
 RESUMED = "__resumed__"
 """The state a continued run starts from (LangGraph's first ``values`` chunk on resume);
 not a committed step, so no ``checkpoints`` chunk."""
+JOIN_PREFIX = "__join__:"
+"""How a waiting edge's barrier channel is keyed (``__join__:<a>+<b>:<node>``)."""
+
 PAUSED = ("updates", {"__interrupt__": ()})
 """What a breakpoint streams, as LangGraph: an interrupt with no question."""
 NAMESPACED = "__ns__"
@@ -199,19 +203,33 @@ def checkpoint_event(loop: Any, values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def task_start(task: Any, node_input: Any) -> dict[str, Any]:
+def task_start(task: Any, node_input: Any, barriers: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "id": task.id,
         "name": task.spec.name,
         "input": node_input,
-        "triggers": (f"branch:to:{task.spec.name}",),
+        "triggers": task_triggers(task.spec.name, task.spec.path, barriers),
     }
+
+
+def task_triggers(name: str, path: Sequence[Any], barriers: Mapping[str, Any]) -> tuple[str, ...]:
+    """A task's triggers as LangGraph names them: a ``Send`` is ``("__pregel_push",)``; a
+    node is every channel it subscribes to, sorted, whichever fired: ``branch:to:<node>``
+    and a ``join:<a>+<b>:<node>`` per waiting edge into it (``__join__:...`` here)."""
+    if path and path[0] == PUSH:
+        return ("__pregel_push",)
+    joins = [
+        "join:" + key[len(JOIN_PREFIX) :]
+        for key, barrier in barriers.items()
+        if key == f"{JOIN_PREFIX}{'+'.join(barrier.sources)}:{name}"
+    ]
+    return tuple(sorted([f"branch:to:{name}", *joins]))
 
 
 def task_result(outcome: Any) -> dict[str, Any]:
     result = None
     if outcome.result is not None:
-        result = {k: v for k, v in outcome.result.writes if not k.startswith("__")}
+        result = task_result_writes(outcome.result.writes)
     return {
         "id": outcome.task.id,
         "name": outcome.task.spec.name,
