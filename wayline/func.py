@@ -43,6 +43,7 @@ from wayline.graph.schema import register_hint_types
 from wayline.graph.timeouts import Pulse, TimeoutPolicy, check_async, timed
 from wayline.graph.types import END, START, Command, StateSnapshot
 from wayline.ids import derive_id
+from wayline.interop.lc_trace import traced_task
 
 __all__ = ["entrypoint", "task"]
 
@@ -165,7 +166,8 @@ class _Task:
             if future.cancelled():  # cancelled before it started: it never runs
                 raise asyncio.CancelledError
             ran.append(True)
-            return self._attempts(args, kwargs, future)
+            attempts = functools.partial(self._attempts, args, kwargs, future)
+            return traced_task(attempts, self.name, self.fn, args, kwargs)()
 
         # The task's own interrupt scope: its questions have ids of their own and are
         # answered by id, whichever tasks ran before it in this attempt.
@@ -316,6 +318,7 @@ class entrypoint:
         builder.add_edge(START, name)
         builder.add_edge(name, END)
         graph = builder.compile(self.checkpointer, name=name, store=self.memory_store)
+        graph.trace_name = "LangGraph"  # as LangGraph's entrypoint (its node is ``name``)
         return EntrypointGraph(graph, name, fn)
 
 

@@ -45,6 +45,7 @@ SAME = [
     "pregel_api",
     "checkpoint_shapes",
     "task_cancel",
+    "tracing",
 ]
 
 

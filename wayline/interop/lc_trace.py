@@ -1,14 +1,34 @@
-"""The root run of an ``invoke`` for the langchain-core callbacks its config names: a
-LangGraph graph is a Runnable, so a tracer in ``config["callbacks"]`` sees one chain run per
-call, ended with the call's output (without its pending questions) or its error.
-langchain-core is imported only when callbacks are given (they are its objects)."""
+"""The runs an invocation shows the langchain-core callbacks its config names: a LangGraph
+graph is a Runnable, so a tracer in ``config["callbacks"]`` sees one chain run per call
+(ended with the call's output, without its pending questions, or its error), a child run
+per node call (tagged ``graph:step:N``) and, under a node, a child run per ``@task`` that
+runs. Runnables called inside a node (a chat model) nest under the node's run.
+
+Tracing is on the side of the durable path: nothing of it is stored or replayed (a task
+whose result is on record is not run, so not traced). langchain-core is imported only when
+callbacks are given (they are its objects)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import contextvars
+import functools
+import inspect
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
-__all__ = ["end_root", "start_root"]
+__all__ = [
+    "atraced",
+    "end_root",
+    "root_of",
+    "start_root",
+    "traced",
+    "traced_node",
+    "traced_task",
+]
+
+_RUN: contextvars.ContextVar[Any] = contextvars.ContextVar("wayline_lc_run", default=None)
+"""The chain run of the node (or ``@task``) running in this context."""
 
 
 def start_root(config: Mapping[str, Any] | None, name: str, input: Any) -> Any:
@@ -37,3 +57,152 @@ def end_root(run: Any, output: Any = None, error: BaseException | None = None) -
     if isinstance(output, Mapping):
         output = {k: v for k, v in output.items() if k != "__interrupt__"}
     run.on_chain_end(output)
+
+
+def traced(
+    stream: Callable[..., Iterator[Any]],
+    result: Callable[[Any], Any],
+    name: str,
+    input: Any,
+    config: Any,
+    kwargs: Mapping[str, Any],
+) -> Iterator[Any]:
+    """A graph's ``stream`` as a root chain run: ``stream`` is given ``trace=`` (see
+    ``root_of``) and the run ends with ``result`` of its last loop, or with its error."""
+    root = start_root(config, name, input)
+    loops: list[Any] = []
+    try:
+        yield from stream(input, config, **kwargs, trace=(root, loops))
+    except BaseException as exc:
+        end_root(root, error=exc)
+        raise
+    end_root(root, result(loops[-1]) if loops else None)
+
+
+async def atraced(
+    stream: Callable[..., AsyncIterator[Any]],
+    result: Callable[[Any], Any],
+    name: str,
+    input: Any,
+    config: Any,
+    kwargs: Mapping[str, Any],
+) -> AsyncIterator[Any]:
+    """``traced`` for ``astream``."""
+    root = start_root(config, name, input)
+    loops: list[Any] = []
+    try:
+        inner = stream(input, config, **kwargs, trace=(root, loops))
+        async with contextlib.aclosing(inner):  # type: ignore[type-var]
+            async for item in inner:
+                yield item
+    except BaseException as exc:
+        end_root(root, error=exc)
+        raise
+    end_root(root, result(loops[-1]) if loops else None)
+
+
+def root_of(kwargs: Mapping[str, Any], loop: Any) -> Any:
+    """The root run a traced stream hands the loop it makes (None: not traced); the loop
+    is kept for the run's output."""
+    trace = kwargs.get("trace")
+    if trace is None:
+        return None
+    root, loops = trace
+    loops.append(loop)
+    return root
+
+
+def traced_node(
+    root: Any,
+    fn: Callable[..., Any],
+    is_async: bool,
+    name: str,
+    inputs: Any,
+    tag: str,
+    metadata: Mapping[str, Any],
+) -> Callable[..., Any]:
+    """``fn`` (a node, or a ``@task``'s attempts) run as a child chain run of ``root`` (a
+    run manager), named ``name``, tagged ``tag``; inner runnables and tasks nest under it."""
+
+    def start() -> Any:
+        manager = root.get_child(tag)
+        manager.add_metadata(dict(metadata), inherit=False)
+        return manager.on_chain_start(None, inputs, name=name)
+
+    def finish(run: Any, out: Any) -> Any:
+        if inspect.isawaitable(out):  # a node returning an awaitable is awaited later
+            return out
+        run.on_chain_end(out)
+        return out
+
+    if is_async:
+
+        @functools.wraps(fn)
+        async def acall(*args: Any, **kwargs: Any) -> Any:
+            run = start()
+            tokens = _enter(run)
+            try:
+                out = await fn(*args, **kwargs)
+            except BaseException as exc:
+                run.on_chain_error(exc)
+                raise
+            finally:
+                _leave(tokens)
+            return finish(run, out)
+
+        return acall
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        run = start()
+        tokens = _enter(run)
+        try:
+            out = fn(*args, **kwargs)
+        except BaseException as exc:
+            run.on_chain_error(exc)
+            raise
+        finally:
+            _leave(tokens)
+        return finish(run, out)
+
+    return call
+
+
+def traced_task(
+    fn: Callable[[], Any], name: str, task: Callable[..., Any], args: Any, kwargs: Any
+) -> Callable[[], Any]:
+    """``fn`` (a ``@task`` call's attempts) traced under the running node's run, with the
+    call's arguments by name as its inputs (LangGraph's); ``fn`` itself without a run."""
+    parent = _RUN.get()
+    if parent is None:
+        return fn
+    try:
+        bound = inspect.signature(task).bind(*args, **kwargs)
+        bound.apply_defaults()
+        inputs: Any = dict(bound.arguments)
+    except (TypeError, ValueError):  # the call itself fails: it says so when it runs
+        inputs = {"args": list(args), **kwargs}
+    return traced_node(parent, fn, False, name, inputs, "seq:step:1", {})
+
+
+def _enter(run: Any) -> tuple[Any, Any]:
+    """Make ``run`` the parent of what runs in this context: the node's tasks, and the
+    runnables it calls (through langchain-core's child config, merged with any handler
+    already there: the ``messages`` stream's)."""
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    outer = dict(var_child_runnable_config.get() or {})
+    child = run.get_child("seq:step:1")  # LangGraph's node: a sequence, the function first
+    given = outer.get("callbacks")
+    for handler in given if isinstance(given, list) else []:
+        child.add_handler(handler, inherit=True)
+    child_config: Any = {**outer, "callbacks": child}
+    return _RUN.set(run), var_child_runnable_config.set(child_config)
+
+
+def _leave(tokens: tuple[Any, Any]) -> None:
+    from langchain_core.runnables.config import var_child_runnable_config
+
+    run_token, config_token = tokens
+    var_child_runnable_config.reset(config_token)
+    _RUN.reset(run_token)
