@@ -43,7 +43,7 @@ from wayline.graph.schema import register_hint_types
 from wayline.graph.timeouts import Pulse, TimeoutPolicy, check_async, timed
 from wayline.graph.types import END, START, Command, StateSnapshot
 from wayline.ids import derive_id
-from wayline.interop.lc_trace import traced_task
+from wayline.interop.lc_trace import EventStream, traced_task
 
 __all__ = ["entrypoint", "task"]
 
@@ -340,7 +340,7 @@ def _written(result: Any) -> dict[str, Any]:
     return {"output": result, "save": result}
 
 
-class EntrypointGraph:
+class EntrypointGraph(EventStream):
     """What ``@entrypoint`` returns: invoke, stream and inspect like a compiled graph,
     with the function's input and return value in place of a state dict."""
 

@@ -46,6 +46,7 @@ SAME = [
     "checkpoint_shapes",
     "task_cancel",
     "tracing",
+    "stream_events",
 ]
 
 

@@ -61,7 +61,7 @@ from wayline.graph.timeouts import TimeoutPolicy, check_async
 from wayline.graph.types import Command, Send
 from wayline.graph.updates import StateUpdates
 from wayline.ids import RunRef
-from wayline.interop.lc_trace import atraced, end_root, root_of, start_root, traced
+from wayline.interop.lc_trace import EventStream, atraced, end_root, root_of, start_root, traced
 from wayline.store.base import Store
 from wayline.store.records import RunRecord, check_durability
 from wayline.store.writer import Committer
@@ -75,7 +75,7 @@ DEFAULT_STEP_LIMIT = 10_000
 """LangGraph 1.2 defaults ``recursion_limit`` to 10,007; wayline rounds it."""
 
 
-class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
+class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
     """A validated graph bound to a store. Thread-safe: one instance serves many runs."""
 
     memory_store: Any = None

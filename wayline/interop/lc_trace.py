@@ -16,8 +16,11 @@ import functools
 import inspect
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
+from uuid import UUID
 
 __all__ = [
+    "EventStream",
+    "astream_events",
     "atraced",
     "end_root",
     "root_of",
@@ -28,7 +31,7 @@ __all__ = [
 ]
 
 _RUN: contextvars.ContextVar[Any] = contextvars.ContextVar("wayline_lc_run", default=None)
-"""The chain run of the node (or ``@task``) running in this context."""
+"""The chain run of the node (or ``@task``) running in this context, and its metadata."""
 
 
 def start_root(config: Mapping[str, Any] | None, name: str, input: Any) -> Any:
@@ -43,8 +46,52 @@ def start_root(config: Mapping[str, Any] | None, name: str, input: Any) -> Any:
         inheritable_tags=(config or {}).get("tags"),
         inheritable_metadata=(config or {}).get("metadata"),
     )
+    # as a Runnable's: the configurable's plain values in the metadata (LangGraph's too)
+    conf = (config or {}).get("configurable") or {}
+    given = {
+        k: v
+        for k, v in conf.items()
+        if not k.startswith("__") and isinstance(v, str | int | float | bool)
+    }
+    manager.add_metadata({**given, "ls_integration": "langgraph"}, inherit=True)
     inputs = input if isinstance(input, Mapping) else {"input": input}
-    return manager.on_chain_start(None, dict(inputs), name=name)
+    run_id = (config or {}).get("run_id")  # the caller's choice (astream_events makes one)
+    return manager.on_chain_start(
+        None, dict(inputs), name=name, run_id=run_id if isinstance(run_id, UUID) else None
+    )
+
+
+class EventStream:
+    """``astream_events`` for a graph (anything with LangGraph's ``astream``)."""
+
+    def astream_events(
+        self,
+        input: Any,
+        config: Mapping[str, Any] | None = None,
+        *,
+        version: str = "v2",
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """LangGraph's event stream (``version="v2"``): the runs of the graph, of its nodes
+        and of what they call (a chat model's tokens too), from langchain-core's callbacks."""
+        return astream_events(self, input, config, version, kwargs)
+
+
+def astream_events(
+    graph: Any, input: Any, config: Any, version: str, kwargs: Mapping[str, Any]
+) -> AsyncIterator[Any]:
+    """LangGraph's ``astream_events``: langchain-core's event stream (``version="v2"``)
+    over the callbacks of ``graph.astream``, whose runs ``traced`` shows."""
+    if version != "v2":
+        from wayline.errors import NotSupportedError
+
+        raise NotSupportedError(
+            f"astream_events(version={version!r}) is not supported by wayline: pass "
+            "version='v2' (langchain-core's current event format)"
+        )
+    from langchain_core.tracers.event_stream import _astream_events_implementation_v2
+
+    return _astream_events_implementation_v2(graph, input, config, **kwargs)
 
 
 def end_root(run: Any, output: Any = None, error: BaseException | None = None) -> None:
@@ -126,12 +173,17 @@ def traced_node(
 
     def start() -> Any:
         manager = root.get_child(tag)
-        manager.add_metadata(dict(metadata), inherit=False)
+        manager.add_metadata(dict(metadata), inherit=True)  # inner runs: their node
         return manager.on_chain_start(None, inputs, name=name)
 
     def finish(run: Any, out: Any) -> Any:
         if inspect.isawaitable(out):  # a node returning an awaitable is awaited later
             return out
+        for handler in run.handlers:  # an event stream's: the output as the run's chunk
+            tap = getattr(handler, "tap_output_iter", None)
+            if tap is not None:
+                for _ in tap(run.run_id, iter([out])):
+                    pass
         run.on_chain_end(out)
         return out
 
@@ -140,7 +192,7 @@ def traced_node(
         @functools.wraps(fn)
         async def acall(*args: Any, **kwargs: Any) -> Any:
             run = start()
-            tokens = _enter(run)
+            tokens = _enter(run, metadata)
             try:
                 out = await fn(*args, **kwargs)
             except BaseException as exc:
@@ -155,7 +207,7 @@ def traced_node(
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         run = start()
-        tokens = _enter(run)
+        tokens = _enter(run, metadata)
         try:
             out = fn(*args, **kwargs)
         except BaseException as exc:
@@ -173,19 +225,21 @@ def traced_task(
 ) -> Callable[[], Any]:
     """``fn`` (a ``@task`` call's attempts) traced under the running node's run, with the
     call's arguments by name as its inputs (LangGraph's); ``fn`` itself without a run."""
-    parent = _RUN.get()
-    if parent is None:
+    node = _RUN.get()
+    if node is None:
         return fn
+    parent, meta = node
     try:
         bound = inspect.signature(task).bind(*args, **kwargs)
         bound.apply_defaults()
         inputs: Any = dict(bound.arguments)
     except (TypeError, ValueError):  # the call itself fails: it says so when it runs
         inputs = {"args": list(args), **kwargs}
-    return traced_node(parent, fn, False, name, inputs, "seq:step:1", {})
+    meta = {**meta, "langgraph_node": name}  # the step is its node's
+    return traced_node(parent, fn, False, name, inputs, "seq:step:1", meta)
 
 
-def _enter(run: Any) -> tuple[Any, Any]:
+def _enter(run: Any, metadata: Mapping[str, Any]) -> tuple[Any, Any]:
     """Make ``run`` the parent of what runs in this context: the node's tasks, and the
     runnables it calls (through langchain-core's child config, merged with any handler
     already there: the ``messages`` stream's)."""
@@ -197,7 +251,7 @@ def _enter(run: Any) -> tuple[Any, Any]:
     for handler in given if isinstance(given, list) else []:
         child.add_handler(handler, inherit=True)
     child_config: Any = {**outer, "callbacks": child}
-    return _RUN.set(run), var_child_runnable_config.set(child_config)
+    return _RUN.set((run, metadata)), var_child_runnable_config.set(child_config)
 
 
 def _leave(tokens: tuple[Any, Any]) -> None:
