@@ -61,7 +61,8 @@ from wayline.graph.timeouts import TimeoutPolicy, check_async
 from wayline.graph.types import Command, Send
 from wayline.graph.updates import StateUpdates
 from wayline.ids import RunRef
-from wayline.interop.lc_trace import EventStream, atraced, end_root, root_of, start_root, traced
+from wayline.interop import lc_trace
+from wayline.interop.lc_trace import EventStream, end_root, start_root
 from wayline.store.base import Store
 from wayline.store.records import RunRecord, check_durability
 from wayline.store.writer import Committer
@@ -325,8 +326,10 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
         """Stream a run. ``stream_mode`` defaults to ``"updates"``, as LangGraph's; a list of
         modes yields ``(mode, chunk)``; ``subgraphs=True`` prefixes the namespace. Callbacks
         in ``config`` see the call as a chain run (``lc_trace``)."""
-        if (config or {}).get("callbacks") and not called_from_node(config):
-            return traced(self._stream, self._result, self.run_name(), input, config, kwargs)
+        if lc_trace.traces(config) and not called_from_node(config):
+            return lc_trace.traced(
+                self._stream, self._result, self.run_name(), input, config, kwargs
+            )
         return self._stream(input, config, **kwargs)
 
     def _stream(
@@ -347,7 +350,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
             yield from stream_child(self, input, modes, single, subgraphs, context)
             return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
-        loop.invocation.trace = root_of(kwargs, loop)
+        loop.invocation.trace = lc_trace.root_of(kwargs, loop)
         fmt = self._streaming(loop, modes, single, subgraphs, config)
         fmt.wrote = not _empty(input)  # as LangGraph: input that writes nothing shows nothing
         breaks = self.breakpoints(interrupt_before, interrupt_after)
@@ -435,8 +438,10 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
         self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """``stream``, async."""
-        if (config or {}).get("callbacks") and not called_from_node(config):
-            return atraced(self._astream, self._result, self.run_name(), input, config, kwargs)
+        if lc_trace.traces(config) and not called_from_node(config):
+            return lc_trace.atraced(
+                self._astream, self._result, self.run_name(), input, config, kwargs
+            )
         return self._astream(input, config, **kwargs)
 
     async def _astream(
@@ -460,7 +465,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
                     yield item
             return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
-        loop.invocation.trace = root_of(kwargs, loop)
+        loop.invocation.trace = lc_trace.root_of(kwargs, loop)
         fmt = self._streaming(loop, modes, single, subgraphs, config, live=True)
         fmt.wrote = not _empty(input)  # as LangGraph: input that writes nothing shows nothing
         breaks = self.breakpoints(interrupt_before, interrupt_after)

@@ -28,10 +28,17 @@ __all__ = [
     "traced",
     "traced_node",
     "traced_task",
+    "traces",
 ]
 
 _RUN: contextvars.ContextVar[Any] = contextvars.ContextVar("wayline_lc_run", default=None)
 """The chain run of the node (or ``@task``) running in this context, and its metadata."""
+
+
+def traces(config: Any) -> bool:
+    """Whether a call with ``config`` is traced: it names callbacks (a config that is not
+    a dict is refused later, by the call)."""
+    return isinstance(config, Mapping) and bool(config.get("callbacks"))
 
 
 def start_root(config: Mapping[str, Any] | None, name: str, input: Any) -> Any:
