@@ -1,14 +1,17 @@
 """LangChain callbacks in the config see a graph call as LangGraph shows it: a root chain
 run per call, a child run per node call (tagged with its step), a runnable called in a
 node nested under the node's run, a ``@task`` that runs nested under its entrypoint's run
-(with its arguments by name as inputs), and a node's error on its run and the root's."""
+(with its arguments by name as inputs), a node's error on its run and the root's, and a
+chat model's run under its node while ``stream_mode="messages"`` streams its tokens."""
 
 import asyncio
 
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 from langchain_core.tracers import BaseTracer
 from langgraph.func import entrypoint, task
-from langgraph.graph import START, StateGraph
+from langgraph.graph import START, MessagesState, StateGraph
 from typing_extensions import TypedDict
 
 
@@ -93,4 +96,17 @@ def main(checkpointer):
     # checkpoints' steps): names and inputs
     seen.append([tree(r, exact=False) for r in rec.runs])
     seen.append([[tree(c) for c in r.child_runs[0].child_runs] for r in rec.runs])
+
+    model = GenericFakeChatModel(messages=iter([AIMessage(content="hello there", id="m1")]))
+    chat = (
+        StateGraph(MessagesState)
+        .add_node("talk", lambda s: {"messages": [model.invoke(s["messages"])]})
+        .add_edge(START, "talk")
+        .compile()
+    )
+    rec = Recorder()
+    config = {"callbacks": [rec]}
+    tokens = chat.stream({"messages": [("user", "hi")]}, config, stream_mode="messages")
+    seen.append([(m.content, meta["langgraph_node"]) for m, meta in tokens])
+    seen.append([tree(r, exact=False) for r in rec.runs])
     return seen
