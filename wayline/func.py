@@ -18,6 +18,7 @@ import contextvars
 import dataclasses
 import functools
 import inspect
+import threading
 import typing
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -43,10 +44,13 @@ from wayline.graph.schema import register_hint_types
 from wayline.graph.timeouts import Pulse, TimeoutPolicy, check_async, timed
 from wayline.graph.types import END, START, Command, StateSnapshot
 from wayline.ids import derive_id
+from wayline.interop.lc_trace import EventStream, traced_task
 
 __all__ = ["entrypoint", "task"]
 
 T = TypeVar("T")
+CANCEL_WAIT = 5.0
+"""Seconds ``TaskFuture.cancel`` waits for a running async task to stop."""
 _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="wayline-task")
 
 
@@ -72,8 +76,52 @@ class TaskFuture(Future[Any]):
     """What calling a ``@task`` returns: ``.result()`` in a sync entrypoint, ``await`` in an
     async one."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._running: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
+
     def __await__(self) -> Any:
         return asyncio.wrap_future(self).__await__()
+
+    def cancel(self) -> bool:
+        """Cancel the call, as LangGraph cancels a task's future: a running async task
+        gets ``CancelledError`` where it awaits, and records no result (a resume runs it
+        again); a sync task already running finishes, its result unused."""
+        with self._condition:
+            running = self._running
+            if not super().cancel():  # already finished
+                return False
+        if running is not None:
+            loop, inner = running
+            stopped = threading.Event()
+
+            def stop() -> None:  # on the task's own loop
+                inner.add_done_callback(lambda _: stopped.set())
+                inner.cancel()
+
+            try:
+                loop.call_soon_threadsafe(stop)
+            except RuntimeError:  # its loop closed: the task has just finished
+                stopped.set()
+            # As on LangGraph's one event loop, the task sees its CancelledError before
+            # the caller goes on (bounded: a task may catch it and keep running).
+            stopped.wait(CANCEL_WAIT)
+        return True
+
+    async def _run(self, value: Any) -> Any:
+        """Await an async task's coroutine where ``cancel`` can reach it."""
+        inner = asyncio.current_task()
+        assert inner is not None
+        with self._condition:
+            if self.cancelled():
+                value.close()
+                raise asyncio.CancelledError
+            self._running = (asyncio.get_running_loop(), inner)
+        try:
+            return await value
+        finally:
+            with self._condition:
+                self._running = None
 
 
 class _Task:
@@ -121,15 +169,20 @@ class _Task:
         policy = self.cache_policy if cache is not None else None
         key = None if policy is None else task_key(policy, task_namespace(self.fn), args, kwargs)
         cached: list[bool] = []
+        future: TaskFuture = TaskFuture()
 
         def work() -> Any:
+            if future.cancelled():  # cancelled before it started: it never runs
+                raise asyncio.CancelledError
             ran.append(True)
+            attempts = functools.partial(self._attempts, args, kwargs, future)
+            run = traced_task(attempts, self.name, self.fn, args, kwargs)
             if cache is None or policy is None or key is None:
-                return self._attempts(args, kwargs)
+                return run()
             if key in (hit := cache.get([key])):
                 cached.append(True)
                 return hit[key]
-            value = self._attempts(args, kwargs)
+            value = run()
             cache.set({key: (value, policy.ttl)})
             return value
 
@@ -164,14 +217,17 @@ class _Task:
                 loop.invocation.emit(loop.invocation.namespace, "updates", update)
             return value
 
-        future: TaskFuture = TaskFuture()
         context = contextvars.copy_context()
 
         def settle() -> None:
             try:
-                future.set_result(context.run(run))
+                value = context.run(run)
             except BaseException as exc:  # an interrupt inside the task travels with it
-                future.set_exception(exc)
+                if not future.cancelled():
+                    future.set_exception(exc)
+                return
+            if not future.cancelled():
+                future.set_result(value)
 
         _POOL.submit(settle)
         return future
@@ -184,7 +240,7 @@ class _Task:
     async def aclear_cache(self, cache: BaseCache[Any]) -> None:
         self.clear_cache(cache)
 
-    def _attempts(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _attempts(self, args: tuple[Any, ...], kwargs: dict[str, Any], future: TaskFuture) -> Any:
         attempt = 0
         while True:
             attempt += 1
@@ -193,7 +249,7 @@ class _Task:
                 if inspect.isawaitable(value):  # an async task runs on this thread's own loop
                     if self.timeout is not None:  # each attempt bounded, as a node's
                         value = timed(value, self.timeout, self.name, Pulse(self.timeout))
-                    value = asyncio.run(_awaited(value))
+                    value = asyncio.run(future._run(value))
                 return value
             except Exception as exc:
                 policy = self.retry_policy
@@ -202,10 +258,6 @@ class _Task:
                 import time
 
                 time.sleep(policy.delay(attempt))
-
-
-async def _awaited(value: Any) -> Any:
-    return await value
 
 
 def task(
@@ -301,6 +353,7 @@ class entrypoint:
         graph = builder.compile(
             self.checkpointer, name=name, store=self.memory_store, cache=self.cache
         )
+        graph.trace_name = "LangGraph"  # as LangGraph's entrypoint (its node is ``name``)
         return EntrypointGraph(graph, name, fn)
 
 
@@ -322,7 +375,7 @@ def _written(result: Any) -> dict[str, Any]:
     return {"output": result, "save": result}
 
 
-class EntrypointGraph:
+class EntrypointGraph(EventStream):
     """What ``@entrypoint`` returns: invoke, stream and inspect like a compiled graph,
     with the function's input and return value in place of a state dict."""
 

@@ -47,6 +47,9 @@ SAME = [
     "task_results",
     "interrupt_chunks",
     "task_cache",
+    "task_cancel",
+    "tracing",
+    "stream_events",
 ]
 
 

@@ -39,6 +39,9 @@ class Invocation:
     control: Any = None
     """The caller's ``RunControl`` (``invoke(..., control=...)``): a drain stops the run
     between steps."""
+    trace: Any = None
+    """The invocation's root chain run for langchain-core callbacks (``lc_trace``), when
+    its config names any: node calls are traced as its child runs."""
 
 
 def node_call(
@@ -73,10 +76,25 @@ def node_call(
     args = (arg, task.ctx) if spec.takes_ctx else (arg,)
     kwargs = {param: _injected(what, task, scope) for param, what in spec.inject}
     fn = functools.partial(spec.fn, **kwargs) if kwargs else spec.fn
+    if loop.invocation.trace is not None:
+        fn = _traced(loop, task, fn, arg, spec.is_async)
     chat = loop.invocation.chat_callbacks
     if chat is not None:
         fn = chat.wrap(fn, task, spec.is_async, loop)
     return fn, args
+
+
+def _traced(
+    loop: RunLoop, task: ExecTask, fn: Callable[..., Any], arg: Any, is_async: bool
+) -> Callable[..., Any]:
+    """The node call as a child run of the invocation's trace, as LangGraph's."""
+    from wayline.interop.lc_trace import traced_node
+
+    name = task.spec.name
+    meta = {"langgraph_step": task.step, "langgraph_node": name}
+    return traced_node(
+        loop.invocation.trace, fn, is_async, name, arg, f"graph:step:{task.step}", meta
+    )
 
 
 def router_args(loop: RunLoop, inject: tuple[tuple[str, str], ...]) -> dict[str, Any]:

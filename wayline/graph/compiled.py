@@ -61,7 +61,8 @@ from wayline.graph.timeouts import TimeoutPolicy, check_async
 from wayline.graph.types import Command, Send
 from wayline.graph.updates import StateUpdates
 from wayline.ids import RunRef
-from wayline.interop.lc_trace import end_root, start_root
+from wayline.interop import lc_trace
+from wayline.interop.lc_trace import EventStream, end_root, start_root
 from wayline.store.base import Store
 from wayline.store.records import RunRecord, check_durability
 from wayline.store.writer import Committer
@@ -75,10 +76,12 @@ DEFAULT_STEP_LIMIT = 10_000
 """LangGraph 1.2 defaults ``recursion_limit`` to 10,007; wayline rounds it."""
 
 
-class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
+class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
     """A validated graph bound to a store. Thread-safe: one instance serves many runs."""
 
     memory_store: Any = None
+    trace_name: str | None = None
+    """The root chain run's name for callbacks (None: the given name, else LangGraph's)."""
     step_timeout: float | None = None
     """Seconds a step's async tasks may take (LangGraph's ``Pregel.step_timeout``): then
     those still running are cancelled and ``TimeoutError`` is raised; finished peers' writes
@@ -273,10 +276,17 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         """
         if _inside_task(config):
             return typing.cast("dict[str, Any]", run_child(self, input, context=context))
-        root = start_root(config, self.name, input)
+        root = start_root(config, self.run_name(), input)
         try:
             out = self._invoke(
-                input, config, context, durability, interrupt_before, interrupt_after, kwargs
+                input,
+                config,
+                context,
+                durability,
+                interrupt_before,
+                interrupt_after,
+                root=root,
+                kwargs=kwargs,
             )
         except BaseException as exc:
             end_root(root, error=exc)
@@ -292,6 +302,8 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         durability: str | None,
         interrupt_before: Sequence[str] | str | None,
         interrupt_after: Sequence[str] | str | None,
+        *,
+        root: Any = None,
         kwargs: Mapping[str, Any],
     ) -> dict[str, Any]:
         breaks = self.breakpoints(interrupt_before, interrupt_after)
@@ -300,6 +312,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                 config, durability, context=context, control=kwargs.get("control")
             )
             loop.step_events = False  # only the result is read
+            loop.invocation.trace = root
             for _ in self.run_loop(loop, input, breakpoints=breaks):
                 pass
             if loop.sleeping_until is None:
@@ -308,6 +321,18 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             input, config = None, _same_run(config, loop)  # committed: continue when due
 
     def stream(
+        self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> Iterator[Any]:
+        """Stream a run. ``stream_mode`` defaults to ``"updates"``, as LangGraph's; a list of
+        modes yields ``(mode, chunk)``; ``subgraphs=True`` prefixes the namespace. Callbacks
+        in ``config`` see the call as a chain run (``lc_trace``)."""
+        if lc_trace.traces(config) and not called_from_node(config):
+            return lc_trace.traced(
+                self._stream, self._result, self.run_name(), input, config, kwargs
+            )
+        return self._stream(input, config, **kwargs)
+
+    def _stream(
         self,
         input: Any,
         config: Mapping[str, Any] | None = None,
@@ -320,13 +345,12 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         interrupt_after: Sequence[str] | str | None = None,
         **kwargs: Any,
     ) -> Iterator[Any]:
-        """Stream a run. ``stream_mode`` defaults to ``"updates"``, as LangGraph's; a list of
-        modes yields ``(mode, chunk)``; ``subgraphs=True`` prefixes the namespace."""
         modes, single = parse_modes(stream_mode or "updates")
         if called_from_node(config):  # the running node's subgraph (nested_stream)
             yield from stream_child(self, input, modes, single, subgraphs, context)
             return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
+        loop.invocation.trace = lc_trace.root_of(kwargs, loop)
         fmt = self._streaming(loop, modes, single, subgraphs, config)
         fmt.wrote = not _empty(input)  # as LangGraph: input that writes nothing shows nothing
         breaks = self.breakpoints(interrupt_before, interrupt_after)
@@ -336,7 +360,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                 yield from fmt("checkpoints_src", checkpoint_event(loop, chunk))
         if loop.sleeping_until is not None:  # a durable timer: continue when it is due
             time.sleep(max(0.0, loop.sleeping_until - time.time()))
-            yield from self.stream(
+            yield from self._stream(
                 None,
                 _same_run(config, loop),
                 context=context,
@@ -345,6 +369,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                 durability=durability,
                 interrupt_before=interrupt_before,
                 interrupt_after=interrupt_after,
+                **kwargs,
             )
             return
         if (loop.raised or loop.halted) and loop.pending:  # as LangGraph: finished tasks' writes
@@ -365,10 +390,17 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         if _inside_task(config):  # a subgraph of the running node, driven on a thread
             child = await asyncio.to_thread(run_child, self, input, context=context)
             return typing.cast("dict[str, Any]", child)
-        root = start_root(config, self.name, input)
+        root = start_root(config, self.run_name(), input)
         try:
             out = await self._ainvoke(
-                input, config, context, durability, interrupt_before, interrupt_after, kwargs
+                input,
+                config,
+                context,
+                durability,
+                interrupt_before,
+                interrupt_after,
+                root=root,
+                kwargs=kwargs,
             )
         except BaseException as exc:
             end_root(root, error=exc)
@@ -384,6 +416,8 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         durability: str | None,
         interrupt_before: Sequence[str] | str | None,
         interrupt_after: Sequence[str] | str | None,
+        *,
+        root: Any = None,
         kwargs: Mapping[str, Any],
     ) -> dict[str, Any]:
         breaks = self.breakpoints(interrupt_before, interrupt_after)
@@ -392,6 +426,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                 config, durability, context=context, control=kwargs.get("control")
             )
             loop.step_events = False  # only the result is read
+            loop.invocation.trace = root
             async for _ in self._adrive(loop, input, breaks):
                 pass
             if loop.sleeping_until is None:
@@ -399,7 +434,17 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
             await asyncio.sleep(max(0.0, loop.sleeping_until - time.time()))
             input, config = None, _same_run(config, loop)
 
-    async def astream(
+    def astream(
+        self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        """``stream``, async."""
+        if lc_trace.traces(config) and not called_from_node(config):
+            return lc_trace.atraced(
+                self._astream, self._result, self.run_name(), input, config, kwargs
+            )
+        return self._astream(input, config, **kwargs)
+
+    async def _astream(
         self,
         input: Any,
         config: Mapping[str, Any] | None = None,
@@ -420,6 +465,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
                     yield item
             return
         loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
+        loop.invocation.trace = lc_trace.root_of(kwargs, loop)
         fmt = self._streaming(loop, modes, single, subgraphs, config, live=True)
         fmt.wrote = not _empty(input)  # as LangGraph: input that writes nothing shows nothing
         breaks = self.breakpoints(interrupt_before, interrupt_after)
@@ -506,6 +552,10 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas):
         return breakpoint_sets(
             self.nodes, before, after, self.interrupt_before, self.interrupt_after
         )
+
+    def run_name(self) -> str:
+        """The name callbacks see the call's root run under, as LangGraph names it."""
+        return self.trace_name or self.given_name or "LangGraph"
 
     def _result(self, loop: RunLoop) -> dict[str, Any]:
         """The state's output keys (typed as the dict it is for every schema but a
