@@ -44,6 +44,7 @@ SAME = [
     "state_history",
     "pregel_api",
     "checkpoint_shapes",
+    "subgraph_debug",
 ]
 
 

@@ -29,6 +29,7 @@ from wayline.errors import GraphError, GraphInterrupt, ParentCommand
 from wayline.graph import travel
 from wayline.graph.context import current_scope, scoped_index
 from wayline.graph.loop import default_owner
+from wayline.graph.streaming import CHECKPOINT_SRC, AtStep, checkpoint_event
 from wayline.graph.types import Command, StateSnapshot
 from wayline.ids import RunRef
 from wayline.store.records import CommitBatch, RunUpdate
@@ -388,8 +389,18 @@ def _drive(
             and not paused
             and mode in ("values", "updates", "tasks", "checkpoints")
         ):
-            emit(loop.invocation.namespace, mode, chunk)
+            ns = loop.invocation.namespace
+            # as LangGraph's: a subgraph's tasks are at its own steps, and each step it
+            # commits is a checkpoint of its namespace (``checkpoints`` and ``debug``)
+            emit(ns, mode, AtStep(chunk, loop.step + 1) if mode == "tasks" else chunk)
+            if mode == "values" and "__interrupt__" not in chunk and _wants_checkpoints(emit):
+                emit(ns, CHECKPOINT_SRC, checkpoint_event(loop, chunk))
         yield chunk
+
+
+def _wants_checkpoints(emit: Any) -> bool:
+    modes = getattr(emit, "modes", None)
+    return not isinstance(modes, set) or bool(modes & {"checkpoints", "debug"})
 
 
 def _answers(child: CompiledGraph, config: Mapping[str, Any], answers: Mapping[str, Any]) -> Any:

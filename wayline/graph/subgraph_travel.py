@@ -32,7 +32,7 @@ from wayline.graph.types import StateSnapshot
 if TYPE_CHECKING:
     from wayline.graph.compiled import CompiledGraph
 
-__all__ = ["Pinned", "name_children", "open_pinned", "strip", "subgraph_named"]
+__all__ = ["Pinned", "by_namespace", "name_children", "open_pinned", "strip", "subgraph_named"]
 
 NS_SEP = "|"
 """Joins the segments of a LangGraph namespace (``checkpoint_ns``)."""
@@ -127,6 +127,21 @@ def open_pinned(
         store.release(tenant, fork_id, token)
         raise
     return Pinned(fork_id, step, token, parent, parent_run)
+
+
+def by_namespace(graph: CompiledGraph, config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``config`` naming a subgraph as LangGraph's reads do (the root's ``thread_id`` and
+    the subgraph's ``checkpoint_ns``, as a ``checkpoints`` or ``debug`` chunk of a
+    subgraph shows it) as the config of the subgraph's run, when that run exists; else
+    ``config`` as given."""
+    conf = checked_config(config).get("configurable") or {}
+    ns, thread = conf.get("checkpoint_ns"), conf.get("thread_id")
+    if not ns or thread is None or SEP in str(thread):
+        return config
+    run_id = SEP.join((str(thread), *str(ns).split(NS_SEP)))
+    if graph.store.get_run(str(conf.get("tenant", "default")), run_id) is None:
+        return config
+    return {**config, "configurable": {**conf, "thread_id": run_id}}
 
 
 def subgraph_named(graph: CompiledGraph, config: Mapping[str, Any]) -> CompiledGraph | None:
