@@ -45,6 +45,7 @@ SAME = [
     "pregel_api",
     "checkpoint_shapes",
     "subgraph_debug",
+    "subgraph_task_config",
 ]
 
 

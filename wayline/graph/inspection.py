@@ -18,7 +18,7 @@ from wayline.graph.lg_shape import checkpoint_metadata
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.run_config import run_ids as _ids
 from wayline.graph.snapshot_source import step_source
-from wayline.graph.subgraph import with_child_states
+from wayline.graph.subgraph import with_child_configs, with_child_states
 from wayline.graph.subgraph_travel import by_namespace, name_children, subgraph_named
 from wayline.graph.tasks import defer_split
 from wayline.graph.types import Interrupt, PregelTask, ReadInfo, StateSnapshot
@@ -65,7 +65,7 @@ class Inspection:
             return child.get_state(config, subgraphs=subgraphs)
         snapshot = graph._state(config)
         if not subgraphs:
-            return snapshot
+            return with_child_configs(graph, snapshot)
         return name_children(with_child_states(graph, snapshot))
 
     def _state(self, config: Mapping[str, Any]) -> StateSnapshot:

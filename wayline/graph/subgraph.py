@@ -449,6 +449,32 @@ def with_child_states(graph: CompiledGraph, snapshot: StateSnapshot) -> StateSna
     return dataclasses.replace(snapshot, tasks=tuple(tasks))
 
 
+def with_child_configs(graph: CompiledGraph, snapshot: StateSnapshot) -> StateSnapshot:
+    """``get_state(subgraphs=False)``: each task of a subgraph node whose child run exists
+    gets, as its ``state``, the config that names that run as LangGraph's does (the
+    root's ``thread_id`` and the child's ``checkpoint_ns``): the root's ``get_state``,
+    ``get_state_history`` and ``update_state`` with it read or edit the child."""
+    conf = snapshot.config["configurable"]
+    thread = str(conf["thread_id"])
+    tasks = []
+    for task in snapshot.tasks:
+        if task.state is None and isinstance(
+            getattr(graph.nodes.get(task.name), "fn", None), SubgraphNode
+        ):
+            found = _child_of_task(graph, conf.get("tenant", "default"), thread, task.name, task.id)
+            if found is not None:
+                cfg = {"thread_id": thread.split(SEP)[0], "checkpoint_ns": _namespace(found[1])}
+                if "tenant" in conf:
+                    cfg["tenant"] = conf["tenant"]
+                task = dataclasses.replace(task, state={"configurable": cfg})
+        tasks.append(task)
+    return dataclasses.replace(snapshot, tasks=tuple(tasks))
+
+
+def _namespace(run_id: str) -> str:
+    return "|".join(run_id.split(SEP)[1:])
+
+
 def _child_of_task(
     graph: CompiledGraph, tenant: str, thread: str, node: str, task_id: str
 ) -> tuple[CompiledGraph, str] | None:
