@@ -203,8 +203,11 @@ class Formatter:
         }
 
 
-def checkpoint_event(loop: Any, values: dict[str, Any]) -> dict[str, Any]:
-    """A committed step as LangGraph's ``checkpoints`` mode describes one."""
+def checkpoint_event(
+    loop: Any, values: dict[str, Any], state_of: Callable[[str, str], Any] | None = None
+) -> dict[str, Any]:
+    """A committed step as LangGraph's ``checkpoints`` mode describes one; ``state_of``
+    (node, task id) gives a task's ``state`` (``subgraph.task_state``)."""
     nxt = defer_split(loop.next_tasks, loop.graph.nodes)[0]  # held: not next
 
     def task_id(t: Any) -> str:
@@ -218,7 +221,15 @@ def checkpoint_event(loop: Any, values: dict[str, Any]) -> dict[str, Any]:
         "values": values,
         "metadata": checkpoint_metadata("input" if loop.step == 0 else "loop", loop.step),
         "next": [t.name for t in nxt],
-        "tasks": [{"id": task_id(t), "name": t.name, "interrupts": (), "state": None} for t in nxt],
+        "tasks": [
+            {
+                "id": (tid := task_id(t)),
+                "name": t.name,
+                "interrupts": (),
+                "state": None if state_of is None else state_of(t.name, tid),
+            }
+            for t in nxt
+        ],
     }
 
 

@@ -131,15 +131,20 @@ def open_pinned(
 
 def by_namespace(graph: CompiledGraph, config: Mapping[str, Any]) -> Mapping[str, Any]:
     """``config`` naming a subgraph as LangGraph's reads do (the root's ``thread_id`` and
-    the subgraph's ``checkpoint_ns``, as a ``checkpoints`` or ``debug`` chunk of a
-    subgraph shows it) as the config of the subgraph's run, when that run exists; else
-    ``config`` as given."""
+    the subgraph's ``checkpoint_ns``, as a task's ``state`` or a subgraph's ``checkpoints``
+    chunk shows it) as the config of the subgraph's run, when that run exists or the
+    namespace starts at a subgraph node of ``graph`` (a child not run yet: its state is
+    empty); else ``config`` as given (a node's own config names its task's namespace)."""
     conf = checked_config(config).get("configurable") or {}
     ns, thread = conf.get("checkpoint_ns"), conf.get("thread_id")
     if not ns or thread is None or SEP in str(thread):
         return config
-    run_id = SEP.join((str(thread), *str(ns).split(NS_SEP)))
-    if graph.store.get_run(str(conf.get("tenant", "default")), run_id) is None:
+    segments = str(ns).split(NS_SEP)
+    run_id = SEP.join((str(thread), *segments))
+    node = graph.nodes.get(segments[0].split(":")[0])
+    if not isinstance(getattr(node, "fn", None), SubgraphNode) and (
+        graph.store.get_run(str(conf.get("tenant", "default")), run_id) is None
+    ):
         return config
     return {**config, "configurable": {**conf, "thread_id": run_id}}
 

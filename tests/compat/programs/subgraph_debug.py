@@ -67,6 +67,8 @@ def main(checkpointer):
                     s.values == p["values"],
                     list(s.next) == p["next"],
                     address(s.config) == address(p["config"]),
+                    [t.state for t in s.tasks] == [t["state"] for t in p["tasks"]],
+                    [t.state is not None for t in s.tasks],
                 )
                 for s, p in zip(history, payloads, strict=True)
             ]
