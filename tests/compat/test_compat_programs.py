@@ -50,6 +50,8 @@ SAME = [
     "task_cancel",
     "tracing",
     "stream_events",
+    "subgraph_debug",
+    "subgraph_task_config",
 ]
 
 

@@ -231,3 +231,34 @@ def test_the_root_reads_a_subgraph_checkpoint_config_as_the_subgraphs_state() ->
         {"value": []},
     ]
     assert app.get_state(CFG).values == {"value": []}  # the root's own, as before
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+def test_the_roots_thread_with_a_subgraphs_namespace_reads_the_subgraph(
+    persistent: bool,
+) -> None:
+    app = build([], persistent=persistent)
+    app.invoke({"value": []}, CFG)
+    named = app.get_state(CFG).tasks[0].state
+    ns = named["configurable"]["checkpoint_ns"]
+    assert named["configurable"]["thread_id"] == "t" and ns != ""
+    child = app.get_state(named)
+    assert child.values == {"value": ["a"]} and child.next == ("ask_1",)
+    assert child.config["configurable"]["checkpoint_ns"] == ns
+    assert [s.next for s in app.get_state_history(named)] == [("ask_1",), ("step_a",)]
+    # a namespace no run has: the root's own state, as before
+    other = {"configurable": {"thread_id": "t", "checkpoint_ns": "nowhere:0"}}
+    assert app.get_state(other).values == app.get_state(CFG).values
+
+
+def test_update_state_with_a_subgraphs_namespace_edits_the_child_in_place() -> None:
+    app = build([], persistent=False)
+    app.invoke({"value": []}, CFG)
+    named = app.get_state(CFG).tasks[0].state
+    before = app.get_state(named).config["configurable"]["thread_id"]
+    app.update_state(named, {"value": ["edited"]})
+    edited = app.get_state(named)
+    assert edited.values == {"value": ["a", "edited"]} and edited.next == ("ask_1",)
+    assert edited.metadata["source"] == "update"
+    assert edited.config["configurable"]["thread_id"] == before  # the child's run, no fork
+    assert app.get_state(CFG).tasks[0].state == named

@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
 import threading
 import time
 import typing
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +56,7 @@ from wayline.graph.streaming import (
     task_result,
     task_start,
 )
-from wayline.graph.subgraph import SubgraphNode, run_child
+from wayline.graph.subgraph import SubgraphNode, run_child, task_state
 from wayline.graph.subgraph_travel import open_pinned, strip
 from wayline.graph.timeouts import TimeoutPolicy, check_async
 from wayline.graph.types import Command, Send
@@ -357,7 +358,9 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
         for mode, chunk in self.run_loop(loop, input, breakpoints=breaks):
             yield from fmt(mode, chunk)
             if mode == "values" and "__interrupt__" not in chunk and fmt.wants_checkpoints:
-                yield from fmt("checkpoints_src", checkpoint_event(loop, chunk))
+                yield from fmt(
+                    "checkpoints_src", checkpoint_event(loop, chunk, self._task_states(loop))
+                )
         if loop.sleeping_until is not None:  # a durable timer: continue when it is due
             time.sleep(max(0.0, loop.sleeping_until - time.time()))
             yield from self._stream(
@@ -476,7 +479,9 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
                 for item in fmt(mode, chunk):
                     yield item
                 if mode == "values" and "__interrupt__" not in chunk and fmt.wants_checkpoints:
-                    for item in fmt("checkpoints_src", checkpoint_event(loop, chunk)):
+                    for item in fmt(
+                        "checkpoints_src", checkpoint_event(loop, chunk, self._task_states(loop))
+                    ):
                         yield item
         if (loop.raised or loop.halted) and loop.pending:  # as stream: finished tasks' writes
             fmt.wrote = True
@@ -514,6 +519,10 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
         per_input = configs(config, len(inputs))
         calls = [self.ainvoke(i, c, **kwargs) for i, c in zip(inputs, per_input, strict=True)]
         return list(await asyncio.gather(*calls, return_exceptions=return_exceptions))
+
+    def _task_states(self, loop: RunLoop) -> Callable[[str, str], Any]:
+        """A task's ``state`` in this run's ``checkpoints`` chunks (``task_state``)."""
+        return functools.partial(task_state, self, loop.tenant_id, loop.run_id)
 
     def _streaming(
         self,

@@ -18,8 +18,8 @@ from wayline.graph.lg_shape import checkpoint_metadata, task_result_writes
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.run_config import run_ids as _ids
 from wayline.graph.snapshot_source import step_source
-from wayline.graph.subgraph import with_child_states
-from wayline.graph.subgraph_travel import name_children, subgraph_named
+from wayline.graph.subgraph import with_child_configs, with_child_states
+from wayline.graph.subgraph_travel import by_namespace, name_children, subgraph_named
 from wayline.graph.tasks import defer_split
 from wayline.graph.types import Interrupt, PregelTask, ReadInfo, StateSnapshot
 from wayline.graph.updates import history
@@ -59,12 +59,13 @@ class Inspection:
         """The state at the run's last committed step (or at ``configurable.step``); with
         ``subgraphs=True`` each task running a subgraph carries the subgraph's state."""
         graph = _graph(self)
+        config = by_namespace(graph, config)
         child = subgraph_named(graph, config)
         if child is not None:  # a subgraph's checkpoint: its own state
             return child.get_state(config, subgraphs=subgraphs)
         snapshot = graph._state(config)
         if not subgraphs:
-            return snapshot
+            return with_child_configs(graph, snapshot)
         return name_children(with_child_states(graph, snapshot))
 
     def _state(self, config: Mapping[str, Any]) -> StateSnapshot:
@@ -142,6 +143,7 @@ class Inspection:
         """Snapshots from the newest committed step (or the one before ``before``) back
         to the input step; ``filter`` keeps those whose metadata holds its items."""
         graph = _graph(self)
+        config = by_namespace(graph, config)
         child = subgraph_named(graph, config)  # a subgraph's checkpoint: its own history
         return history(child or graph, config, filter=filter, before=before, limit=limit)
 

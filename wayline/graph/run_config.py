@@ -62,11 +62,17 @@ def own_thread(thread: Any, loop: RunLoop) -> bool:
 
 
 def at_step(tenant: str, run_id: str, step: int) -> dict[str, Any]:
-    """A step's address in a config, as LangGraph's: ``checkpoint_ns`` ("": a subgraph's
-    checkpoints are a run of their own) and ``checkpoint_id``, which encodes the step
-    (``travel.requested_step`` reads it back)."""
+    """A step's address in a config, as LangGraph's: ``checkpoint_ns`` (a subgraph's run,
+    ``<parent>::<node>:<task id>``, names its namespace, ``"node:task_id|..."``; a root's
+    is "") and ``checkpoint_id``, which encodes the step (``travel.requested_step`` reads
+    it back)."""
     cid = travel.checkpoint_id(tenant, run_id, step)
-    return {"checkpoint_ns": "", "checkpoint_id": cid}
+    return {"checkpoint_ns": run_namespace(run_id), "checkpoint_id": cid}
+
+
+def run_namespace(run_id: str) -> str:
+    """The ``checkpoint_ns`` of a run: its segments under its root, ``|``-joined."""
+    return "|".join(run_id.split("::")[1:])
 
 
 def checkpoint_config(tenant: str, run_id: str, step: int, **extra: Any) -> dict[str, Any]:

@@ -24,9 +24,11 @@ from wayline.graph.tasks import defer_split
 from wayline.ids import derive_id
 
 __all__ = [
+    "CHECKPOINT_SRC",
     "PAUSED",
     "RESUMED",
     "STREAM_MODES",
+    "AtStep",
     "EventBus",
     "Formatter",
     "TaskDone",
@@ -44,6 +46,19 @@ PAUSED = ("updates", {"__interrupt__": ()})
 """What a breakpoint streams, as LangGraph: an interrupt with no question."""
 NAMESPACED = "__ns__"
 """The mode under which the loop passes on a bus event: chunk is (namespace, mode, chunk)."""
+CHECKPOINT_SRC = "checkpoints_src"
+"""A committed step (``checkpoint_event``), shown by the ``checkpoints`` and ``debug`` modes."""
+
+
+class AtStep(dict[str, Any]):
+    """A subgraph's ``tasks`` chunk, carrying the step of the subgraph's own run that the
+    task belongs to (``debug`` shows it, as LangGraph: a subgraph's steps are its own)."""
+
+    __slots__ = ("step",)
+
+    def __init__(self, chunk: dict[str, Any], step: int) -> None:
+        super().__init__(chunk)
+        self.step = step
 
 
 class TaskDone:
@@ -67,7 +82,11 @@ class EventBus:
         """Called after each put: the async driver's way to wake up (thread-safe)."""
 
     def __call__(self, namespace: tuple[str, ...], mode: str, chunk: Any) -> None:
-        if mode in self.modes or (mode in ("tasks", "checkpoints") and "debug" in self.modes):
+        if mode == CHECKPOINT_SRC:  # a subgraph's committed step
+            wanted = bool(self.modes & {"checkpoints", "debug"})
+        else:
+            wanted = mode in self.modes or (mode == "tasks" and "debug" in self.modes)
+        if wanted:
             if namespace and not self.subgraphs:
                 return
             self.queue.put((namespace, mode, chunk))
@@ -140,19 +159,22 @@ class Formatter:
         namespace: tuple[str, ...] = ()
         if mode == NAMESPACED:
             namespace, mode, chunk = chunk
-            if mode == "checkpoints" and not self.checkpointed:
+            if mode == CHECKPOINT_SRC and not self.checkpointed:
                 return
         if mode == RESUMED:
             mode = "values"
-        if mode == "checkpoints_src":  # a committed step, described for these two modes
+        if mode == CHECKPOINT_SRC:  # a committed step, described for these two modes
             if "checkpoints" in self.modes:
                 yield self._shape(namespace, "checkpoints", chunk)
             if "debug" in self.modes:
                 yield self._shape(namespace, "debug", self._debug("checkpoint", chunk))
             return
+        step: int | None = None
+        if isinstance(chunk, AtStep):  # a subgraph's task: the step is its run's
+            step, chunk = chunk.step, dict(chunk)
         if mode == "tasks" and "debug" in self.modes:
             kind = "task_result" if "result" in chunk or "error" in chunk else "task"
-            yield self._shape(namespace, "debug", self._debug(kind, chunk))
+            yield self._shape(namespace, "debug", self._debug(kind, chunk, step))
         if not namespace and mode == "updates":
             self.wrote = self.wrote or any(v not in (None, {}) for v in chunk.values())
         if not namespace and mode == "values":
@@ -174,8 +196,9 @@ class Formatter:
             return (namespace, chunk) if self.single else (namespace, mode, chunk)
         return chunk if self.single else (mode, chunk)
 
-    def _debug(self, kind: str, payload: Any) -> dict[str, Any]:
-        step = payload.get("metadata", {}).get("step") if kind == "checkpoint" else None
+    def _debug(self, kind: str, payload: Any, step: int | None = None) -> dict[str, Any]:
+        if kind == "checkpoint":
+            step = payload.get("metadata", {}).get("step")
         return {
             "step": step if step is not None else self.step(),
             "timestamp": dt.datetime.now(dt.UTC).isoformat(),
@@ -184,8 +207,11 @@ class Formatter:
         }
 
 
-def checkpoint_event(loop: Any, values: dict[str, Any]) -> dict[str, Any]:
-    """A committed step as LangGraph's ``checkpoints`` mode describes one."""
+def checkpoint_event(
+    loop: Any, values: dict[str, Any], state_of: Callable[[str, str], Any] | None = None
+) -> dict[str, Any]:
+    """A committed step as LangGraph's ``checkpoints`` mode describes one; ``state_of``
+    (node, task id) gives a task's ``state`` (``subgraph.task_state``)."""
     nxt = defer_split(loop.next_tasks, loop.graph.nodes)[0]  # held: not next
 
     def task_id(t: Any) -> str:
@@ -199,7 +225,15 @@ def checkpoint_event(loop: Any, values: dict[str, Any]) -> dict[str, Any]:
         "values": values,
         "metadata": checkpoint_metadata("input" if loop.step == 0 else "loop", loop.step),
         "next": [t.name for t in nxt],
-        "tasks": [{"id": task_id(t), "name": t.name, "interrupts": (), "state": None} for t in nxt],
+        "tasks": [
+            {
+                "id": (tid := task_id(t)),
+                "name": t.name,
+                "interrupts": (),
+                "state": None if state_of is None else state_of(t.name, tid),
+            }
+            for t in nxt
+        ],
     }
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextvars
 import copy
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ from wayline.errors import GraphError, GraphInterrupt, ParentCommand
 from wayline.graph import travel
 from wayline.graph.context import current_scope, scoped_index
 from wayline.graph.loop import default_owner
+from wayline.graph.streaming import CHECKPOINT_SRC, AtStep, checkpoint_event
 from wayline.graph.types import Command, StateSnapshot
 from wayline.ids import RunRef
 from wayline.store.records import CommitBatch, RunUpdate
@@ -388,8 +390,19 @@ def _drive(
             and not paused
             and mode in ("values", "updates", "tasks", "checkpoints")
         ):
-            emit(loop.invocation.namespace, mode, chunk)
+            ns = loop.invocation.namespace
+            # as LangGraph's: a subgraph's tasks are at its own steps, and each step it
+            # commits is a checkpoint of its namespace (``checkpoints`` and ``debug``)
+            emit(ns, mode, AtStep(chunk, loop.step + 1) if mode == "tasks" else chunk)
+            if mode == "values" and "__interrupt__" not in chunk and _wants_checkpoints(emit):
+                states = functools.partial(task_state, child, loop.tenant_id, loop.run_id)
+                emit(ns, CHECKPOINT_SRC, checkpoint_event(loop, chunk, states))
         yield chunk
+
+
+def _wants_checkpoints(emit: Any) -> bool:
+    modes = getattr(emit, "modes", None)
+    return not isinstance(modes, set) or bool(modes & {"checkpoints", "debug"})
 
 
 def _answers(child: CompiledGraph, config: Mapping[str, Any], answers: Mapping[str, Any]) -> Any:
@@ -436,6 +449,45 @@ def with_child_states(graph: CompiledGraph, snapshot: StateSnapshot) -> StateSna
             task = dataclasses.replace(task, state=child.get_state(cfg, subgraphs=True))
         tasks.append(task)
     return dataclasses.replace(snapshot, tasks=tuple(tasks))
+
+
+def with_child_configs(graph: CompiledGraph, snapshot: StateSnapshot) -> StateSnapshot:
+    """``get_state(subgraphs=False)``: each task of a subgraph node gets, as its ``state``,
+    the config that names its child run as LangGraph's does (``task_state``)."""
+    conf = snapshot.config["configurable"]
+    tenant, thread = str(conf.get("tenant", "default")), str(conf["thread_id"])
+    tasks = [
+        t
+        if t.state is not None
+        else dataclasses.replace(t, state=named)
+        if (named := task_state(graph, tenant, thread, t.name, t.id)) is not None
+        else t
+        for t in snapshot.tasks
+    ]
+    return dataclasses.replace(snapshot, tasks=tuple(tasks))
+
+
+def task_state(
+    graph: CompiledGraph, tenant: str, run_id: str, node: str, task_id: str
+) -> dict[str, Any] | None:
+    """The ``state`` LangGraph shows for a task (in ``get_state`` without subgraphs, and in
+    the ``checkpoints`` and ``debug`` streams): for a task of a subgraph node, the config
+    naming the child run it runs (or will run), with the root's ``thread_id`` and the
+    child's ``checkpoint_ns``, which the root's ``get_state``, ``get_state_history`` and
+    ``update_state`` read and edit; None for any other task."""
+    fn = getattr(graph.nodes.get(node), "fn", None)
+    if not isinstance(fn, SubgraphNode):
+        return None
+    child = f"{run_id}{SEP}{node}" if fn.child.persistent_child else None
+    conf = {
+        "thread_id": run_id.split(SEP)[0],
+        "checkpoint_ns": _namespace(child or child_run_id(run_id, node, task_id)),
+    }
+    return {"configurable": conf if tenant == "default" else {**conf, "tenant": tenant}}
+
+
+def _namespace(run_id: str) -> str:
+    return "|".join(run_id.split(SEP)[1:])
 
 
 def _child_of_task(

@@ -32,7 +32,7 @@ from wayline.graph.types import StateSnapshot
 if TYPE_CHECKING:
     from wayline.graph.compiled import CompiledGraph
 
-__all__ = ["Pinned", "name_children", "open_pinned", "strip", "subgraph_named"]
+__all__ = ["Pinned", "by_namespace", "name_children", "open_pinned", "strip", "subgraph_named"]
 
 NS_SEP = "|"
 """Joins the segments of a LangGraph namespace (``checkpoint_ns``)."""
@@ -127,6 +127,26 @@ def open_pinned(
         store.release(tenant, fork_id, token)
         raise
     return Pinned(fork_id, step, token, parent, parent_run)
+
+
+def by_namespace(graph: CompiledGraph, config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``config`` naming a subgraph as LangGraph's reads do (the root's ``thread_id`` and
+    the subgraph's ``checkpoint_ns``, as a task's ``state`` or a subgraph's ``checkpoints``
+    chunk shows it) as the config of the subgraph's run, when that run exists or the
+    namespace starts at a subgraph node of ``graph`` (a child not run yet: its state is
+    empty); else ``config`` as given (a node's own config names its task's namespace)."""
+    conf = checked_config(config).get("configurable") or {}
+    ns, thread = conf.get("checkpoint_ns"), conf.get("thread_id")
+    if not ns or thread is None or SEP in str(thread):
+        return config
+    segments = str(ns).split(NS_SEP)
+    run_id = SEP.join((str(thread), *segments))
+    node = graph.nodes.get(segments[0].split(":")[0])
+    if not isinstance(getattr(node, "fn", None), SubgraphNode) and (
+        graph.store.get_run(str(conf.get("tenant", "default")), run_id) is None
+    ):
+        return config
+    return {**config, "configurable": {**conf, "thread_id": run_id}}
 
 
 def subgraph_named(graph: CompiledGraph, config: Mapping[str, Any]) -> CompiledGraph | None:

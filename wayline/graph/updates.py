@@ -18,7 +18,7 @@ from wayline.graph.loop import default_owner
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.run_config import run_ids as _ids
 from wayline.graph.snapshot_source import mark
-from wayline.graph.subgraph_travel import open_pinned
+from wayline.graph.subgraph_travel import by_namespace, names_subgraph, open_pinned, subgraph_named
 from wayline.graph.types import END, Command, StateSnapshot
 from wayline.ids import RunRef
 from wayline.store.records import CommitBatch
@@ -75,6 +75,9 @@ class StateUpdates:
             raise ValueError("No supersteps provided: pass [[StateUpdate(values, as_node)]]")
         if any(not s for s in steps):
             raise ValueError("No updates provided: each superstep needs at least one update")
+        config = by_namespace(graph, config)
+        if not names_subgraph(config) and (child := subgraph_named(graph, config)) is not None:
+            return child.bulk_update_state(config, supersteps)  # a subgraph's run: its edit
         tenant, run_id = _ids(config, create=False)
         if len(steps) == 1 and len(steps[0]) == 1 and steps[0][0].as_node == COPY:
             return _copy(graph, config, tenant, run_id)
