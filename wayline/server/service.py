@@ -285,7 +285,15 @@ class Service:
             if multitask == "interrupt" and run is not None and busy:
                 run = self._interrupt(who, thread_id, run)
             elif multitask == "rollback" and run is not None and busy:
-                run = rollback(self.store, self.tables, who, thread_id, run)
+                run = rollback(
+                    self.store,
+                    self.tables,
+                    who,
+                    thread_id,
+                    run,
+                    bell=self.bell,
+                    fallback=self.stream_fallback,
+                )
             queued = multitask == "enqueue" and busy  # behind the runs before it, in order
             self._check_free(who, thread_id, run, assistant, queued=queued)
             # no input and no command continues the thread (past a breakpoint, say); its
@@ -353,16 +361,18 @@ class Service:
         """``multitask_strategy="interrupt"``: stop the thread's run at its next step
         boundary (its finished steps stay, as the platform keeps them), mark its API run
         interrupted, and wait for it to stop; then the new run takes the thread."""
-        self.store.request_cancel(who.tenant, thread_id)
-        latest = self.latest_started(who, thread_id)
-        if latest is not None and latest.status not in FINAL:
-            self.tables.settle_run(who.tenant, latest.run_id, "interrupted")
-        deadline = time.monotonic() + INTERRUPT_WAIT
-        while time.monotonic() < deadline:
-            current = self.store.get_run(who.tenant, thread_id)
-            if current is None or settled(current):
-                return current or run
-            time.sleep(0.02)
+        with self.bell.subscribe_blocking(who.tenant, thread_id) as waiter:
+            self.store.request_cancel(who.tenant, thread_id)
+            latest = self.latest_started(who, thread_id)
+            if latest is not None and latest.status not in FINAL:
+                self.tables.settle_run(who.tenant, latest.run_id, "interrupted")
+            deadline = time.monotonic() + INTERRUPT_WAIT
+            while (left := deadline - time.monotonic()) > 0:
+                waiter.clear()  # the run's stop from here on wakes the wait below
+                current = self.store.get_run(who.tenant, thread_id)
+                if current is None or settled(current):
+                    return current or run
+                waiter.wait(min(self.stream_fallback, left))
         raise ApiError(
             409,
             f"thread {thread_id}'s run did not stop within {INTERRUPT_WAIT:.0f}s of being "
@@ -585,11 +595,10 @@ class Service:
         rec = self.run_record(who, thread_id, run_id)
         if self.current_status(who, rec) in FINAL:
             raise ApiError(404, f"Run {run_id} has finished; there is nothing to cancel")
-        if self.store.drop_queued(who.tenant, thread_id, run_id):
-            self.tables.settle_run(who.tenant, run_id, "interrupted")
-            return
-        self.store.request_cancel(who.tenant, thread_id)
+        if not self.store.drop_queued(who.tenant, thread_id, run_id):
+            self.store.request_cancel(who.tenant, thread_id)
         self.tables.settle_run(who.tenant, run_id, "interrupted")
+        self.bell.ring([(who.tenant, thread_id)])  # its joins answer now (no store move)
 
     def joined(self, who: Principal, rec: ThreadRunRecord) -> dict[str, Any] | None:
         """What ``join`` (and ``runs/wait``) of one API run returns once it ended (None
