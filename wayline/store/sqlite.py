@@ -215,7 +215,7 @@ class SQLiteStore(SQLStore):
                 raise StoreError(f"SQLite read failed: {exc}") from exc
 
     def _notify(self, db: Any) -> None:
-        self._wakeup.set()  # workers in this process wake now; others poll
+        self._work.notify()  # workers in this process wake now; others poll
 
     def _read_dicts(
         self, query: str, params: Sequence[Any], tenant: str | None = None
