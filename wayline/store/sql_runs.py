@@ -215,10 +215,8 @@ class RunsSQL(QueueSQL):
                 subject=subject,
                 classes=classes,
                 identity=(fingerprint, shape),
+                engine=engine,
             )
-            if engine != "wayline":
-                db.execute(self.q.Q_SET_ENGINE, (engine, tenant_id, run_id, engine))
-                row = None  # read back with its engine
         return self._existing(tenant_id, run_id) if row is None else self._run(row)
 
     def enqueue_in(
@@ -235,9 +233,11 @@ class RunsSQL(QueueSQL):
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
         identity: tuple[str, str | None] = ("", None),
+        engine: str = "wayline",
     ) -> Any:
         """``enqueue`` inside a transaction of the caller's (a schedule's fire commits the
-        run's input with the tick it spends): the new row, or None when the run existed."""
+        run's input with the tick it spends; the server, with the API run it records): the
+        new row, or None when the run existed or runs on another ``engine`` (read it back)."""
         stored, crc_ = self.payloads.put(
             inbox_ident(tenant_id, run_id), tenant_id, f"{run_id}|n", inbox
         )
@@ -258,6 +258,9 @@ class RunsSQL(QueueSQL):
             now = time.time()
             db.execute(self.q.Q_SET_INBOX, (stored, crc_, now, now, tenant_id, run_id))
         db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "runs", "inbox", len(stored)))
+        if engine != "wayline":
+            db.execute(self.q.Q_SET_ENGINE, (engine, tenant_id, run_id, engine))
+            row = None  # read back with its engine
         self._notify(db)
         return row
 
