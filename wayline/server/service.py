@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from wayline.codec import default_codec
@@ -41,6 +41,7 @@ from wayline.store.assistant_tables import AssistantTables
 from wayline.store.base import Store
 from wayline.store.records import RunRecord
 from wayline.store.server_tables import ServerTables, ThreadRecord, ThreadRunRecord
+from wayline.store.sql_core import Executor
 
 __all__ = ["STREAM_MODES", "RunStart", "Service", "page"]
 
@@ -285,7 +286,15 @@ class Service:
             if multitask == "interrupt" and run is not None and busy:
                 run = self._interrupt(who, thread_id, run)
             elif multitask == "rollback" and run is not None and busy:
-                run = rollback(self.store, self.tables, who, thread_id, run)
+                run = rollback(
+                    self.store,
+                    self.tables,
+                    who,
+                    thread_id,
+                    run,
+                    bell=self.bell,
+                    fallback=self.stream_fallback,
+                )
             queued = multitask == "enqueue" and busy  # behind the runs before it, in order
             self._check_free(who, thread_id, run, assistant, queued=queued)
             # no input and no command continues the thread (past a breakpoint, say); its
@@ -330,39 +339,37 @@ class Service:
                 )
             if resumed and command is not None:  # checked and recorded first: a refused
                 self._decide(who, thread_id, run, command["resume"])  # one leaves no run
-            self.tables.insert_run(record)
-            self._tag_thread(who, thread_id, assistant)
-            try:
-                self._queue(
-                    who,
-                    thread_id,
-                    run,
-                    assistant,
-                    body,
-                    durability,
-                    breakpoints,
-                    run_config,
-                    queued_as=record.run_id if queued else None,
-                )
-            except BaseException:
-                self.tables.settle_run(who.tenant, record.run_id, "error")
-                raise
+            queue = self._queue(
+                who,
+                thread_id,
+                run,
+                assistant,
+                body,
+                durability,
+                breakpoints,
+                run_config,
+                queued_as=record.run_id if queued else None,
+            )
+            # the API run, its thread's tags and its input: one commit (all or nothing)
+            self.tables.insert_run(record, tags=self._tags(who, thread_id, assistant), then=queue)
         return RunStart(record, assistant, opens_with_state)
 
     def _interrupt(self, who: Principal, thread_id: str, run: RunRecord) -> RunRecord:
         """``multitask_strategy="interrupt"``: stop the thread's run at its next step
         boundary (its finished steps stay, as the platform keeps them), mark its API run
         interrupted, and wait for it to stop; then the new run takes the thread."""
-        self.store.request_cancel(who.tenant, thread_id)
-        latest = self.latest_started(who, thread_id)
-        if latest is not None and latest.status not in FINAL:
-            self.tables.settle_run(who.tenant, latest.run_id, "interrupted")
-        deadline = time.monotonic() + INTERRUPT_WAIT
-        while time.monotonic() < deadline:
-            current = self.store.get_run(who.tenant, thread_id)
-            if current is None or settled(current):
-                return current or run
-            time.sleep(0.02)
+        with self.bell.subscribe_blocking(who.tenant, thread_id) as waiter:
+            self.store.request_cancel(who.tenant, thread_id)
+            latest = self.latest_started(who, thread_id)
+            if latest is not None and latest.status not in FINAL:
+                self.tables.settle_run(who.tenant, latest.run_id, "interrupted")
+            deadline = time.monotonic() + INTERRUPT_WAIT
+            while (left := deadline - time.monotonic()) > 0:
+                waiter.clear()  # the run's stop from here on wakes the wait below
+                current = self.store.get_run(who.tenant, thread_id)
+                if current is None or settled(current):
+                    return current or run
+                waiter.wait(min(self.stream_fallback, left))
         raise ApiError(
             409,
             f"thread {thread_id}'s run did not stop within {INTERRUPT_WAIT:.0f}s of being "
@@ -382,12 +389,14 @@ class Service:
                 "(or WAYLINE_WEBHOOK_SECRET) and its POSTs carry X-Wayline-Signature",
             )
 
-    def _tag_thread(self, who: Principal, thread_id: str, assistant: Assistant) -> None:
-        """As LangGraph: a thread's metadata names the graph and assistant that ran on it."""
+    def _tags(self, who: Principal, thread_id: str, assistant: Assistant) -> dict[str, Any] | None:
+        """As LangGraph: a thread's metadata names the graph and assistant that ran on it
+        (its new metadata, None when it has them)."""
         thread = self.tables.get_thread(who.tenant, thread_id)
-        if thread is not None and "graph_id" not in thread.metadata:
-            tags = {"graph_id": assistant.name, "assistant_id": assistant.assistant_id}
-            self.tables.update_thread(who.tenant, thread_id, {**thread.metadata, **tags})
+        if thread is None or "graph_id" in thread.metadata:
+            return None
+        tags = {"graph_id": assistant.name, "assistant_id": assistant.assistant_id}
+        return {**thread.metadata, **tags}
 
     def _check_free(
         self,
@@ -439,49 +448,54 @@ class Service:
         run_config: dict[str, Any] | None = None,
         *,
         queued_as: str | None = None,
-    ) -> None:
-        """Hand the input to the thread's inbox (``queued_as``: to its queue, behind the
-        inputs before it, labelled with the API run's id)."""
+    ) -> Callable[[Executor], None]:
+        """How to hand the input to the thread's inbox in the caller's transaction
+        (``queued_as``: to its queue, behind the inputs before it, labelled with the API
+        run's id). Encoded now, outside the transaction."""
         command = body.get("command") or {}
         inbox: Any = None if "resume" in command else body.get("input")
         if command.get("update") is not None or command.get("goto"):
             inbox = Command(update=command.get("update"), goto=command.get("goto") or ())
         graph = assistant.graph
-        if queued_as is not None:
-            encoded = encode_inbox(
-                graph.codec,
-                inbox,
-                breakpoints,
-                _emitted_modes(body),
-                webhook=body.get("webhook"),
-                run_config=run_config,
-            )
-            self.store.queue_input(who.tenant, thread_id, encoded, label=queued_as)
-            return
-        if run is not None and run.status == "cancelled":
-            self.tables.reopen(who.tenant, thread_id)
-        self.store.enqueue(
-            who.tenant,
-            thread_id,
-            encode_inbox(
-                graph.codec,
-                inbox,
-                breakpoints,
-                _emitted_modes(body),
-                webhook=body.get("webhook"),
-                run_config=run_config,
-                subgraphs=bool(body.get("stream_subgraphs")),
-            ),
-            graph_name=graph.name,
-            graph_version=graph.version,
-            durability=run.durability if run is not None else durability,
-            schema_version=graph.schema_version,
-            subject=_subject(body),
-            classes=graph.schema.classes,
-            engine=getattr(graph, "kind", "wayline"),
-            fingerprint=getattr(graph, "fingerprint", ""),
-            shape=getattr(graph, "shape_json", None),
+        store = self.tables.store
+        encoded = encode_inbox(
+            graph.codec,
+            inbox,
+            breakpoints,
+            _emitted_modes(body),
+            webhook=body.get("webhook"),
+            run_config=run_config,
+            subgraphs=queued_as is None and bool(body.get("stream_subgraphs")),
         )
+        if queued_as is not None:
+            label = queued_as
+
+            def queue(db: Executor) -> None:
+                store.queue_in(db, who.tenant, thread_id, encoded, label=label)
+
+            return queue
+        reopen = run is not None and run.status == "cancelled"
+        tables = self.tables
+
+        def enqueue(db: Executor) -> None:
+            if reopen:  # a run cancelled through the API takes new input
+                db.execute(tables.q.Q_REOPEN, (time.time(), who.tenant, thread_id))
+            store.enqueue_in(
+                db,
+                who.tenant,
+                thread_id,
+                encoded,
+                graph_name=graph.name,
+                graph_version=graph.version,
+                durability=run.durability if run is not None else durability,
+                schema_version=graph.schema_version,
+                subject=_subject(body),
+                classes=graph.schema.classes,
+                identity=(getattr(graph, "fingerprint", ""), getattr(graph, "shape_json", None)),
+                engine=getattr(graph, "kind", "wayline"),
+            )
+
+        return enqueue
 
     def _decide(self, who: Principal, thread_id: str, run: RunRecord | None, value: Any) -> None:
         """Answer the thread's open interrupt as the key's actor (an approval checks the
@@ -585,11 +599,10 @@ class Service:
         rec = self.run_record(who, thread_id, run_id)
         if self.current_status(who, rec) in FINAL:
             raise ApiError(404, f"Run {run_id} has finished; there is nothing to cancel")
-        if self.store.drop_queued(who.tenant, thread_id, run_id):
-            self.tables.settle_run(who.tenant, run_id, "interrupted")
-            return
-        self.store.request_cancel(who.tenant, thread_id)
+        if not self.store.drop_queued(who.tenant, thread_id, run_id):
+            self.store.request_cancel(who.tenant, thread_id)
         self.tables.settle_run(who.tenant, run_id, "interrupted")
+        self.bell.ring([(who.tenant, thread_id)])  # its joins answer now (no store move)
 
     def joined(self, who: Principal, rec: ThreadRunRecord) -> dict[str, Any] | None:
         """What ``join`` (and ``runs/wait``) of one API run returns once it ended (None

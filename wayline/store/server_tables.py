@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ from wayline.errors import StoreError
 from wayline.store.base import Store
 from wayline.store.payloads import json_column
 from wayline.store.sql import server_queries
+from wayline.store.sql_core import Executor
 from wayline.store.sql_store import SQLStore
 
 __all__ = ["ApiKeyRecord", "ServerTables", "ThreadRecord", "ThreadRunRecord", "server_tables"]
@@ -198,7 +200,16 @@ class ServerTables:
 
     # -- the API's runs ---------------------------------------------------------------
 
-    def insert_run(self, r: ThreadRunRecord) -> None:
+    def insert_run(
+        self,
+        r: ThreadRunRecord,
+        *,
+        tags: dict[str, Any] | None = None,
+        then: Callable[[Executor], None] | None = None,
+    ) -> None:
+        """Record an API run, touching its thread (``tags``: the thread's new metadata,
+        written with it); ``then`` writes the rest of what accepting the run writes (its
+        input, for a worker) in the same transaction: one commit, all or nothing."""
         params = (
             r.tenant_id,
             r.run_id,
@@ -213,7 +224,13 @@ class ServerTables:
         )
         with self.store._tx(r.tenant_id) as db:
             db.execute(self.q.Q_INSERT_RUN, params)
-            db.execute(self.q.Q_UPDATE_THREAD_TOUCH, (r.updated_at, r.tenant_id, r.thread_id))
+            if tags is None:
+                db.execute(self.q.Q_UPDATE_THREAD_TOUCH, (r.updated_at, r.tenant_id, r.thread_id))
+            else:
+                touch = (json.dumps(tags), r.updated_at, r.tenant_id, r.thread_id)
+                db.execute(self.q.Q_UPDATE_THREAD, touch)
+            if then is not None:
+                then(db)
 
     def get_run(self, tenant_id: str, thread_id: str, run_id: str) -> ThreadRunRecord | None:
         rows = self._rows(self.q.Q_GET_RUN, (tenant_id, thread_id, run_id), tenant_id)

@@ -6,7 +6,6 @@ PostgreSQL; a run row maps to a ``RunRecord`` by column name."""
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -19,6 +18,7 @@ from wayline.store.records import RunRecord, RunStatus
 from wayline.store.sql_core import Executor
 from wayline.store.sql_fence import classes_json
 from wayline.store.sql_queue import QueueSQL, inbox_ident
+from wayline.store.work_signal import WorkSignal
 
 __all__ = ["RunsContract", "RunsSQL", "inbox_ident"]
 
@@ -215,10 +215,8 @@ class RunsSQL(QueueSQL):
                 subject=subject,
                 classes=classes,
                 identity=(fingerprint, shape),
+                engine=engine,
             )
-            if engine != "wayline":
-                db.execute(self.q.Q_SET_ENGINE, (engine, tenant_id, run_id, engine))
-                row = None  # read back with its engine
         return self._existing(tenant_id, run_id) if row is None else self._run(row)
 
     def enqueue_in(
@@ -235,9 +233,11 @@ class RunsSQL(QueueSQL):
         subject: str | None = None,
         classes: Mapping[str, str] | None = None,
         identity: tuple[str, str | None] = ("", None),
+        engine: str = "wayline",
     ) -> Any:
         """``enqueue`` inside a transaction of the caller's (a schedule's fire commits the
-        run's input with the tick it spends): the new row, or None when the run existed."""
+        run's input with the tick it spends; the server, with the API run it records): the
+        new row, or None when the run existed or runs on another ``engine`` (read it back)."""
         stored, crc_ = self.payloads.put(
             inbox_ident(tenant_id, run_id), tenant_id, f"{run_id}|n", inbox
         )
@@ -258,6 +258,9 @@ class RunsSQL(QueueSQL):
             now = time.time()
             db.execute(self.q.Q_SET_INBOX, (stored, crc_, now, now, tenant_id, run_id))
         db.execute(self.q.Q_PUT_METER, (tenant_id, run_id, -1, "runs", "inbox", len(stored)))
+        if engine != "wayline":
+            db.execute(self.q.Q_SET_ENGINE, (engine, tenant_id, run_id, engine))
+            row = None  # read back with its engine
         self._notify(db)
         return row
 
@@ -308,15 +311,14 @@ class RunsSQL(QueueSQL):
 
     def wait_for_work(self, timeout: float) -> None:
         """Block until new work may be claimable or ``timeout`` passes."""
-        self._wakeup.wait(timeout)
-        self._wakeup.clear()
+        self._work.wait(timeout)
 
     @property
-    def _wakeup(self) -> threading.Event:
-        event = self.__dict__.get("_wakeup_event")
-        if event is None:
-            event = self.__dict__["_wakeup_event"] = threading.Event()
-        return event
+    def _work(self) -> WorkSignal:
+        signal = self.__dict__.get("_work_signal")
+        if signal is None:
+            signal = self.__dict__["_work_signal"] = WorkSignal()
+        return signal
 
     def claim_next(
         self,
@@ -331,6 +333,7 @@ class RunsSQL(QueueSQL):
         wait behind the queue), else the oldest new run or one waiting to resume or retry. A
         run of a version (or a shape) this worker lacks is left for one that has it. Returns
         the run and the new fencing token."""
+        self._work.scanning()  # a notice from here on ends this slot's next wait
         if not graphs:
             return None
         now = time.time()

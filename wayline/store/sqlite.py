@@ -75,6 +75,9 @@ class SQLiteStore(SQLStore):
         self._busy_timeout_ms = busy_timeout_ms
         self._writers = WriterTurns(path, busy_timeout_ms / 1000)
         self._idle_readers: list[sqlite3.Connection] = []
+        self._pool_lock = threading.Lock()
+        """Guards the idle readers (and ``_closed``), never held across a statement: a
+        reader must not wait for ``_lock``, which a writer holds through its fsync."""
         self._closed = False
         try:
             # Only reading (create False): a path with a typo must not leave a database behind.
@@ -175,7 +178,7 @@ class SQLiteStore(SQLStore):
         if self.path == ":memory:":
             yield None
             return
-        with self._lock:
+        with self._pool_lock:
             conn = self._idle_readers.pop() if self._idle_readers else None
         if conn is None:
             try:
@@ -191,11 +194,12 @@ class SQLiteStore(SQLStore):
         try:
             yield conn
         finally:
-            with self._lock:
-                if self._closed:
-                    conn.close()
-                else:
+            with self._pool_lock:
+                closed = self._closed
+                if not closed:
                     self._idle_readers.append(conn)
+            if closed:
+                conn.close()
 
     def _read(self, query: str, params: Sequence[Any], tenant: str | None = None) -> list[Any]:
         with self._reader() as reader:
@@ -211,7 +215,7 @@ class SQLiteStore(SQLStore):
                 raise StoreError(f"SQLite read failed: {exc}") from exc
 
     def _notify(self, db: Any) -> None:
-        self._wakeup.set()  # workers in this process wake now; others poll
+        self._work.notify()  # workers in this process wake now; others poll
 
     def _read_dicts(
         self, query: str, params: Sequence[Any], tenant: str | None = None
@@ -243,10 +247,11 @@ class SQLiteStore(SQLStore):
 
     def close(self) -> None:
         with self._lock:
-            self._closed = True
-            for conn in self._idle_readers:
+            with self._pool_lock:
+                self._closed = True
+                idle, self._idle_readers = self._idle_readers, []
+            for conn in idle:
                 conn.close()
-            self._idle_readers.clear()
             self._db.close()
             self._writers.close()
 
