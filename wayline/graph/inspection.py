@@ -14,6 +14,7 @@ from wayline.errors import ReplayDivergenceError, RunNotFoundError, WaylineError
 from wayline.graph import travel
 from wayline.graph.algo import with_pending
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct, state_digest
+from wayline.graph.input_checkpoint import input_config, input_snapshot
 from wayline.graph.lg_shape import checkpoint_metadata
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.run_config import run_ids as _ids
@@ -76,6 +77,8 @@ class Inspection:
             return StateSnapshot({}, (), cfg, {}, None, None, ())
         at = travel.requested_step(config, tenant, run_id)
         at = run.step if at is None else min(at, run.step)
+        if travel.names_input_checkpoint(config, tenant, run_id):
+            return input_snapshot(graph, tenant, run, at)
         rec = reconstruct(graph.store, graph.codec, graph.new_channels(), tenant, run_id, at)
         interrupts: list[Interrupt] = []
         tasks = []
@@ -108,6 +111,9 @@ class Inspection:
             result = dict(w for w in done.writes if not w[0].startswith("__")) if done else None
             tasks.append(PregelTask(task_id, spec.name, spec.path, interrupts=mine, result=result))
         source = step_source(graph.store, tenant, run_id, at)
+        parent = checkpoint_config(tenant, run_id, at - 1) if at > 0 else None
+        if source == "input":  # as LangGraph's: START applied it, after the input checkpoint
+            source, parent = "loop", input_config(tenant, run_id, at)
         info = ReadInfo(
             status=run.status if latest else "running",
             graph=run.graph_name,
@@ -125,7 +131,7 @@ class Inspection:
             config=checkpoint_config(tenant, run_id, at),
             metadata=checkpoint_metadata(source, at),
             created_at=updated if latest else None,
-            parent_config=checkpoint_config(tenant, run_id, at - 1) if at > 0 else None,
+            parent_config=parent,
             tasks=tuple(tasks),
             interrupts=tuple(interrupts),
             read_info=info,

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from wayline.errors import WaylineError
+from wayline.graph.input_checkpoint import input_event
 from wayline.graph.lg_shape import checkpoint_metadata
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.schema import ROOT
@@ -180,23 +181,33 @@ class Formatter:
         }
 
 
-def checkpoint_event(loop: Any, values: dict[str, Any]) -> dict[str, Any]:
-    """A committed step as LangGraph's ``checkpoints`` mode describes one."""
+def checkpoint_events(loop: Any, values: dict[str, Any]) -> list[dict[str, Any]]:
+    """A committed step as LangGraph's ``checkpoints`` mode describes one; an input step
+    is two, as LangGraph's: the input checkpoint before it, then the input applied."""
     nxt = defer_split(loop.next_tasks, loop.graph.nodes)[0]  # held: not next
 
     def task_id(t: Any) -> str:
         return derive_id(loop.tenant_id, loop.run_id, loop.step + 1, *t.path)
 
     parent = checkpoint_config(loop.tenant_id, loop.run_id, loop.step - 1)
-    return {
-        # the config get_state_history gives the same checkpoint
-        "config": checkpoint_config(loop.tenant_id, loop.run_id, loop.step),
-        "parent_config": parent if loop.step > 0 else None,
-        "values": values,
-        "metadata": checkpoint_metadata("input" if loop.step == 0 else "loop", loop.step),
-        "next": [t.name for t in nxt],
-        "tasks": [{"id": task_id(t), "name": t.name, "interrupts": (), "state": None} for t in nxt],
-    }
+    out = []
+    if loop.input_at == loop.step:
+        out.append(input_event(loop))
+        parent = out[0]["config"]
+    out.append(
+        {
+            # the config get_state_history gives the same checkpoint
+            "config": checkpoint_config(loop.tenant_id, loop.run_id, loop.step),
+            "parent_config": parent if loop.step > 0 or out else None,
+            "values": values,
+            "metadata": checkpoint_metadata("loop", loop.step),
+            "next": [t.name for t in nxt],
+            "tasks": [
+                {"id": task_id(t), "name": t.name, "interrupts": (), "state": None} for t in nxt
+            ],
+        }
+    )
+    return out
 
 
 def task_start(task: Any, node_input: Any) -> dict[str, Any]:
