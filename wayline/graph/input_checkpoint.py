@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from wayline.graph import travel
-from wayline.graph.algo import PULL, values_of
+from wayline.graph.algo import PULL, TaskResult, values_of
 from wayline.graph.checkpoint import BlobCache, decode_results
 from wayline.graph.lg_shape import checkpoint_metadata
 from wayline.graph.run_config import checkpoint_config
@@ -46,6 +46,7 @@ __all__ = [
     "input_snapshot",
     "is_input_step",
     "listed",
+    "step_results",
     "update_target",
 ]
 
@@ -103,6 +104,19 @@ def _before(
     conf = {"thread_id": run_id, "tenant": tenant, "step": step - 1}
     before = graph._state({"configurable": conf})
     return before.values, before.read_info
+
+
+def step_results(
+    graph: CompiledGraph, tenant: str, run_id: str, step: int
+) -> dict[str, TaskResult]:
+    """The results committed in step ``step``, by task id (a past checkpoint's tasks show
+    them, as LangGraph's)."""
+    resolve = BlobCache(graph.store, tenant)
+    out: dict[str, TaskResult] = {}
+    for delta in graph.store.load_deltas(tenant, run_id, step - 1, step):
+        for result in decode_results(graph.codec, delta.payload, resolve, ("deltas", step)):
+            out[derive_id(tenant, run_id, step, *result.path)] = result
+    return out
 
 
 def _input_of(graph: CompiledGraph, tenant: str, run_id: str, step: int) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """LangGraph's input checkpoint (issue 25, lghist): before each input, a checkpoint of the
 state as it was (``source: "input"``, next ``__start__``, its task's result the input),
-then the input applied (``source: "loop"``). In the history, the checkpointer's ``list``,
+then the input applied (``source: "loop"``); a past checkpoint's tasks with the results
+they wrote. In the history, the checkpointer's ``list``,
 the ``checkpoints`` and ``debug`` streams; its config read, replayed and edited; with
 ``durability="exit"``, one checkpoint an invocation. Step numbers after a second input
 differ on purpose (docs/porting.md), so only the first invocation's are compared."""
@@ -26,8 +27,8 @@ def build(checkpointer):
 
 
 def seen(s):
-    inputs = [t.result for t in s.tasks if t.name == "__start__"]
-    return [s.metadata["source"], list(s.next), s.values, inputs, s.parent_config is None]
+    results = [(t.name, t.result) for t in s.tasks]  # a past step's: what its tasks wrote
+    return [s.metadata["source"], list(s.next), s.values, results, s.parent_config is None]
 
 
 def streams(checkpointer):
