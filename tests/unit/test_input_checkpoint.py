@@ -121,6 +121,9 @@ def test_exit_durability_lists_one_checkpoint_an_invocation(durability: str) -> 
     app.invoke(None, cfg(), durability=durability)  # paused after "a": on to "b"
     counts.append(len(list(app.get_state_history(cfg()))))
     assert counts == ([1, 2] if durability == "exit" else [3, 4])
+    history = list(app.get_state_history(cfg()))
+    assert [s.parent_config for s in history[:-1]] == [s.config for s in history[1:]]
+    assert history[-1].parent_config is None
     assert app.get_state(cfg()).next == ()
     # every step is committed and addressable, listed or not
     states = [app.get_state(cfg(step=n)).values["log"] for n in range(3)]

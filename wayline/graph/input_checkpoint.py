@@ -46,6 +46,7 @@ __all__ = [
     "input_snapshot",
     "is_input_step",
     "listed",
+    "listed_parent",
     "step_results",
     "update_target",
 ]
@@ -148,6 +149,13 @@ def listed(store: Store, tenant: str, run: RunRecord, before: Point | None) -> I
             store, tenant, run.run_id, step
         ):
             yield (step, False)
+
+
+def listed_parent(store: Store, tenant: str, run: RunRecord, step: int) -> dict[str, Any] | None:
+    """With durability "exit": the parent of step ``step`` as listed, the last step of the
+    invocation before (None for the first)."""
+    earlier = [end for end in _invocation_ends(store, tenant, run) if end < step]
+    return checkpoint_config(tenant, run.run_id, max(earlier)) if earlier else None
 
 
 def _invocation_ends(store: Store, tenant: str, run: RunRecord) -> set[int]:

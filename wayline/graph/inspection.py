@@ -14,7 +14,12 @@ from wayline.errors import ReplayDivergenceError, RunNotFoundError, WaylineError
 from wayline.graph import travel
 from wayline.graph.algo import with_pending
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct, state_digest
-from wayline.graph.input_checkpoint import input_config, input_snapshot, step_results
+from wayline.graph.input_checkpoint import (
+    input_config,
+    input_snapshot,
+    listed_parent,
+    step_results,
+)
 from wayline.graph.lg_shape import checkpoint_metadata
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.run_config import run_ids as _ids
@@ -119,6 +124,8 @@ class Inspection:
         parent = checkpoint_config(tenant, run_id, at - 1) if at > 0 else None
         if source == "input":  # as LangGraph's: START applied it, after the input checkpoint
             source, parent = "loop", input_config(tenant, run_id, at)
+        if run.durability == "exit":  # its parent: the last invocation's, as listed
+            parent = listed_parent(graph.store, tenant, run, at)
         info = ReadInfo(
             status=run.status if latest else "running",
             graph=run.graph_name,
