@@ -129,3 +129,14 @@ def test_exit_durability_lists_one_checkpoint_an_invocation(durability: str) -> 
     states = [app.get_state(cfg(step=n)).values["log"] for n in range(3)]
     assert states == [["in"], ["in", "a"], ["in", "a", "b"]]
     assert app.verify(cfg()).ok
+
+
+def test_exit_durability_streams_every_checkpoint_with_no_parent_written() -> None:
+    app = build()
+    for given in (["in"], ["in2"]):
+        chunks = list(
+            app.stream({"log": given}, cfg(), stream_mode="checkpoints", durability="exit")
+        )
+        assert [c["metadata"]["source"] for c in chunks] == ["input", "loop", "loop", "loop"]
+        assert [c["parent_config"] for c in chunks] == [None] * 4  # as LangGraph's
+    assert len(list(app.get_state_history(cfg()))) == 2

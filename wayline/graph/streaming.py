@@ -194,6 +194,10 @@ def checkpoint_events(loop: Any, values: dict[str, Any]) -> list[dict[str, Any]]
     if loop.input_at == loop.step:
         out.append(input_event(loop))
         parent = out[0]["config"]
+    if loop.durability == "exit":  # as LangGraph's: no checkpoint was written before these
+        for event in out:
+            event["parent_config"] = None
+        parent = None
     out.append(
         {
             # the config get_state_history gives the same checkpoint
