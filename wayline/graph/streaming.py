@@ -189,7 +189,7 @@ def checkpoint_events(loop: Any, values: dict[str, Any]) -> list[dict[str, Any]]
     def task_id(t: Any) -> str:
         return derive_id(loop.tenant_id, loop.run_id, loop.step + 1, *t.path)
 
-    parent = checkpoint_config(loop.tenant_id, loop.run_id, loop.step - 1)
+    parent: dict[str, Any] | None = checkpoint_config(loop.tenant_id, loop.run_id, loop.step - 1)
     out = []
     if loop.input_at == loop.step:
         out.append(input_event(loop))
