@@ -95,11 +95,15 @@ def test_reconstruction_equals_execution_at_every_step(
         url = f"sqlite:///{Path(tmp) / 'p.db'}"
         cfg = {"configurable": {"thread_id": "p"}}
         app = build(url, script, snapshot_every, threshold)
-        # one chunk per committed step (a step that writes nothing sends no "values" chunk)
-        live = [c["values"] for c in app.stream({"i": 0}, cfg, stream_mode="checkpoints")]
+        # one chunk per committed step (a step that writes nothing sends no "values" chunk),
+        # after the input checkpoint (the state before the input), as LangGraph's
+        live = list(app.stream({"i": 0}, cfg, stream_mode="checkpoints"))
+        assert [c["metadata"]["step"] for c in live] == list(range(-1, len(live) - 1))
         reader = build(url, script, snapshot_every, threshold)  # fresh connection and graph
-        for step, expected in enumerate(live):
+        for step, chunk in enumerate(live[1:]):
             snap = reader.get_state({"configurable": {"thread_id": "p", "step": step}})
-            assert snap.values == expected, f"step {step}"
+            assert snap.values == chunk["values"], f"step {step}"
             assert snap.read_info.replayed_steps <= snapshot_every
+        for chunk in live:  # each checkpoint's config addresses it
+            assert reader.get_state(chunk["config"]).values == chunk["values"]
         assert reader.verify(cfg).ok

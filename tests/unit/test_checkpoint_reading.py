@@ -41,22 +41,26 @@ def test_list_gives_every_checkpoint_newest_first_as_langgraph_tuples() -> None:
     build(saver).invoke({"steps": ["x"]}, CFG)
     found = list(saver.list(CFG))
     assert all(isinstance(t, CheckpointTuple) for t in found)
-    assert [t.metadata["step"] for t in found] == [2, 1, 0]
-    assert [t.metadata["source"] for t in found] == ["loop", "loop", "input"]
+    assert [t.metadata["step"] for t in found] == [2, 1, 0, -1]
+    assert [t.metadata["source"] for t in found] == ["loop", "loop", "loop", "input"]
     assert [t.checkpoint["channel_values"] for t in found] == [
         {"steps": ["x", "a", "b"]},
         {"steps": ["x", "a"]},
         {"steps": ["x"]},
+        {"steps": []},  # as LangGraph's: the input checkpoint, before the input
     ]
-    newest, middle, first = found
+    newest, middle, first, before_input = found
     assert newest.config["configurable"]["thread_id"] == "t1"
     assert newest.config["configurable"]["checkpoint_ns"] == ""
     assert newest.checkpoint["id"] == newest.config["configurable"]["checkpoint_id"]
     assert newest.parent_config == middle.config
-    assert first.parent_config is None
+    assert first.parent_config == before_input.config
+    assert before_input.parent_config is None
+    assert [w[1:] for w in before_input.pending_writes or []] == [("steps", ["x"])]
     assert [t.metadata["step"] for t in saver.list(CFG, limit=2)] == [2, 1]
-    assert [t.metadata["step"] for t in saver.list(CFG, before=middle.config)] == [0]
-    assert [t.metadata["step"] for t in saver.list(CFG, filter={"source": "input"})] == [0]
+    assert [t.metadata["step"] for t in saver.list(CFG, before=middle.config)] == [0, -1]
+    assert [t.metadata["step"] for t in saver.list(CFG, filter={"source": "input"})] == [-1]
+    assert saver.get_tuple(before_input.config) == before_input
 
 
 def test_get_tuple_reads_the_latest_or_the_named_checkpoint() -> None:
@@ -90,7 +94,7 @@ def test_delete_thread_purges_the_run_and_a_store_url_reads_too() -> None:
     store: Any = wayline.connect("sqlite:///:memory:")  # a SQLStore: the reads are its
     build(store).invoke({"steps": ["x"]}, CFG)
     build(store).invoke({"steps": ["y"]}, {"configurable": {"thread_id": "t2"}})
-    assert len(list(store.list(None))) == 6
+    assert len(list(store.list(None))) == 8  # each thread: its input checkpoint, 3 steps
     store.delete_thread("t1")
     assert store.get_tuple(CFG) is None
     assert list(store.list(CFG)) == []
@@ -109,7 +113,7 @@ def test_the_async_forms_read_the_same() -> None:
         return found, one, got
 
     found, one, got = asyncio.run(read())
-    assert [t.metadata["step"] for t in found] == [2, 1, 0]
+    assert [t.metadata["step"] for t in found] == [2, 1, 0, -1]
     assert one is not None and one.metadata["step"] == 2 and got == one.checkpoint
     assert saver.get_tuple(CFG) is None
 
@@ -129,7 +133,7 @@ def test_postgresql_store_reads_and_deletes_the_same(pg_url: str) -> None:
     store: Any = wayline.connect(pg_url)
     try:
         build(store).invoke({"steps": ["x"]}, CFG)
-        assert [t.metadata["step"] for t in store.list(CFG)] == [2, 1, 0]
+        assert [t.metadata["step"] for t in store.list(CFG)] == [2, 1, 0, -1]
         latest = store.get_tuple(CFG)
         assert latest is not None
         assert latest.checkpoint["channel_values"] == {"steps": ["x", "a", "b"]}

@@ -116,7 +116,9 @@ def test_a_run_started_elsewhere_first_is_continued_not_created(
     assert raced and run is not None and run.status == "done"
     assert run.step == 3 and run.fencing_token == 2  # two inputs, two steps; claimed again
     assert [s.values for s in app.get_state_history(cfg)][::-1] == [
+        {},  # each input has its input checkpoint first, as LangGraph's
         {"n": 10},
+        {"n": 11},
         {"n": 11},
         {"n": 0},
         {"n": 1},

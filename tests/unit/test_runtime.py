@@ -484,10 +484,14 @@ def test_get_state_history_walks_back_from_the_newest_step() -> None:
         ["in", "one", "two"],
         ["in", "one"],
         ["in"],
+        [],  # as LangGraph's: the input checkpoint, the state before the input
     ]
-    assert [s.next for s in history] == [(), ("two",), ("one",)]
-    assert [s.metadata["step"] for s in history] == [2, 1, 0]
+    assert [s.next for s in history] == [(), ("two",), ("one",), ("__start__",)]
+    assert [s.metadata["step"] for s in history] == [2, 1, 0, -1]
+    assert [s.metadata["source"] for s in history] == ["loop", "loop", "loop", "input"]
+    assert [t.result for t in history[-1].tasks] == [{"log": ["in"]}]
     assert history[-1].parent_config is None
+    assert history[-2].parent_config == history[-1].config
     assert len(list(app.get_state_history(cfg(), limit=2))) == 2
 
 

@@ -115,7 +115,7 @@ def test_checkpoint_events_name_the_checkpoints_get_state_history_gives() -> Non
     events = [e["payload"] for e in app.stream({"log": []}, cfg(), stream_mode="debug")]
     streamed = [e for e in events if "config" in e][::-1]
     history = list(app.get_state_history(cfg()))
-    assert len(streamed) == len(history) == 3
+    assert len(streamed) == len(history) == 4  # the input checkpoint first, as LangGraph's
     for event, snap in zip(streamed, history, strict=True):
         assert event["config"] == snap.config
         assert event["parent_config"] == snap.parent_config

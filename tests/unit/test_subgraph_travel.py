@@ -229,6 +229,7 @@ def test_the_root_reads_a_subgraph_checkpoint_config_as_the_subgraphs_state() ->
     assert [h.values for h in app.get_state_history(sub.config)] == [
         {"value": ["a"], "private": "p"},
         {"value": []},
+        {"value": []},  # the child's input checkpoint, before its input
     ]
     assert app.get_state(CFG).values == {"value": []}  # the root's own, as before
 

@@ -116,7 +116,7 @@ def test_a_run_written_as_input_start_and_nodes_has_the_history_of_the_run() -> 
     app.bulk_update_state(written, turn + turn)
     assert app.get_state(written).values == {"foo": "tool"}
     assert _history(app, written) == _history(app, ran)
-    assert len(_history(app, ran)) == 6  # two turns of input, agent, tool
+    assert len(_history(app, ran)) == 8  # two turns of input checkpoint, input, agent, tool
     alone = {"configurable": {"thread_id": "start-alone"}}  # __start__ alone: the input
     app.bulk_update_state(alone, [[StateUpdate({"foo": "input"}, "__start__")]])
     assert app.get_state(alone).next == ("agent",)

@@ -51,7 +51,7 @@ from wayline.graph.streaming import (
     RESUMED,
     EventBus,
     Formatter,
-    checkpoint_event,
+    checkpoint_events,
     parse_modes,
     task_result,
     task_start,
@@ -358,9 +358,8 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
         for mode, chunk in self.run_loop(loop, input, breakpoints=breaks):
             yield from fmt(mode, chunk)
             if mode == "values" and "__interrupt__" not in chunk and fmt.wants_checkpoints:
-                yield from fmt(
-                    "checkpoints_src", checkpoint_event(loop, chunk, self._task_states(loop))
-                )
+                for event in checkpoint_events(loop, chunk, self._task_states(loop)):
+                    yield from fmt("checkpoints_src", event)
         if loop.sleeping_until is not None:  # a durable timer: continue when it is due
             time.sleep(max(0.0, loop.sleeping_until - time.time()))
             yield from self._stream(
@@ -479,10 +478,9 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
                 for item in fmt(mode, chunk):
                     yield item
                 if mode == "values" and "__interrupt__" not in chunk and fmt.wants_checkpoints:
-                    for item in fmt(
-                        "checkpoints_src", checkpoint_event(loop, chunk, self._task_states(loop))
-                    ):
-                        yield item
+                    for event in checkpoint_events(loop, chunk, self._task_states(loop)):
+                        for item in fmt("checkpoints_src", event):
+                            yield item
         if (loop.raised or loop.halted) and loop.pending:  # as stream: finished tasks' writes
             fmt.wrote = True
             for item in fmt("values", with_pending(loop.channels, loop.pending.values())):

@@ -14,6 +14,12 @@ from wayline.errors import ReplayDivergenceError, RunNotFoundError, WaylineError
 from wayline.graph import travel
 from wayline.graph.algo import with_pending
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct, state_digest
+from wayline.graph.input_checkpoint import (
+    input_config,
+    input_snapshot,
+    listed_parent,
+    step_results,
+)
 from wayline.graph.lg_shape import checkpoint_metadata, task_result_writes
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.run_config import run_ids as _ids
@@ -77,9 +83,12 @@ class Inspection:
             return StateSnapshot({}, (), cfg, {}, None, None, ())
         at = travel.requested_step(config, tenant, run_id)
         at = run.step if at is None else min(at, run.step)
+        if travel.names_input_checkpoint(config, tenant, run_id):
+            return input_snapshot(graph, tenant, run, at)
         rec = reconstruct(graph.store, graph.codec, graph.new_channels(), tenant, run_id, at)
         interrupts: list[Interrupt] = []
         tasks = []
+        waiting: list[str] = []  # next: the tasks with no saved writes yet
         latest = at == run.step
         pending = {}
         records = []
@@ -90,6 +99,8 @@ class Inspection:
                 for p in graph.store.load_pending(tenant, run_id, at + 1)
             }
             records = graph.store.load_interrupts(tenant, run_id, at + 1)
+        # as LangGraph's: a past step's tasks carry what they wrote (the next step's delta)
+        done_by = pending if latest else step_results(graph, tenant, run_id, at + 1)
         for spec in defer_split(rec.next_tasks, graph.nodes)[0]:  # held: not next
             task_id = derive_id(tenant, run_id, at + 1, *spec.path)
             mine = tuple(
@@ -105,10 +116,17 @@ class Inspection:
                 if r.task_id == task_id and r.resume is None
             )
             interrupts.extend(mine)
-            done = pending.get(task_id)
+            done = done_by.get(task_id)
             result = task_result_writes(done.writes) if done else None
             tasks.append(PregelTask(task_id, spec.name, spec.path, interrupts=mine, result=result))
+            if task_id not in pending:
+                waiting.append(spec.name)
         source = step_source(graph.store, tenant, run_id, at)
+        parent = checkpoint_config(tenant, run_id, at - 1) if at > 0 else None
+        if source == "input":  # as LangGraph's: START applied it, after the input checkpoint
+            source, parent = "loop", input_config(tenant, run_id, at)
+        if run.durability == "exit":  # its parent: the last invocation's, as listed
+            parent = listed_parent(graph.store, tenant, run, at)
         info = ReadInfo(
             status=run.status if latest else "running",
             graph=run.graph_name,
@@ -122,11 +140,11 @@ class Inspection:
             # as LangGraph: the values show what finished tasks of the unfinished step wrote,
             # and a task whose writes are pending (it finished) will not run again
             values=graph.schema.present(with_pending(rec.channels, pending.values())),
-            next=tuple(t.name for t in tasks if t.result is None),
+            next=tuple(waiting),
             config=checkpoint_config(tenant, run_id, at),
             metadata=checkpoint_metadata(source, at),
             created_at=updated if latest else None,
-            parent_config=checkpoint_config(tenant, run_id, at - 1) if at > 0 else None,
+            parent_config=parent,
             tasks=tuple(tasks),
             interrupts=tuple(interrupts),
             read_info=info,

@@ -163,6 +163,8 @@ class RunLoop(TaskSteps, StepCommits):
         self.committer = committer
         """A worker's group committer (``GroupCommit.commit``); None: ``store.commit``."""
         self.multi_task_step = False
+        self.input_at: int | None = None
+        """The step this invocation's input committed as (an input checkpoint before it)."""
         self.incarnation = ""
         self.seal: SubjectSeal | None = None
         self.subject: str | None = None
@@ -614,6 +616,7 @@ class RunLoop(TaskSteps, StepCommits):
         writes.extend(self._routing(START, writes, goto)[0])
         self.unfinished.discard()  # new input replaces an unfinished step, questions and all
         self._commit_step([TaskResult(START, (PULL, START), tuple(writes))])
+        self.input_at = self.step
         self.sink.flush()  # the input is durable in every mode, so any process can resume
         yield ("values", self.values())
 

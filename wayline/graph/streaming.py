@@ -17,6 +17,7 @@ from typing import Any
 
 from wayline.errors import WaylineError
 from wayline.graph.algo import PUSH
+from wayline.graph.input_checkpoint import input_event
 from wayline.graph.lg_shape import checkpoint_metadata, task_result_writes
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.schema import ROOT
@@ -47,7 +48,7 @@ PAUSED = ("updates", {"__interrupt__": ()})
 NAMESPACED = "__ns__"
 """The mode under which the loop passes on a bus event: chunk is (namespace, mode, chunk)."""
 CHECKPOINT_SRC = "checkpoints_src"
-"""A committed step (``checkpoint_event``), shown by the ``checkpoints`` and ``debug`` modes."""
+"""A committed step (``checkpoint_events``), shown by the ``checkpoints`` and ``debug`` modes."""
 
 
 class AtStep(dict[str, Any]):
@@ -207,34 +208,46 @@ class Formatter:
         }
 
 
-def checkpoint_event(
+def checkpoint_events(
     loop: Any, values: dict[str, Any], state_of: Callable[[str, str], Any] | None = None
-) -> dict[str, Any]:
-    """A committed step as LangGraph's ``checkpoints`` mode describes one; ``state_of``
-    (node, task id) gives a task's ``state`` (``subgraph.task_state``)."""
+) -> list[dict[str, Any]]:
+    """A committed step as LangGraph's ``checkpoints`` mode describes one; an input step
+    is two, as LangGraph's: the input checkpoint before it, then the input applied.
+    ``state_of`` (node, task id) gives a task's ``state`` (``subgraph.task_state``)."""
     nxt = defer_split(loop.next_tasks, loop.graph.nodes)[0]  # held: not next
 
     def task_id(t: Any) -> str:
         return derive_id(loop.tenant_id, loop.run_id, loop.step + 1, *t.path)
 
-    parent = checkpoint_config(loop.tenant_id, loop.run_id, loop.step - 1)
-    return {
-        # the config get_state_history gives the same checkpoint
-        "config": checkpoint_config(loop.tenant_id, loop.run_id, loop.step),
-        "parent_config": parent if loop.step > 0 else None,
-        "values": values,
-        "metadata": checkpoint_metadata("input" if loop.step == 0 else "loop", loop.step),
-        "next": [t.name for t in nxt],
-        "tasks": [
-            {
-                "id": (tid := task_id(t)),
-                "name": t.name,
-                "interrupts": (),
-                "state": None if state_of is None else state_of(t.name, tid),
-            }
-            for t in nxt
-        ],
-    }
+    parent: dict[str, Any] | None = checkpoint_config(loop.tenant_id, loop.run_id, loop.step - 1)
+    out = []
+    if loop.input_at == loop.step:
+        out.append(input_event(loop))
+        parent = out[0]["config"]
+    if loop.durability == "exit":  # as LangGraph's: no checkpoint was written before these
+        for event in out:
+            event["parent_config"] = None
+        parent = None
+    out.append(
+        {
+            # the config get_state_history gives the same checkpoint
+            "config": checkpoint_config(loop.tenant_id, loop.run_id, loop.step),
+            "parent_config": parent if loop.step > 0 or out else None,
+            "values": values,
+            "metadata": checkpoint_metadata("loop", loop.step),
+            "next": [t.name for t in nxt],
+            "tasks": [
+                {
+                    "id": (tid := task_id(t)),
+                    "name": t.name,
+                    "interrupts": (),
+                    "state": None if state_of is None else state_of(t.name, tid),
+                }
+                for t in nxt
+            ],
+        }
+    )
+    return out
 
 
 def task_start(task: Any, node_input: Any, barriers: Mapping[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from wayline.errors import GraphError, GraphInterrupt, ParentCommand
 from wayline.graph import travel
 from wayline.graph.context import current_scope, scoped_index
 from wayline.graph.loop import default_owner
-from wayline.graph.streaming import CHECKPOINT_SRC, AtStep, checkpoint_event
+from wayline.graph.streaming import CHECKPOINT_SRC, AtStep, checkpoint_events
 from wayline.graph.types import Command, StateSnapshot
 from wayline.ids import RunRef
 from wayline.store.records import CommitBatch, RunUpdate
@@ -396,7 +396,8 @@ def _drive(
             emit(ns, mode, AtStep(chunk, loop.step + 1) if mode == "tasks" else chunk)
             if mode == "values" and "__interrupt__" not in chunk and _wants_checkpoints(emit):
                 states = functools.partial(task_state, child, loop.tenant_id, loop.run_id)
-                emit(ns, CHECKPOINT_SRC, checkpoint_event(loop, chunk, states))
+                for event in checkpoint_events(loop, chunk, states):
+                    emit(ns, CHECKPOINT_SRC, event)
         yield chunk
 
 

@@ -59,8 +59,10 @@ __all__ = [
     "ForkOrigin",
     "checkpoint_id",
     "create_fork",
+    "input_checkpoint_id",
     "is_fork",
     "load_origin",
+    "names_input_checkpoint",
     "requested_step",
 ]
 
@@ -81,8 +83,27 @@ def checkpoint_id(tenant_id: str, run_id: str, step: int) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
+def input_checkpoint_id(tenant_id: str, run_id: str, step: int) -> str:
+    """The id of LangGraph's input checkpoint before input step ``step`` (the state before
+    the input, ``wayline.graph.input_checkpoint``): the step in its first eight hex digits
+    as ``checkpoint_id``'s, then ``0000`` (so it sorts before the step's own id), the rest
+    derived from the tenant and run."""
+    tail = derive_id(tenant_id, run_id, "input-checkpoint", step)
+    h = f"{step:08x}0000{tail[:20]}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def names_input_checkpoint(config: Mapping[str, Any], tenant_id: str, run_id: str) -> bool:
+    """Whether ``config``'s ``checkpoint_id`` is an input checkpoint's (``requested_step``
+    gives the input step it comes before)."""
+    cid = (config.get("configurable", {}) or {}).get("checkpoint_id")
+    step = requested_step(config, tenant_id, run_id) if cid else None
+    return step is not None and cid == input_checkpoint_id(tenant_id, run_id, step)
+
+
 def requested_step(config: Mapping[str, Any], tenant_id: str, run_id: str) -> int | None:
-    """The step a config names (``checkpoint_id`` or wayline's ``step``), or None."""
+    """The step a config names (``checkpoint_id`` or wayline's ``step``), or None. An input
+    checkpoint's id names the input step it comes before."""
     conf = config.get("configurable", {}) or {}
     cid = conf.get("checkpoint_id")
     if cid:
@@ -90,7 +111,8 @@ def requested_step(config: Mapping[str, Any], tenant_id: str, run_id: str) -> in
             step = int(str(cid)[:8], 16)
         except ValueError:
             step = -1
-        if step < 0 or checkpoint_id(tenant_id, run_id, step) != cid:
+        ids = (checkpoint_id(tenant_id, run_id, step), input_checkpoint_id(tenant_id, run_id, step))
+        if step < 0 or cid not in ids:
             raise TimeTravelError(
                 f"checkpoint_id {cid!r} is not a checkpoint of run {run_id!r} (tenant "
                 f"{tenant_id!r}); take ids from get_state or get_state_history of this run"

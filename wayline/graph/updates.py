@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wayline.errors import InvalidUpdateError, RunNotFoundError, UnknownNodeError
 from wayline.graph import travel
+from wayline.graph.input_checkpoint import Point, input_snapshot, listed, update_target
 from wayline.graph.loop import default_owner
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.run_config import run_ids as _ids
@@ -79,6 +80,8 @@ class StateUpdates:
         if not names_subgraph(config) and (child := subgraph_named(graph, config)) is not None:
             return child.bulk_update_state(config, supersteps)  # a subgraph's run: its edit
         tenant, run_id = _ids(config, create=False)
+        config = update_target(graph.store, config, tenant, run_id)  # an input checkpoint's
+        tenant, run_id = _ids(config, create=False)
         if len(steps) == 1 and len(steps[0]) == 1 and steps[0][0].as_node == COPY:
             return _copy(graph, config, tenant, run_id)
         pinned = open_pinned(graph, config, tenant, default_owner())  # a subgraph's checkpoint
@@ -100,9 +103,9 @@ class StateUpdates:
                 pass
             for superstep in steps:
                 loop.update_many([(u.values, u.as_node) for u in superstep])
-                loop.sink.submit(
-                    CommitBatch(audit=[mark(tenant, loop.run_id, loop.step, "update")])
-                )
+                as_input = len(superstep) == 1 and superstep[0].as_node == INPUT
+                source = "input" if as_input else "update"  # an input: its checkpoint first
+                loop.sink.submit(CommitBatch(audit=[mark(tenant, loop.run_id, loop.step, source)]))
             loop.sink.flush()
         except BaseException as exc:
             error = exc
@@ -162,18 +165,21 @@ def history(
     run = graph.store.get_run(tenant, run_id)
     if run is None:
         return
-    top = run.step
+    older: Point | None = None
     if before is not None:
         at = travel.requested_step(before, tenant, run_id)
         if at is not None:
-            top = at - 1
+            older = (at, not travel.names_input_checkpoint(before, tenant, run_id))
     base = {**config.get("configurable", {}), "thread_id": run_id, "tenant": tenant}
     base.pop("checkpoint_id", None)
     n = 0
-    for step in range(top, -1, -1):
+    for step, own in listed(graph.store, tenant, run, older):
         if limit is not None and n >= limit:
             return
-        snapshot = graph.get_state({"configurable": {**base, "step": step}})
+        if own:
+            snapshot = graph.get_state({"configurable": {**base, "step": step}})
+        else:
+            snapshot = input_snapshot(graph, tenant, run, step)
         if filter and any(snapshot.metadata.get(k) != v for k, v in filter.items()):
             continue
         n += 1
