@@ -246,7 +246,11 @@ def test_the_roots_thread_with_a_subgraphs_namespace_reads_the_subgraph(
     child = app.get_state(named)
     assert child.values == {"value": ["a"]} and child.next == ("ask_1",)
     assert child.config["configurable"]["checkpoint_ns"] == ns
-    assert [s.next for s in app.get_state_history(named)] == [("ask_1",), ("step_a",)]
+    assert [s.next for s in app.get_state_history(named)] == [
+        ("ask_1",),
+        ("step_a",),
+        ("__start__",),  # its input checkpoint, as LangGraph's
+    ]
     # a namespace no run has: the root's own state, as before
     other = {"configurable": {"thread_id": "t", "checkpoint_ns": "nowhere:0"}}
     assert app.get_state(other).values == app.get_state(CFG).values
