@@ -86,6 +86,9 @@ def simple() -> Any:
 
 
 STEP_SECONDS = 0.05
+HOLD = threading.Event()
+"""A ``slow`` run given ``hold: True`` waits for this (set by the test) before its last tick,
+so it is still running whatever the machine's load."""
 
 
 def _tick(s: State) -> dict[str, Any]:
@@ -100,9 +103,15 @@ def slow() -> Any:
         items: Annotated[list[str], operator.add]
         n: int
         until: int
+        hold: bool
+
+    def tick(s: Slow) -> dict[str, Any]:
+        if s.get("hold") and s.get("n", 0) + 1 >= s.get("until", 40) and not HOLD.wait(30):
+            raise TimeoutError("the test never released the held run")
+        return _tick(s)
 
     g = StateGraph(Slow, name="slow")
-    g.add_node("tick", _tick)
+    g.add_node("tick", tick)
     g.add_edge(START, "tick")
     g.add_conditional_edges("tick", lambda s: "tick" if s["n"] < s.get("until", 40) else END)
     return g

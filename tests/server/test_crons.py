@@ -8,6 +8,7 @@ import datetime as dt
 import time
 from typing import Any
 
+import graphs
 import httpx
 import pytest
 from harness import Running, as_dict, make_cron_due, until
@@ -124,7 +125,8 @@ def test_a_thread_cron_with_enqueue_waits_behind_the_busy_run(server: Running) -
     (pending), then runs from where that run ended; other strategies are refused."""
     c = client(server)
     tid = c.threads.create()["thread_id"]
-    first = c.runs.create(tid, "slow", input={"n": 0, "until": 60})
+    graphs.HOLD.clear()  # the first run stays running until the tick is seen queued
+    first = c.runs.create(tid, "slow", input={"n": 0, "until": 20, "hold": True})
     until(lambda: c.runs.get(tid, first["run_id"])["status"] == "running", what="running")
     cron = as_dict(
         c.crons.create_for_thread(
@@ -135,6 +137,7 @@ def test_a_thread_cron_with_enqueue_waits_behind_the_busy_run(server: Running) -
     (tick,) = until(lambda: _fired(c, cron["cron_id"]), what="the tick's run")
     assert tick["status"] == "pending" and tick["multitask_strategy"] == "enqueue"
     assert c.runs.get(tid, first["run_id"])["status"] == "running"
+    graphs.HOLD.set()
     out = as_dict(c.runs.join(tid, tick["run_id"]))
     assert out["n"] == 63 and out["items"] == [f"t{i}" for i in range(63)]
     assert c.runs.get(tid, first["run_id"])["status"] == "success"
