@@ -122,12 +122,10 @@ def step_results(
 
 def _input_of(graph: CompiledGraph, tenant: str, run_id: str, step: int) -> dict[str, Any]:
     """What START wrote in input step ``step`` (routing left out): the input."""
-    resolve = BlobCache(graph.store, tenant)
     out: dict[str, Any] = {}
-    for delta in graph.store.load_deltas(tenant, run_id, step - 1, step):
-        for result in decode_results(graph.codec, delta.payload, resolve, ("deltas", step)):
-            if result.name in (START, INPUT_NODE):  # run, or written by update_state
-                out.update(w for w in result.writes if not w[0].startswith("__"))
+    for result in step_results(graph, tenant, run_id, step).values():
+        if result.name in (START, INPUT_NODE):  # run, or written by update_state
+            out.update(w for w in result.writes if not w[0].startswith("__"))
     return out
 
 
@@ -137,7 +135,7 @@ def listed(store: Store, tenant: str, run: RunRecord, before: Point | None) -> I
     of each invocation only."""
     top = run.step if before is None else before[0]
     if run.durability == "exit":
-        ends = _invocation_ends(store, tenant, run)
+        ends = _invocation_ends(store, tenant, run, run.step)
         for step in range(top, -1, -1):
             if step in ends and (before is None or (step, True) < before):
                 yield (step, True)
@@ -154,13 +152,14 @@ def listed(store: Store, tenant: str, run: RunRecord, before: Point | None) -> I
 def listed_parent(store: Store, tenant: str, run: RunRecord, step: int) -> dict[str, Any] | None:
     """With durability "exit": the parent of step ``step`` as listed, the last step of the
     invocation before (None for the first)."""
-    earlier = [end for end in _invocation_ends(store, tenant, run) if end < step]
+    earlier = [end for end in _invocation_ends(store, tenant, run, step) if end < step]
     return checkpoint_config(tenant, run.run_id, max(earlier)) if earlier else None
 
 
-def _invocation_ends(store: Store, tenant: str, run: RunRecord) -> set[int]:
-    """The last step each invocation committed: a step the next one's lease did not."""
-    deltas = store.load_deltas(tenant, run.run_id, -1, run.step)
+def _invocation_ends(store: Store, tenant: str, run: RunRecord, upto: int) -> set[int]:
+    """The last step each invocation committed up to step ``upto``: a step the next one's
+    lease did not (and ``upto`` itself); reads no delta after ``upto``."""
+    deltas = store.load_deltas(tenant, run.run_id, -1, upto)
     ends = {a.step for a, b in itertools.pairwise(deltas) if a.fencing_token != b.fencing_token}
     if deltas:
         ends.add(deltas[-1].step)
