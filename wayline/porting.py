@@ -11,6 +11,7 @@ __all__ = ["MODULE_MAP", "PORTS"]
 PORTS: dict[str, str] = {
     "langgraph.cache.base": "wayline.cache.base",
     "langgraph.cache.memory": "wayline.cache.memory",
+    "langgraph.channels.delta": "wayline.channels.delta",
     "langgraph.checkpoint.memory": "wayline.checkpoint.memory",
     "langgraph.config": "wayline.config",
     "langgraph.constants": "wayline.constants",

@@ -113,6 +113,21 @@ def _with_id(message: Any, base: int, idx: int, side: str) -> Any:
     return message
 
 
+def _messages_delta_reducer(state: Any, writes: list[Any]) -> Any:
+    """As LangGraph's (experimental, for ``DeltaChannel``): a step's writes to a message list
+    in one call, each a message or a list of them, merged by ``add_messages`` (ids, updates by
+    id, ``RemoveMessage``). It is batching-invariant as ``DeltaChannel`` needs. Unlike
+    LangGraph's, it shares ``add_messages``' rules: a missing id is derived, and removing an
+    unknown id is an error, not a silent no-op."""
+    flat: list[Any] = []
+    for write in writes:
+        if isinstance(write, list):
+            flat.extend(write)
+        else:
+            flat.append(write)
+    return add_messages(state, flat)
+
+
 class MessagesState(TypedDict):
     """A state with one key, ``messages``, merged by ``add_messages``."""
 

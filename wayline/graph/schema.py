@@ -27,6 +27,7 @@ from wayline.graph.channels import (
     MessageLog,
     ReducerChannel,
 )
+from wayline.graph.channels.delta import DeltaChannel
 from wayline.graph.message import add_messages
 
 __all__ = ["ROOT", "StateSchema", "is_typeddict", "register_hint_types", "streamed_update"]
@@ -226,6 +227,9 @@ def _channel_for(key: str, hint: Any) -> Channel:
     hint = _unqualified(hint)
     if typing.get_origin(hint) is typing.Annotated:
         base, *meta = typing.get_args(hint)
+        delta = next((m for m in reversed(meta) if isinstance(m, DeltaChannel)), None)
+        if delta is not None:
+            return delta.bind(key, _factory(base))
         reducer = next((m for m in reversed(meta) if _is_reducer(m)), None)
         last = meta[-1] if meta else None
         if reducer is None and (inspect.isfunction(last) or inspect.ismethod(last)):

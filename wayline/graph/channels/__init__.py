@@ -3,6 +3,7 @@
 from wayline.graph.channels.append_log import APPEND_REDUCERS, AppendLog
 from wayline.graph.channels.barrier import Barrier
 from wayline.graph.channels.base import MISSING, Channel
+from wayline.graph.channels.delta import DeltaChannel
 from wayline.graph.channels.last_value import LastValue
 from wayline.graph.channels.message_log import MessageLog
 from wayline.graph.channels.reducer import ReducerChannel
@@ -13,6 +14,7 @@ __all__ = [
     "AppendLog",
     "Barrier",
     "Channel",
+    "DeltaChannel",
     "LastValue",
     "MessageLog",
     "ReducerChannel",
