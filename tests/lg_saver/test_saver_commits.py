@@ -21,9 +21,10 @@ from test_saver_storage import growing, item
 import wayline
 from wayline.errors import LeaseLost
 from wayline.langgraph import WaylineSaver
+from wayline.langgraph.batching import SKIP_AFTER_TIMEOUT, TIMEOUTS_BEFORE_SKIP, StepBatcher
 from wayline.langgraph.fence import FENCE_KEY, RunFence
 from wayline.store.base import Store
-from wayline.store.lg_records import LgOp, LgPut
+from wayline.store.lg_records import LgOp, LgPut, LgPutWrites
 
 STEPS = 40
 LONG = 60.0
@@ -149,3 +150,29 @@ def test_async_writes_commit_at_once_without_holding_the_shared_executor(store: 
     assert counted.batches == [["writes"]]  # alone, without waiting for an aput
     found = WaylineSaver(store).get_tuple(latest.config)
     assert found is not None and ("task-a", "log", ["async"]) in (found.pending_writes or [])
+
+
+def test_one_linger_that_ran_out_does_not_stop_batching_three_in_a_row_do() -> None:
+    batches: list[int] = []
+    batcher = StepBatcher(lambda tenant, thread, ops: batches.append(len(ops)), linger=0.001)
+    key = ("default", "t")
+    op = LgPutWrites([], False)
+    batcher.submit(key, op, linger=True)  # nobody joins: it commits alone, once it ran out
+    assert batches == [1] and key not in batcher._skip
+    batcher.linger = LONG  # the next writes still linger, and the put joins them
+    writer = threading.Thread(target=batcher.submit, args=(key, op), kwargs={"linger": True})
+    writer.start()
+    deadline = time.monotonic() + LONG
+    while key not in batcher._queues:
+        assert time.monotonic() < deadline, "the writes never queued"
+        time.sleep(0.001)
+    batcher.submit(key, op, linger=False)
+    writer.join(LONG)
+    assert batches == [1, 2]
+    batcher.linger = 0.001  # a graph whose put waits for its writes: every linger runs out
+    for _ in range(TIMEOUTS_BEFORE_SKIP):
+        batcher.submit(key, op, linger=True)
+    assert batcher._skip[key] == SKIP_AFTER_TIMEOUT  # its next writes commit at once
+    batcher.linger = LONG
+    batcher.submit(key, op, linger=True)  # would hold a minute if it lingered
+    assert batches == [1, 2, 1, 1, 1, 1]
