@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -23,6 +24,7 @@ from wayline.errors import LeaseLost
 from wayline.langgraph import WaylineSaver
 from wayline.langgraph.batching import SKIP_AFTER_TIMEOUT, TIMEOUTS_BEFORE_SKIP, StepBatcher
 from wayline.langgraph.fence import FENCE_KEY, RunFence
+from wayline.store import lg_sql
 from wayline.store.base import Store
 from wayline.store.lg_records import LgOp, LgPut, LgPutWrites
 
@@ -82,10 +84,11 @@ def test_sqlite_commits_once_a_step_in_a_bounded_number_of_statements(tmp_path: 
     checkpoints = STEPS + 2
     assert statements["COMMIT"] == checkpoints  # one fsync a step at synchronous=FULL
     assert statements["BEGIN"] == checkpoints
-    # a step: the run row, the checkpoint, three channel versions, three task writes and
-    # a meter row for each of those eight rows (SQLite traces executemany row by row)
+    # a step: the run row, the checkpoint, one channel version (the list's: the counter and
+    # LangGraph's routing channel ride in the checkpoint row), three task writes and a
+    # meter row for each of those five rows (SQLite traces executemany row by row)
     per_step = sum(statements.values()) / checkpoints
-    assert per_step <= 2 + 1 + 1 + 3 + 3 + 8, statements
+    assert per_step <= 2 + 1 + 1 + 1 + 3 + 5, statements
     store.close()
 
 
@@ -176,3 +179,25 @@ def test_one_linger_that_ran_out_does_not_stop_batching_three_in_a_row_do() -> N
     batcher.linger = LONG
     batcher.submit(key, op, linger=True)  # would hold a minute if it lingered
     assert batches == [1, 2, 1, 1, 1, 1]
+
+
+def test_the_thread_row_moves_at_most_once_a_second(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step that finds the run row updated within the second leaves it (its page) alone."""
+    clock = [1_000.0]
+    monkeypatch.setattr(lg_sql, "time", SimpleNamespace(time=lambda: clock[0]))
+    saver = WaylineSaver(store, writes_linger=0)  # writes alone commit at once
+    growing(saver, 1).invoke({"log": [], "n": 0}, cfg(), durability="sync")
+    latest = saver.get_tuple(cfg())
+    assert latest is not None
+    run = store.get_run("default", "t")
+    assert run is not None and run.updated_at == 1_000.0
+    clock[0] = 1_000.5
+    saver.put_writes(latest.config, [("log", ["a"])], "task-1")
+    run = store.get_run("default", "t")
+    assert run is not None and run.updated_at == 1_000.0  # not rewritten
+    clock[0] = 1_001.5
+    saver.put_writes(latest.config, [("log", ["b"])], "task-2")
+    run = store.get_run("default", "t")
+    assert run is not None and run.updated_at == 1_001.5
