@@ -56,6 +56,7 @@ from wayline.langgraph.values import (
     ValueCodec,
     channel_label,
     pack,
+    seg_count,
     unpack,
 )
 from wayline.metrics import observe_read
@@ -572,16 +573,43 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         return (value,)
 
     def _path(self, tenant: str, thread: str, ns: str, row: LgValue) -> builtins.list[LgValue]:
-        """The rows from a version down its bases to its full copy, one read each: skip
-        rows keep it at most ``(skip - 1)`` rows per level (``ValueCodec``)."""
+        """The rows from a version down its bases to its full copy: skip rows keep it at
+        most ``(skip - 1)`` rows per level (``ValueCodec``), read a level or more at a
+        time (``_below``); a base those reads missed is read alone."""
         path = [row]
+        read: dict[str, LgValue] = {}
         while row.base is not None:
-            base = self.store.lg_load_value(tenant, thread, ns, row.channel, row.base)
+            base = read.get(row.base)
             if base is None:
-                break  # decode_chain names the missing version
+                read = {v.version: v for v in self._below(tenant, thread, ns, row)}
+                base = read.get(row.base)
+            if base is None:
+                base = self.store.lg_load_value(tenant, thread, ns, row.channel, row.base)
+                if base is None:
+                    break  # decode_chain names the missing version
             path.append(base)
             row = base
         return path
+
+    def _below(self, tenant: str, thread: str, ns: str, row: LgValue) -> builtins.list[LgValue]:
+        """Rows of ``row``'s path below it, in one read. A skip row carries its count,
+        which fixes the count of every row below it on the path, and so its version's
+        counter (a chain holds one version a ``put``, counters one apart): the rest of the
+        path at once. A one-version delta's level is consecutive versions: the ``skip``
+        below its base."""
+        count = seg_count(row.payload)
+        counter = row.version.split(".", 1)[0]
+        if count is None or len(counter) != 10 or not counter.isdigit():
+            skip = self.values.skip
+            return self.store.lg_load_chain_below(
+                tenant, thread, ns, row.channel, row.root, str(row.base), skip
+            )
+        top, counters, c = int(counter), [], count
+        while c > 0:
+            level = self.values.level(c)
+            c -= self.values.skip**level if level else 1
+            counters.append(f"{top - (count - c):010d}")
+        return self.store.lg_load_chain_at(tenant, thread, ns, row.channel, row.root, counters)
 
     def _writes_loader(
         self, tenant: str, thread: str, ns: str, channel: str, checkpoint_ids: Iterable[Any]

@@ -176,7 +176,7 @@ class ValueCodec:
             and value[: len(old)] == old
         ):
             count = head.count + 1
-            level = self._level(count)
+            level = self.level(count)
             base = head.version
             if level:
                 base, start = self._anchor(head, level)
@@ -207,7 +207,7 @@ class ValueCodec:
         items = len(value) if type(value) is list else 0
         return row, Head(version, value, version, len(payload), 0, root_items=items)
 
-    def _level(self, count: int) -> int:
+    def level(self, count: int) -> int:
         """The largest j with ``skip ** j`` dividing ``count`` (0: a one-version delta)."""
         level = 0
         while count % self.skip == 0:

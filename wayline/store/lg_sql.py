@@ -95,6 +95,27 @@ class LangGraphContract(Protocol):
         self, tenant_id: str, thread_id: str, checkpoint_ns: str, channel: str, root: str
     ) -> list[LgValue]: ...
 
+    def lg_load_chain_below(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        channel: str,
+        root: str,
+        version: str,
+        limit: int,
+    ) -> list[LgValue]: ...
+
+    def lg_load_chain_at(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        channel: str,
+        root: str,
+        counters: Sequence[str],
+    ) -> list[LgValue]: ...
+
     def lg_load_writes(
         self, tenant_id: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str
     ) -> list[LgWrite]: ...
@@ -407,6 +428,46 @@ class LangGraphSQL:
         params = (tenant_id, thread_id, checkpoint_ns, channel, root)
         rows = self._read(self.q.Q_LG_LOAD_CHAIN, params, tenant=tenant_id)
         return [self._lg_value(tenant_id, thread_id, r) for r in rows]
+
+    def lg_load_chain_below(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        channel: str,
+        root: str,
+        version: str,
+        limit: int,
+    ) -> list[LgValue]:
+        """The newest ``limit`` versions of the chain from the full copy ``root`` at or
+        below ``version``, newest first: a level of a value's path in one read, where
+        walking its bases read one row a query (a round trip each on PostgreSQL)."""
+        params = (tenant_id, thread_id, checkpoint_ns, channel, root, version, limit)
+        rows = self._read(self.q.Q_LG_CHAIN_BELOW, params, tenant=tenant_id)
+        return [self._lg_value(tenant_id, thread_id, r) for r in rows]
+
+    def lg_load_chain_at(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        channel: str,
+        root: str,
+        counters: Sequence[str],
+    ) -> list[LgValue]:
+        """The versions of the chain from ``root`` whose 10-digit counters (the version's
+        prefix, ``WaylineSaver.get_next_version``) are ``counters``: one read a hundred."""
+        out: list[LgValue] = []
+        wanted = sorted(set(counters))
+        for i in range(0, len(wanted), 100):
+            chunk = wanted[i : i + 100]
+            marks = ", ".join([self.placeholder] * len(chunk))
+            query = self.q.Q_LG_CHAIN_AT.format(marks=marks)
+            low, high = chunk[0], f"{int(chunk[-1]) + 1:010d}"  # digits: any collation
+            params = (tenant_id, thread_id, checkpoint_ns, channel, root, low, high, *chunk)
+            rows = self._read(query, params, tenant=tenant_id)
+            out += [self._lg_value(tenant_id, thread_id, r) for r in rows]
+        return out
 
     def lg_load_writes(
         self, tenant_id: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str

@@ -68,6 +68,21 @@ Q_LG_LOAD_CHAIN = f"""
 SELECT {_VALUE_COLUMNS} FROM lg_values
 WHERE tenant_id = ? AND run_id = ? AND checkpoint_ns = ? AND channel = ? AND root = ?
 """
+Q_LG_CHAIN_BELOW = f"""
+SELECT {_VALUE_COLUMNS} FROM lg_values
+WHERE tenant_id = ? AND run_id = ? AND checkpoint_ns = ? AND channel = ? AND root = ?
+    AND version <= ?
+ORDER BY version DESC LIMIT ?
+"""
+"""The newest rows of a chain at or below a version: one range read of the primary key
+that holds a level of a value's path (its one-version deltas are consecutive versions)."""
+Q_LG_CHAIN_AT = f"""
+SELECT {_VALUE_COLUMNS} FROM lg_values
+WHERE tenant_id = ? AND run_id = ? AND checkpoint_ns = ? AND channel = ? AND root = ?
+    AND version >= ? AND version < ? AND substr(version, 1, 10) IN ({{marks}})
+"""
+"""The rows of a chain whose version counters are given (``{marks}``), within one range of
+the primary key: the rest of a value's path, once a skip row told its counts."""
 Q_LG_VALUES_OVER_WRITES = f"""
 SELECT {_VALUE_COLUMNS} FROM lg_values
 WHERE tenant_id = ? AND run_id = ? AND checkpoint_ns = ? AND writes_of IN ({{marks}})
