@@ -21,6 +21,7 @@ from test_saver_storage import growing, item
 
 import wayline
 from wayline.errors import LeaseLost
+from wayline.instrument import byte_report
 from wayline.langgraph import WaylineSaver
 from wayline.langgraph.batching import SKIP_AFTER_TIMEOUT, TIMEOUTS_BEFORE_SKIP, StepBatcher
 from wayline.langgraph.fence import FENCE_KEY, RunFence
@@ -201,3 +202,38 @@ def test_the_thread_row_moves_at_most_once_a_second(
     saver.put_writes(latest.config, [("log", ["b"])], "task-2")
     run = store.get_run("default", "t")
     assert run is not None and run.updated_at == 1_001.5
+
+
+def test_postgres_sends_a_steps_statements_in_its_pipeline_without_waiting_for_row_counts(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each version and write meters itself in its own statement (``WITH ... RETURNING``):
+    nothing of a step's transaction runs outside its one pipeline (one round trip)."""
+    from wayline.store import postgres
+
+    outside: Counter[str] = Counter()
+    inside: Counter[str] = Counter()
+    plain = postgres._Executor.execute
+
+    def execute(self: Any, query: str, params: Sequence[Any] = ()) -> Any:
+        counted = inside if self.conn._pipeline is not None else outside
+        counted.update([" ".join(query.split()[:3])])
+        return plain(self, query, params)
+
+    def executemany(self: Any, query: str, rows: Sequence[Sequence[Any]]) -> Any:
+        outside.update([" ".join(query.split()[:3])])  # a wait for the rows' results
+        return many(self, query, rows)
+
+    many = postgres._Executor.executemany
+    store = wayline.connect(pg_url)
+    saver = WaylineSaver(store, writes_linger=LONG)
+    monkeypatch.setattr(postgres._Executor, "execute", execute)
+    monkeypatch.setattr(postgres._Executor, "executemany", executemany)
+    out = growing(saver, STEPS).invoke({"log": [], "n": 0}, cfg(), durability="sync")
+    monkeypatch.undo()
+    assert out["log"] == [item(i) for i in range(STEPS)]
+    assert not outside, outside
+    assert inside["WITH stored AS"] >= 4 * STEPS  # a version and three writes a step
+    report = byte_report(store, "default", "t")  # metered once each, as on SQLite
+    assert report.by_channel()[("lg_writes", "log")] > STEPS * 500
+    store.close()
