@@ -53,6 +53,7 @@ SAME = [
     "subgraph_debug",
     "subgraph_task_config",
     "checkpoints_mode",
+    "node_finished",
 ]
 
 
