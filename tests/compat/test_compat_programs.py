@@ -54,6 +54,7 @@ SAME = [
     "subgraph_task_config",
     "checkpoints_mode",
     "node_finished",
+    "subgraph_listing",
 ]
 
 
