@@ -208,6 +208,8 @@ class _Task:
                 raise GraphInterrupt(signal.interrupts, indexes=indexes) from None
             finally:
                 reset_scope(token)
+            if ran and not cached and loop is not None and loop.invocation.node_finished:
+                loop.invocation.node_finished(self.name)
             if ran and loop is not None and loop.invocation.emit is not None:
                 update = (
                     {self.name: value, "__metadata__": {"cached": True}}

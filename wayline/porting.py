@@ -9,6 +9,7 @@ import importlib.util
 __all__ = ["MODULE_MAP", "PORTS"]
 
 PORTS: dict[str, str] = {
+    "langgraph._internal._constants": "wayline.graph.lg_constants",
     "langgraph.cache.base": "wayline.cache.base",
     "langgraph.cache.memory": "wayline.cache.memory",
     "langgraph.channels.delta": "wayline.channels.delta",

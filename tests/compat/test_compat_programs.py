@@ -54,6 +54,8 @@ SAME = [
     "subgraph_task_config",
     "checkpoints_mode",
     "delta_channel",
+    "node_finished",
+    "subgraph_listing",
 ]
 
 

@@ -63,6 +63,46 @@ def test_list_gives_every_checkpoint_newest_first_as_langgraph_tuples() -> None:
     assert saver.get_tuple(before_input.config) == before_input
 
 
+def nested(saver: Any) -> Any:
+    return StateGraph(S).add_node("sub", build(saver)).add_edge(START, "sub").compile(saver)
+
+
+@pytest.mark.parametrize("durability", ["sync", "async"])
+def test_a_thread_without_a_namespace_lists_its_subgraphs_checkpoints_too(
+    durability: str,
+) -> None:
+    saver = InMemorySaver()
+    nested(saver).invoke({"steps": ["x"]}, CFG, durability=durability)
+    found = [
+        (t.config["configurable"]["thread_id"], t.config["configurable"]["checkpoint_ns"])
+        for t in saver.list(CFG)
+    ]
+    root, sub = found[:3], found[3:]  # the root's (input, 2 steps), then the subgraph's
+    assert root == [("t1", "")] * 3
+    assert len(sub) == 4 and {t for t, _ in sub} == {"t1"}
+    assert len({ns for _, ns in sub}) == 1 and sub[0][1].startswith("sub:")
+    only_root = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
+    assert len(list(saver.list(only_root))) == 3
+    assert len(list(saver.list(CFG, limit=5))) == 5
+
+
+def test_with_durability_exit_a_finished_subgraph_lists_nothing() -> None:
+    saver = InMemorySaver()
+    nested(saver).invoke({"steps": ["x"]}, CFG, durability="exit")
+    assert [t.config["configurable"]["checkpoint_ns"] for t in saver.list(CFG)] == [""]
+
+
+def test_with_durability_exit_an_interrupted_subgraph_lists_where_it_stopped() -> None:
+    saver = InMemorySaver()
+    app = StateGraph(S).add_node("sub", build(saver, ask=True)).add_edge(START, "sub")
+    app.compile(saver).invoke({"steps": ["x"]}, CFG, durability="exit")
+    found = [
+        (t.config["configurable"]["checkpoint_ns"].split(":")[0], t.metadata["step"])
+        for t in saver.list(CFG)
+    ]
+    assert found == [("", 0), ("sub", 1)]
+
+
 def test_get_tuple_reads_the_latest_or_the_named_checkpoint() -> None:
     saver = InMemorySaver()
     app = build(saver)

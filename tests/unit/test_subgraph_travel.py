@@ -4,6 +4,7 @@ there, forking the root and each child run on the way down."""
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from typing import Annotated, Any, TypedDict
 
@@ -251,9 +252,16 @@ def test_the_roots_thread_with_a_subgraphs_namespace_reads_the_subgraph(
         ("step_a",),
         ("__start__",),  # its input checkpoint, as LangGraph's
     ]
+    # aget_state_history reads the same checkpoints (it read the root's before)
+    listed = asyncio.run(_alist(app, named))
+    assert listed == [s.config for s in app.get_state_history(named)]
     # a namespace no run has: the root's own state, as before
     other = {"configurable": {"thread_id": "t", "checkpoint_ns": "nowhere:0"}}
     assert app.get_state(other).values == app.get_state(CFG).values
+
+
+async def _alist(app: Any, config: Any) -> list[Any]:
+    return [s.config async for s in app.aget_state_history(config)]
 
 
 def test_update_state_with_a_subgraphs_namespace_edits_the_child_in_place() -> None:

@@ -42,6 +42,9 @@ class Invocation:
     trace: Any = None
     """The invocation's root chain run for langchain-core callbacks (``lc_trace``), when
     its config names any: node calls are traced as its child runs."""
+    node_finished: Callable[[str], None] | None = None
+    """Told each node's name as its task finishes (``lg_constants.CONFIG_KEY_NODE_FINISHED``);
+    a subgraph's invocation gets its parent's."""
 
 
 def node_call(

@@ -13,7 +13,8 @@ checkpointer's ``list`` and the ``checkpoints``/``debug`` streams.
 With ``durability="exit"`` LangGraph writes one checkpoint an invocation, at its end; wayline
 commits every step, so the history lists the last step each invocation committed (an
 invocation holds a lease of its own: a new fencing token starts the next one) and the other
-steps stay addressable by ``configurable.step``.
+steps stay addressable by ``configurable.step``. A subgraph's invocation that finished it is
+not listed (LangGraph writes none for it) unless the subgraph has a thread of its own.
 """
 
 from __future__ import annotations
@@ -136,6 +137,8 @@ def listed(store: Store, tenant: str, run: RunRecord, before: Point | None) -> I
     top = run.step if before is None else before[0]
     if run.durability == "exit":
         ends = _invocation_ends(store, tenant, run, run.step)
+        if run.status == "done" and _nested(run.run_id):
+            ends.discard(run.step)
         for step in range(top, -1, -1):
             if step in ends and (before is None or (step, True) < before):
                 yield (step, True)
@@ -147,6 +150,14 @@ def listed(store: Store, tenant: str, run: RunRecord, before: Point | None) -> I
             store, tenant, run.run_id, step
         ):
             yield (step, False)
+
+
+def _nested(run_id: str) -> bool:
+    """Whether a run is a subgraph's without a thread of its own (``<parent>::<node>:<task
+    id>``, not ``compile(checkpointer=True)``'s ``<parent>::<node>``): with durability
+    "exit" LangGraph checkpoints such a subgraph only when it stops early (an interrupt, an
+    error), so the invocation that finished it is not listed."""
+    return any(":" in segment for segment in run_id.split("::")[1:])
 
 
 def listed_parent(store: Store, tenant: str, run: RunRecord, step: int) -> dict[str, Any] | None:

@@ -51,6 +51,7 @@ from wayline.graph.checkpoint import (
 from wayline.graph.commits import StepCommits, staged_copy
 from wayline.graph.identity import check_identity
 from wayline.graph.interrupts import UnfinishedStep, answer
+from wayline.graph.lg_constants import node_finished
 from wayline.graph.node import route_writes, split_output
 from wayline.graph.schema import streamed_update
 from wayline.graph.segments import LogIndex
@@ -180,7 +181,7 @@ class RunLoop(TaskSteps, StepCommits):
         self.step_events = True
         """Whether the driver reads each step's ``updates`` and ``values`` events: ``invoke``
         and workers read none, so the loop does not build them (3% of a step's time)."""
-        self.invocation = Invocation()
+        self.invocation = Invocation(node_finished=node_finished(config))
         """What this invocation hands its nodes: runtime context, ``previous``, streams."""
         self._memory: RunMemory | None = None
         self.sleeping_until: float | None = None

@@ -32,7 +32,14 @@ def _succeeded(loop: RunLoop, task: ExecTask, key: Any, output: Any) -> TaskOutc
     """A node's output as its outcome, cached under ``key`` when its node caches."""
     done = loop.outcome(task, output)
     loop.to_cache(task, key, output)
+    _finished(loop, task.spec.name)
     return done
+
+
+def _finished(loop: RunLoop, node: str) -> None:
+    """Tell the invocation's ``node_finished`` callback, if any, that ``node`` finished."""
+    if loop.invocation.node_finished is not None:
+        loop.invocation.node_finished(node)
 
 
 def _failed(
@@ -99,6 +106,7 @@ def _by_handler(loop: RunLoop, task: ExecTask, output: Any) -> TaskOutcome:
     done = loop.outcome(task, output)
     handler = loop.graph.nodes[task.spec.name].error_handler
     done.handler = None if handler is None else handler.name
+    _finished(loop, done.handler or task.spec.name)
     return done
 
 

@@ -371,6 +371,7 @@ def _drive(
     stream under the child's namespace when the parent streams."""
     loop = child.make_loop(config, parent.durability, context=context)
     loop.invocation.namespace = namespace_of(run_id)
+    loop.invocation.node_finished = parent.invocation.node_finished
     emit = parent.invocation.emit
     tap = CHILD_TAP.get()
     if tap is not None:  # streamed by the node (nested_stream): its caller sees the chunks

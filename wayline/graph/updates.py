@@ -146,8 +146,8 @@ class StateUpdates:
         before: Mapping[str, Any] | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[StateSnapshot]:
-        graph = _graph(self)
-        for snapshot in history(graph, config, filter=filter, before=before, limit=limit):
+        graph = _graph(self)  # the sync listing's, a subgraph's by its namespace too
+        for snapshot in graph.get_state_history(config, filter=filter, before=before, limit=limit):
             yield snapshot
 
 

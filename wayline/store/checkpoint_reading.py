@@ -66,6 +66,10 @@ class CheckpointReading:
             self, tenant_id: str, *, limit: int = 100, offset: int = 0
         ) -> builtins.list[Any]: ...
 
+        def run_ids_with_prefix(
+            self, tenant_id: str, prefix: str, *, limit: int = 10
+        ) -> builtins.list[str]: ...
+
     def register_reader(self, name: str, version: str, reader: SnapshotReader) -> None:
         """Called by ``compile``: the graph that reads back runs of ``name``/``version``."""
         readers = self._readers()  # held: one a name and version, the latest compiled
@@ -121,7 +125,10 @@ class CheckpointReading:
         before: Mapping[str, Any] | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        """A thread's checkpoints, newest first (``config`` None: every thread's)."""
+        """A thread's checkpoints, newest first (``config`` None: every thread's). A config
+        naming no ``checkpoint_ns`` (nor ``before``) lists every namespace of the thread, as
+        LangGraph's ``InMemorySaver``: the root's checkpoints, then each subgraph's (in the
+        order they started), under the root's ``thread_id`` and their ``checkpoint_ns``."""
         if config is None:
             tenant = "default"
             threads = [r.run_id for r in self.list_runs(tenant, limit=10_000)]
@@ -135,12 +142,29 @@ class CheckpointReading:
             if reader is None:
                 continue
             cfg = _lg_config(config) if config is not None else _run_config(tenant, run_id)
-            for snapshot in reader.get_state_history(cfg, filter=filter, before=before):
-                if left is not None and left <= 0:
-                    return
-                yield _as_tuple(snapshot, run_id)
-                if left is not None:
-                    left -= 1
+            everywhere = config is not None and before is None and _no_namespace(config)
+            configs = [cfg, *(self._namespaces(tenant, run_id) if everywhere else [])]
+            for named in configs:
+                for snapshot in reader.get_state_history(named, filter=filter, before=before):
+                    if left is not None and left <= 0:
+                        return
+                    yield _as_tuple(snapshot, run_id)
+                    if left is not None:
+                        left -= 1
+
+    def _namespaces(self, tenant: str, thread: str) -> builtins.list[dict[str, Any]]:
+        """A config naming each subgraph run of ``thread`` (``<thread>::<ns>``) by the
+        root's thread and the subgraph's ``checkpoint_ns``, in the order they started (a
+        subgraph's fork, ``<ns>@<step>``, is a thread's branch, not a namespace of it)."""
+        prefix = f"{thread}::"
+        ids = self.run_ids_with_prefix(tenant, prefix, limit=10_000)
+        runs = [self.get_run(tenant, r) for r in ids if "@" not in r[len(prefix) :]]
+        found = sorted((r for r in runs if r is not None), key=lambda r: r.created_at)
+        conf = {"thread_id": thread, "tenant": tenant}
+        return [
+            {"configurable": {**conf, "checkpoint_ns": "|".join(r.run_id.split("::")[1:])}}
+            for r in found
+        ]
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete every checkpoint of the thread: its run's rows and its subgraphs' runs'."""
@@ -187,6 +211,12 @@ def _thread(config: Mapping[str, Any]) -> tuple[str, str]:
             f"(got {config!r})"
         )
     return str((conf or {}).get("tenant", "default")), str(thread)
+
+
+def _no_namespace(config: Mapping[str, Any]) -> bool:
+    """Whether a config names no ``checkpoint_ns`` (LangGraph's ``list`` then reads every
+    namespace; ``""`` names the root's)."""
+    return (config.get("configurable") or {}).get("checkpoint_ns") is None
 
 
 def _lg_config(config: Mapping[str, Any]) -> dict[str, Any]:
