@@ -54,6 +54,7 @@ SAME = [
     "subgraph_task_config",
     "checkpoints_mode",
     "delta_channel",
+    "input_fork",
     "node_finished",
     "subgraph_listing",
 ]

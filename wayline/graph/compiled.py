@@ -37,6 +37,7 @@ from wayline.graph.driving import (
 )
 from wayline.graph.executing import aexecute, execute, thread_pool
 from wayline.graph.identity import fingerprint_of, shape_json, shape_of
+from wayline.graph.input_checkpoint import input_target
 from wayline.graph.inspection import Inspection, Verification
 from wayline.graph.jsonschema import JsonSchemas
 from wayline.graph.loop import RunLoop, default_owner
@@ -310,7 +311,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         while True:
             loop = self.make_loop(
-                config, durability, context=context, control=kwargs.get("control")
+                config, durability, context=context, control=kwargs.get("control"), input=input
             )
             loop.step_events = False  # only the result is read
             loop.invocation.trace = root
@@ -350,7 +351,9 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
         if called_from_node(config):  # the running node's subgraph (nested_stream)
             yield from stream_child(self, input, modes, single, subgraphs, context)
             return
-        loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
+        loop = self.make_loop(
+            config, durability, context=context, control=kwargs.get("control"), input=input
+        )
         loop.invocation.trace = lc_trace.root_of(kwargs, loop)
         fmt = self._streaming(loop, modes, single, subgraphs, config)
         fmt.wrote = not _empty(input)  # as LangGraph: input that writes nothing shows nothing
@@ -425,7 +428,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
         breaks = self.breakpoints(interrupt_before, interrupt_after)
         while True:
             loop = self.make_loop(
-                config, durability, context=context, control=kwargs.get("control")
+                config, durability, context=context, control=kwargs.get("control"), input=input
             )
             loop.step_events = False  # only the result is read
             loop.invocation.trace = root
@@ -466,7 +469,9 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
                 async for item in child:
                     yield item
             return
-        loop = self.make_loop(config, durability, context=context, control=kwargs.get("control"))
+        loop = self.make_loop(
+            config, durability, context=context, control=kwargs.get("control"), input=input
+        )
         loop.invocation.trace = lc_trace.root_of(kwargs, loop)
         fmt = self._streaming(loop, modes, single, subgraphs, config, live=True)
         fmt.wrote = not _empty(input)  # as LangGraph: input that writes nothing shows nothing
@@ -581,21 +586,26 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
         *,
         context: Any = None,
         control: Any = None,
+        input: Any = None,
     ) -> RunLoop:
         """A loop for one invocation (``config`` merged over ``with_config``'s); a dict
         ``context`` becomes the context schema (a dataclass or pydantic model), as in
-        LangGraph, so a wrong one fails here, before anything is written."""
+        LangGraph, so a wrong one fails here, before anything is written. New ``input``
+        given at an input checkpoint replaces the input that followed it (``_loop``)."""
         context = coerce_context(self.context_schema, context)
         merged = dict(self.config)
         merged.update(_checked_config(config))
         if "configurable" in self.config and config and "configurable" in config:
             merged["configurable"] = {**self.config["configurable"], **config["configurable"]}
-        loop = self._loop(merged, durability or merged.get("durability") or "sync")
+        fresh_input = input is not None and not isinstance(input, Command)
+        loop = self._loop(merged, durability or merged.get("durability") or "sync", fresh_input)
         loop.invocation.context = context
         loop.invocation.control = control
         return loop
 
-    def _loop(self, config: Mapping[str, Any] | None, durability: str) -> RunLoop:
+    def _loop(
+        self, config: Mapping[str, Any] | None, durability: str, fresh_input: bool = False
+    ) -> RunLoop:
         config = dict(config or {})
         tenant, run_id = run_ids(config, create=not self.requires_thread_id)
         config.setdefault("configurable", {})
@@ -609,6 +619,9 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
         ):  # no checkpointer, a new thread: no checkpoint to go back to, so the id is the
             # caller's label (a platform's, say), which LangGraph ignores too
             config["configurable"] = {k: v for k, v in conf.items() if k != "checkpoint_id"}
+        if fresh_input:  # new input at an input checkpoint forks before the input it had
+            config = dict(input_target(self.store, config, tenant, run_id))
+            tenant, run_id = run_ids(config, create=False)
         owner, token = default_owner(), None
         pinned = open_pinned(self, config, tenant, owner)  # a subgraph's checkpoint
         if pinned is not None:

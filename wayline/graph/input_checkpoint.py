@@ -23,6 +23,7 @@ import itertools
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from wayline.errors import TimeTravelError
 from wayline.graph import travel
 from wayline.graph.algo import PULL, TaskResult, values_of
 from wayline.graph.checkpoint import BlobCache, decode_results
@@ -217,3 +218,19 @@ def update_target(
     else:
         conf["thread_id"] = travel.fork_id_for(store, tenant, run_id, -1)
     return {**config, "configurable": conf}
+
+
+def input_target(
+    store: Store, config: Mapping[str, Any], tenant: str, run_id: str
+) -> Mapping[str, Any]:
+    """Where an invocation with new input starts when ``config`` names an input checkpoint:
+    before the input that followed it, as LangGraph's (the new input replaces it), by
+    ``update_target``'s rule. Any other config, a subgraph's included, is returned as given;
+    an id of no checkpoint of this run is refused later, where every config's is."""
+    conf = config.get("configurable") or {}
+    if not conf.get("checkpoint_id") or conf.get("checkpoint_ns"):
+        return config
+    try:
+        return update_target(store, config, tenant, run_id)
+    except TimeTravelError:
+        return config
