@@ -7,7 +7,6 @@ registered with the codec, because the graph that declares them is the one that 
 
 from __future__ import annotations
 
-import collections.abc
 import dataclasses
 import enum
 import hashlib
@@ -27,6 +26,7 @@ from wayline.graph.channels import (
     MessageLog,
     ReducerChannel,
 )
+from wayline.graph.channels.base import CONCRETE
 from wayline.graph.channels.delta import DeltaChannel
 from wayline.graph.message import add_messages
 
@@ -279,21 +279,9 @@ def _is_reducer(obj: Any) -> bool:
     return len(positional) == 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
-_CONCRETE = {
-    collections.abc.Sequence: list,
-    collections.abc.MutableSequence: list,
-    collections.abc.Set: set,
-    collections.abc.MutableSet: set,
-    collections.abc.Mapping: dict,
-    collections.abc.MutableMapping: dict,
-}
-"""An abstract collection's empty value, as LangGraph's reducer channels make it
-(``Annotated[Sequence[str], add_messages]`` starts from ``[]``)."""
-
-
 def _factory(base: Any) -> Callable[[], Any] | None:
     origin = typing.get_origin(base) or base
-    origin = _CONCRETE.get(origin, origin)
+    origin = CONCRETE.get(origin, origin)
     if isinstance(origin, type) and not is_typeddict(origin):
         return origin
     return None

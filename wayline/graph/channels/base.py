@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import collections.abc
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar, Final
 
-__all__ = ["MISSING", "Channel"]
+__all__ = ["CONCRETE", "MISSING", "Channel"]
 
 
 class _Missing:
@@ -21,6 +22,18 @@ class _Missing:
 
 MISSING: Final[Any] = _Missing()
 """A channel that has never been written holds MISSING (it is absent from the state)."""
+
+
+CONCRETE: Final[dict[Any, type]] = {
+    collections.abc.Sequence: list,
+    collections.abc.MutableSequence: list,
+    collections.abc.Set: set,
+    collections.abc.MutableSet: set,
+    collections.abc.Mapping: dict,
+    collections.abc.MutableMapping: dict,
+}
+"""An abstract collection's empty value, as LangGraph's reducer channels make it
+(``Annotated[Sequence[str], add_messages]`` starts from ``[]``)."""
 
 
 class Channel(ABC):

@@ -12,25 +12,15 @@ accepted and checked for a port's sake; the store's own snapshot policy bounds r
 
 from __future__ import annotations
 
-import collections.abc
 import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from wayline.errors import InvalidUpdateError, ReducerError
-from wayline.graph.channels.base import MISSING, Channel
+from wayline.graph.channels.base import CONCRETE, MISSING, Channel
 from wayline.graph.channels.overwrite import overwrite_of
 
 __all__ = ["DeltaChannel"]
-
-_CONCRETE: dict[Any, type] = {
-    collections.abc.Sequence: list,
-    collections.abc.MutableSequence: list,
-    collections.abc.Set: set,
-    collections.abc.MutableSet: set,
-    collections.abc.Mapping: dict,
-    collections.abc.MutableMapping: dict,
-}
 
 
 class DeltaChannel(Channel):
@@ -58,7 +48,7 @@ class DeltaChannel(Channel):
         super().__init__(key)
         self.reducer = reducer
         self.snapshot_frequency = snapshot_frequency
-        self.typ: type | None = _CONCRETE.get(typ, typ)
+        self.typ: type | None = CONCRETE.get(typ, typ)
 
     def bind(self, key: str, annotated: Any) -> DeltaChannel:
         """This channel for state key ``key`` whose annotated type builds ``annotated``."""
