@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -20,10 +21,13 @@ from test_saver_storage import growing, item
 
 import wayline
 from wayline.errors import LeaseLost
+from wayline.instrument import byte_report
 from wayline.langgraph import WaylineSaver
+from wayline.langgraph.batching import SKIP_AFTER_TIMEOUT, TIMEOUTS_BEFORE_SKIP, StepBatcher
 from wayline.langgraph.fence import FENCE_KEY, RunFence
+from wayline.store import lg_sql
 from wayline.store.base import Store
-from wayline.store.lg_records import LgOp, LgPut
+from wayline.store.lg_records import LgOp, LgPut, LgPutWrites
 
 STEPS = 40
 LONG = 60.0
@@ -81,10 +85,11 @@ def test_sqlite_commits_once_a_step_in_a_bounded_number_of_statements(tmp_path: 
     checkpoints = STEPS + 2
     assert statements["COMMIT"] == checkpoints  # one fsync a step at synchronous=FULL
     assert statements["BEGIN"] == checkpoints
-    # a step: the run row, the checkpoint, three channel versions, three task writes and
-    # a meter row for each of those eight rows (SQLite traces executemany row by row)
+    # a step: the run row, the checkpoint, one channel version (the list's: the counter and
+    # LangGraph's routing channel ride in the checkpoint row), three task writes and a
+    # meter row for each of those five rows (SQLite traces executemany row by row)
     per_step = sum(statements.values()) / checkpoints
-    assert per_step <= 2 + 1 + 1 + 3 + 3 + 8, statements
+    assert per_step <= 2 + 1 + 1 + 1 + 3 + 5, statements
     store.close()
 
 
@@ -149,3 +154,86 @@ def test_async_writes_commit_at_once_without_holding_the_shared_executor(store: 
     assert counted.batches == [["writes"]]  # alone, without waiting for an aput
     found = WaylineSaver(store).get_tuple(latest.config)
     assert found is not None and ("task-a", "log", ["async"]) in (found.pending_writes or [])
+
+
+def test_one_linger_that_ran_out_does_not_stop_batching_three_in_a_row_do() -> None:
+    batches: list[int] = []
+    batcher = StepBatcher(lambda tenant, thread, ops: batches.append(len(ops)), linger=0.001)
+    key = ("default", "t")
+    op = LgPutWrites([], False)
+    batcher.submit(key, op, linger=True)  # nobody joins: it commits alone, once it ran out
+    assert batches == [1] and key not in batcher._skip
+    batcher.linger = LONG  # the next writes still linger, and the put joins them
+    writer = threading.Thread(target=batcher.submit, args=(key, op), kwargs={"linger": True})
+    writer.start()
+    deadline = time.monotonic() + LONG
+    while key not in batcher._queues:
+        assert time.monotonic() < deadline, "the writes never queued"
+        time.sleep(0.001)
+    batcher.submit(key, op, linger=False)
+    writer.join(LONG)
+    assert batches == [1, 2]
+    batcher.linger = 0.001  # a graph whose put waits for its writes: every linger runs out
+    for _ in range(TIMEOUTS_BEFORE_SKIP):
+        batcher.submit(key, op, linger=True)
+    assert batcher._skip[key] == SKIP_AFTER_TIMEOUT  # its next writes commit at once
+    batcher.linger = LONG
+    batcher.submit(key, op, linger=True)  # would hold a minute if it lingered
+    assert batches == [1, 2, 1, 1, 1, 1]
+
+
+def test_the_thread_row_moves_at_most_once_a_second(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step that finds the run row updated within the second leaves it (its page) alone."""
+    clock = [1_000.0]
+    monkeypatch.setattr(lg_sql, "time", SimpleNamespace(time=lambda: clock[0]))
+    saver = WaylineSaver(store, writes_linger=0)  # writes alone commit at once
+    growing(saver, 1).invoke({"log": [], "n": 0}, cfg(), durability="sync")
+    latest = saver.get_tuple(cfg())
+    assert latest is not None
+    run = store.get_run("default", "t")
+    assert run is not None and run.updated_at == 1_000.0
+    clock[0] = 1_000.5
+    saver.put_writes(latest.config, [("log", ["a"])], "task-1")
+    run = store.get_run("default", "t")
+    assert run is not None and run.updated_at == 1_000.0  # not rewritten
+    clock[0] = 1_001.5
+    saver.put_writes(latest.config, [("log", ["b"])], "task-2")
+    run = store.get_run("default", "t")
+    assert run is not None and run.updated_at == 1_001.5
+
+
+def test_postgres_sends_a_steps_statements_in_its_pipeline_without_waiting_for_row_counts(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each version and write meters itself in its own statement (``WITH ... RETURNING``):
+    nothing of a step's transaction runs outside its one pipeline (one round trip)."""
+    from wayline.store import postgres
+
+    outside: Counter[str] = Counter()
+    inside: Counter[str] = Counter()
+    plain = postgres._Executor.execute
+
+    def execute(self: Any, query: str, params: Sequence[Any] = ()) -> Any:
+        counted = inside if self.conn._pipeline is not None else outside
+        counted.update([" ".join(query.split()[:3])])
+        return plain(self, query, params)
+
+    def executemany(self: Any, query: str, rows: Sequence[Sequence[Any]]) -> Any:
+        outside.update([" ".join(query.split()[:3])])  # a wait for the rows' results
+        return many(self, query, rows)
+
+    many = postgres._Executor.executemany
+    store = wayline.connect(pg_url)
+    saver = WaylineSaver(store, writes_linger=LONG)
+    monkeypatch.setattr(postgres._Executor, "execute", execute)
+    monkeypatch.setattr(postgres._Executor, "executemany", executemany)
+    out = growing(saver, STEPS).invoke({"log": [], "n": 0}, cfg(), durability="sync")
+    monkeypatch.undo()
+    assert out["log"] == [item(i) for i in range(STEPS)]
+    assert not outside, outside
+    assert inside["WITH stored AS"] >= 4 * STEPS  # a version and three writes a step
+    report = byte_report(store, "default", "t")  # metered once each, as on SQLite
+    assert report.by_channel()[("lg_writes", "log")] > STEPS * 500
+    store.close()

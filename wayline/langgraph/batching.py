@@ -23,9 +23,12 @@ concurrent runs could all hold while the ``aput`` they wait for queues behind th
 When no ``put`` follows (a task's special writes: an error, an interrupt; ``update_state``;
 a graph whose ``put`` waits for its writes first, as LangGraph does for ``DeltaChannel``
 writes), the linger runs out and the writes commit alone. A thread whose linger ran out
-commits its next ``SKIP_AFTER_TIMEOUT`` task writes at once, so such a graph pays the
-linger once in that many steps. A batch that fails (a stale fence, a store error) is
-retried one operation a transaction, so each caller gets its own operation's outcome.
+``TIMEOUTS_BEFORE_SKIP`` times in a row (no ``put`` joined in between) commits its next
+``SKIP_AFTER_TIMEOUT`` task writes at once, so such a graph pays the linger a few times in
+that many steps; one late ``put`` (the process paused, a busy machine) does not turn
+batching off, which cost every step after it a second commit. A batch that fails (a stale
+fence, a store error) is retried one operation a transaction, so each caller gets its own
+operation's outcome.
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ from collections.abc import Callable, Sequence
 
 from wayline.store.lg_records import LgOp
 
-__all__ = ["SKIP_AFTER_TIMEOUT", "StepBatcher"]
+__all__ = ["SKIP_AFTER_TIMEOUT", "TIMEOUTS_BEFORE_SKIP", "StepBatcher"]
 
 SKIP_AFTER_TIMEOUT = 64
+TIMEOUTS_BEFORE_SKIP = 3
 _MAX_KEYS = 1024
 
 Key = tuple[str, str]
@@ -77,6 +81,8 @@ class StepBatcher:
         self._cond = threading.Condition()
         self._queues: dict[Key, _Queue] = {}
         self._skip: OrderedDict[Key, int] = OrderedDict()
+        self._timeouts: OrderedDict[Key, int] = OrderedDict()
+        """Lingers in a row that ran out with no ``put`` joining, per thread."""
         self.batches = 0
         """Transactions committed (for the count tests: one per step under LangGraph's loop)."""
 
@@ -93,6 +99,8 @@ class StepBatcher:
             q = self._queues.get(key)
             if q is None:
                 q = self._queues[key] = _Queue()
+            elif not linger and q.tickets:  # a put joins lingering writes: batching works
+                self._timeouts.pop(key, None)
             q.tickets.append(ticket)
             if not linger:
                 q.now = True
@@ -139,6 +147,12 @@ class StepBatcher:
             self._cond.notify_all()
 
     def _note_timeout(self, key: Key) -> None:
+        runs = self._timeouts.pop(key, 0) + 1
+        if runs < TIMEOUTS_BEFORE_SKIP:
+            self._timeouts[key] = runs
+            while len(self._timeouts) > _MAX_KEYS:
+                self._timeouts.popitem(last=False)
+            return
         self._skip[key] = SKIP_AFTER_TIMEOUT
         self._skip.move_to_end(key)
         while len(self._skip) > _MAX_KEYS:

@@ -8,9 +8,11 @@ effect ledger (``wayline.langgraph.effect``).
 
 What it stores per ``put``: the checkpoint without its channel values, and each channel
 version in ``new_versions`` once (``ValueCodec``: a list that grew by appending is stored as
-its new items). A task's writes and the step's checkpoint commit in one transaction
-(``batching``: ``put_writes`` waits up to ``writes_linger`` seconds for the ``put``).
-Reading a checkpoint rebuilds every channel from its version's rows. The async methods
+its new items); a version of at most ``inline_bytes`` stored (a counter, LangGraph's routing
+channels) rides in the checkpoint row instead (``inline``). A task's writes and the step's
+checkpoint commit in one transaction (``batching``: ``put_writes`` waits up to
+``writes_linger`` seconds for the ``put``). Reading a checkpoint rebuilds every channel
+from its row's inline values and its versions' rows. The async methods
 run the sync ones in a worker thread: one implementation, two entry points.
 
 Serialization: LangGraph's ``JsonPlusSerializer`` with ``pickle_fallback=False`` and its
@@ -45,13 +47,16 @@ from wayline.errors import WaylineError
 from wayline.ids import unique_hex
 from wayline.langgraph.batching import StepBatcher
 from wayline.langgraph.fence import QUEUED_KEY, fence_of
+from wayline.langgraph.inline import INLINE_KEY, InlineValues
 from wayline.langgraph.values import (
+    EMPTY,
     Head,
     LoadWrites,
     ParentWrites,
     ValueCodec,
     channel_label,
     pack,
+    seg_count,
     unpack,
 )
 from wayline.metrics import observe_read
@@ -93,6 +98,7 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         min_full_copy_bytes: int = 16_384,
         chain_skip: int = 64,
         writes_linger: float = 0.002,
+        inline_bytes: int = 32,
     ) -> None:
         serde = JsonPlusSerializer(
             pickle_fallback=False,
@@ -109,6 +115,7 @@ class WaylineSaver(BaseCheckpointSaver[str]):
             min_full=min_full_copy_bytes,
             skip=chain_skip,
         )
+        self.inline = InlineValues(inline_bytes)
         self._steps: OrderedDict[tuple[str, str, str], int] = OrderedDict()
         self._pending: OrderedDict[PendingKey, dict[tuple[str, str, int], Any]] = OrderedDict()
         self._lock = threading.Lock()
@@ -196,14 +203,11 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         if fence is not None and fence.queued is not None and ns == "":
             meta = cast(CheckpointMetadata, {**meta, QUEUED_KEY: fence.queued})
         body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
-        payload = pack(*self.serde.dumps_typed({"checkpoint": body, "metadata": meta}))
-        lg_run = meta.get("run_id")
-        row = LgCheckpoint(
-            ns, checkpoint["id"], parent, None if lg_run is None else str(lg_run), step, payload
-        )
         values: list[LgValue] = []
         heads: list[tuple[tuple[str, str, str, str], Head]] = []
         refs: list[LgWrite] = []
+        inline: dict[str, bytes] = {}
+        forms: list[tuple[tuple[str, str, str, str], str, bytes | None]] = []
         channel_values = checkpoint["channel_values"]
         parent_writes = self._parent_writes((tenant, thread, ns, parent or ""))
         for channel, version in new_versions.items():
@@ -212,16 +216,53 @@ class WaylineSaver(BaseCheckpointSaver[str]):
             value = channel_values.get(channel)
             writes = parent_writes.get(channel)
             v, head = self.values.encode(key, str(version), value, present, writes)
+            if v.base is None and self.inline.fits(v.payload):
+                inline[channel] = v.payload  # no row, and no head: nothing builds on it
+                forms.append((key, str(version), v.payload))
+                continue
             values.append(dataclasses.replace(v, step=step, label=channel_label(channel)))
             heads.append((key, head))
+            forms.append((key, str(version), None))
             if v.writes_of is not None and writes is not None:
                 refs.extend(writes.rows)
+        for channel, version in checkpoint["channel_versions"].items():
+            if channel not in new_versions:  # unchanged: inline here too if it is inline
+                form = self._form((tenant, thread, ns, channel), str(version), channel_values)
+                if form is not None:
+                    inline[channel] = form
+        stored: dict[str, Any] = {"checkpoint": body, "metadata": meta}
+        if inline:
+            stored[INLINE_KEY] = inline
+        payload = pack(*self.serde.dumps_typed(stored))
+        lg_run = meta.get("run_id")
+        row = LgCheckpoint(
+            ns, checkpoint["id"], parent, None if lg_run is None else str(lg_run), step, payload
+        )
         fenced = None if fence is None else fence.write(step if ns == "" else None)
         self._batcher.submit((tenant, thread), LgPut(row, values, refs, fenced), linger=False)
         for key, head in heads:  # only once durable: a later suffix may build on them
             self.values.remember(key, head)
+        for key, version, form in forms:
+            self.inline.note(key, version, form)
         self._note_step((tenant, thread, ns), step)
         return self._config(tenant, thread, ns, checkpoint["id"])
+
+    def _form(
+        self, key: tuple[str, str, str, str], version: str, channel_values: dict[str, Any]
+    ) -> bytes | None:
+        """The inline payload of an unchanged channel's version, or None when it has a row:
+        as this saver wrote or read it, else from the checkpoint's value of it (``inline``)."""
+        known, form = self.inline.known(key, version)
+        if known:
+            return form
+        channel = key[3]
+        if channel in channel_values:
+            payload = pack(*self.serde.dumps_typed(channel_values[channel]))
+        else:
+            payload = pack(EMPTY, b"")
+        form = payload if self.inline.fits(payload) else None
+        self.inline.note(key, version, form)
+        return form
 
     def put_writes(
         self,
@@ -313,6 +354,7 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         """Erase the thread: every row the store holds for it (as ``wayline purge``)."""
         self.store.purge_run(self.tenant, str(thread_id))
         self.values.forget(self.tenant, str(thread_id))
+        self.inline.forget(self.tenant, str(thread_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints and writes LangGraph runs made (the saver's tenant).
@@ -339,6 +381,7 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         if rows.checkpoints:
             self.store.lg_replace_thread(self.tenant, str(target_thread_id), rows)
             self.values.forget(self.tenant, str(target_thread_id))
+            self.inline.forget(self.tenant, str(target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``keep_latest``: keep each namespace's newest checkpoint, its writes, and its
@@ -348,6 +391,7 @@ class WaylineSaver(BaseCheckpointSaver[str]):
             raise WaylineError(f"unknown prune strategy {strategy!r}: keep_latest or delete")
         for thread in map(str, thread_ids):
             self.values.forget(self.tenant, thread)
+            self.inline.forget(self.tenant, thread)
             rows = self.store.lg_thread_rows(self.tenant, thread)
             if not rows.checkpoints:
                 continue
@@ -455,9 +499,20 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         ns = row.checkpoint_ns
         decoded = self._decode_checkpoint(row)
         body, meta = decoded["checkpoint"], decoded["metadata"]
+        inline: dict[str, bytes] = decoded.get(INLINE_KEY) or {}
         channel_values = {}
         for channel, version in body["channel_versions"].items():
+            small = inline.get(channel)
+            if small is not None:
+                if remember:
+                    self.inline.note((tenant, thread, ns, channel), str(version), small)
+                type_, data = unpack(small)
+                if type_ != EMPTY:
+                    channel_values[channel] = self._loads((type_, data))
+                continue
             found = self._value(tenant, thread, ns, channel, str(version), remember, folds)
+            if remember:
+                self.inline.note((tenant, thread, ns, channel), str(version), None)
             if found is not None:
                 channel_values[channel] = found[0]
         checkpoint: Checkpoint = {**body, "channel_values": channel_values}  # type: ignore[typeddict-item]
@@ -518,16 +573,43 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         return (value,)
 
     def _path(self, tenant: str, thread: str, ns: str, row: LgValue) -> builtins.list[LgValue]:
-        """The rows from a version down its bases to its full copy, one read each: skip
-        rows keep it at most ``(skip - 1)`` rows per level (``ValueCodec``)."""
+        """The rows from a version down its bases to its full copy: skip rows keep it at
+        most ``(skip - 1)`` rows per level (``ValueCodec``), read a level or more at a
+        time (``_below``); a base those reads missed is read alone."""
         path = [row]
+        read: dict[str, LgValue] = {}
         while row.base is not None:
-            base = self.store.lg_load_value(tenant, thread, ns, row.channel, row.base)
+            base = read.get(row.base)
             if base is None:
-                break  # decode_chain names the missing version
+                read = {v.version: v for v in self._below(tenant, thread, ns, row)}
+                base = read.get(row.base)
+            if base is None:
+                base = self.store.lg_load_value(tenant, thread, ns, row.channel, row.base)
+                if base is None:
+                    break  # decode_chain names the missing version
             path.append(base)
             row = base
         return path
+
+    def _below(self, tenant: str, thread: str, ns: str, row: LgValue) -> builtins.list[LgValue]:
+        """Rows of ``row``'s path below it, in one read. A skip row carries its count,
+        which fixes the count of every row below it on the path, and so its version's
+        counter (a chain holds one version a ``put``, counters one apart): the rest of the
+        path at once. A one-version delta's level is consecutive versions: the ``skip``
+        below its base."""
+        count = seg_count(row.payload)
+        counter = row.version.split(".", 1)[0]
+        if count is None or len(counter) != 10 or not counter.isdigit():
+            skip = self.values.skip
+            return self.store.lg_load_chain_below(
+                tenant, thread, ns, row.channel, row.root, str(row.base), skip
+            )
+        top, counters, c = int(counter), [], count
+        while c > 0:
+            level = self.values.level(c)
+            c -= self.values.skip**level if level else 1
+            counters.append(f"{top - (count - c):010d}")
+        return self.store.lg_load_chain_at(tenant, thread, ns, row.channel, row.root, counters)
 
     def _writes_loader(
         self, tenant: str, thread: str, ns: str, channel: str, checkpoint_ids: Iterable[Any]

@@ -95,6 +95,27 @@ class LangGraphContract(Protocol):
         self, tenant_id: str, thread_id: str, checkpoint_ns: str, channel: str, root: str
     ) -> list[LgValue]: ...
 
+    def lg_load_chain_below(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        channel: str,
+        root: str,
+        version: str,
+        limit: int,
+    ) -> list[LgValue]: ...
+
+    def lg_load_chain_at(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        channel: str,
+        root: str,
+        counters: Sequence[str],
+    ) -> list[LgValue]: ...
+
     def lg_load_writes(
         self, tenant_id: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str
     ) -> list[LgWrite]: ...
@@ -186,6 +207,13 @@ class LangGraphSQL:
         params = (now, fence.step, int(fence.take_inbox), *key, fence.token)
         return db.execute(self.q.Q_LG_FENCE, params)
 
+    def _lg_metered(self) -> dict[str, str]:
+        """Per insert that keeps the first row (``ON CONFLICT DO NOTHING``), the statement
+        that also meters the row only if it inserted it, where the database can say so in
+        one statement (PostgreSQL: a data-modifying ``WITH``); else none, and the meter
+        waits for the row counts."""
+        return {}
+
     def _lg_pipeline(self, db: Any) -> AbstractContextManager[Any]:
         """Where the driver can send a transaction's statements without waiting for each
         result (psycopg's pipeline mode), the context that does; else nothing."""
@@ -260,10 +288,25 @@ class LangGraphSQL:
                 rows.append((query, (*key, *_write_row(w, crc)), w))
         meter: list[MeterRow] = []
         put = any(isinstance(op, LgPut) for op in ops)  # a checkpoint: its streams hear of it
+        metered = self._lg_metered()
+        done: list[tuple[Any, LgRecord]] = []
         with self._tx(tenant_id) as db:
             with self._lg_pipeline(db):  # PostgreSQL: the statements in one round trip
                 checks = [(self._lg_check_run(db, key, now, f), f) for f in fences.values()]
-                done = [(db.execute(query, params), rec) for query, params, rec in rows]
+                for query, params, rec in rows:
+                    inline = metered.get(query)
+                    if inline is None:
+                        done.append((db.execute(query, params), rec))
+                        continue
+                    (m,) = rec.meter()
+                    db.execute(inline, (*params, *key, m.step, m.table, m.channel, m.bytes))
+                if metered:  # the rest is metered whatever it found: no wait for counts
+                    for _, rec in done:
+                        for m in rec.meter():
+                            db.execute(q.Q_PUT_METER, (*key, m.step, m.table, m.channel, m.bytes))
+                    done = []
+                    if put:
+                        self._announce(db, (key,))
             for cur, fence in checks:
                 if fence is not None and cur.rowcount != 1:
                     raise LeaseLost(key[1], fence.token)
@@ -272,7 +315,7 @@ class LangGraphSQL:
                 if cur.rowcount == 1 or isinstance(rec, LgCheckpoint):
                     meter.extend(rec.meter())
             _meter(db, q, key, meter)
-            if put:
+            if put and not metered:
                 self._announce(db, (key,))
         if put:
             observe.moved((key,))  # the thread's streams wake (wayline.server.bell)
@@ -407,6 +450,46 @@ class LangGraphSQL:
         params = (tenant_id, thread_id, checkpoint_ns, channel, root)
         rows = self._read(self.q.Q_LG_LOAD_CHAIN, params, tenant=tenant_id)
         return [self._lg_value(tenant_id, thread_id, r) for r in rows]
+
+    def lg_load_chain_below(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        channel: str,
+        root: str,
+        version: str,
+        limit: int,
+    ) -> list[LgValue]:
+        """The newest ``limit`` versions of the chain from the full copy ``root`` at or
+        below ``version``, newest first: a level of a value's path in one read, where
+        walking its bases read one row a query (a round trip each on PostgreSQL)."""
+        params = (tenant_id, thread_id, checkpoint_ns, channel, root, version, limit)
+        rows = self._read(self.q.Q_LG_CHAIN_BELOW, params, tenant=tenant_id)
+        return [self._lg_value(tenant_id, thread_id, r) for r in rows]
+
+    def lg_load_chain_at(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        channel: str,
+        root: str,
+        counters: Sequence[str],
+    ) -> list[LgValue]:
+        """The versions of the chain from ``root`` whose 10-digit counters (the version's
+        prefix, ``WaylineSaver.get_next_version``) are ``counters``: one read a hundred."""
+        out: list[LgValue] = []
+        wanted = sorted(set(counters))
+        for i in range(0, len(wanted), 100):
+            chunk = wanted[i : i + 100]
+            marks = ", ".join([self.placeholder] * len(chunk))
+            query = self.q.Q_LG_CHAIN_AT.format(marks=marks)
+            low, high = chunk[0], f"{int(chunk[-1]) + 1:010d}"  # digits: any collation
+            params = (tenant_id, thread_id, checkpoint_ns, channel, root, low, high, *chunk)
+            rows = self._read(query, params, tenant=tenant_id)
+            out += [self._lg_value(tenant_id, thread_id, r) for r in rows]
+        return out
 
     def lg_load_writes(
         self, tenant_id: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str

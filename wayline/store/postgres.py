@@ -167,6 +167,19 @@ SELECT * FROM unnest(%b::text[], %b::text[], %b::bigint[], %b::text[], %b::text[
 does not apply to ``COPY FROM`` (it refuses it)."""
 
 
+_LG_METERED = {
+    insert: f"""
+WITH stored AS ({insert.strip()} RETURNING 1)
+INSERT INTO meter (tenant_id, run_id, step, tbl, channel, bytes)
+SELECT %s, %s, %s, %s, %s, %s FROM stored
+"""
+    for insert in (_QUERIES.Q_LG_PUT_VALUE, _QUERIES.Q_LG_PUT_WRITE)
+}
+"""A LangGraph version or write and its meter row, the meter row only if the row was new:
+a step's statements all go in one pipeline, with no round trip for the row counts before
+the meter rows (``lg_write_batch``)."""
+
+
 Q_STEP_ONE_TRIP = f"""
 WITH fenced AS ({_QUERIES.Q_FENCE_UPDATE.strip()} RETURNING 1)
 INSERT INTO deltas (tenant_id, run_id, step, payload, fencing_token, sizes, crc)
@@ -358,6 +371,9 @@ class PostgresStore(SQLStore):
         if isinstance(db, _Executor):
             return db.conn.pipeline()
         return nullcontext()
+
+    def _lg_metered(self) -> dict[str, str]:
+        return _LG_METERED
 
     def _scope(self, conn: psycopg.Connection[Any], tenant: str | None) -> None:
         """Under row-level security, name the tenant this transaction may see."""

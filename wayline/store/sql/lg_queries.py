@@ -10,9 +10,13 @@ INSERT INTO runs (tenant_id, run_id, graph_name, graph_version, status, step, ne
     schema_version, incarnation, engine)
 VALUES (?, ?, 'langgraph', '', 'done', -1, '[]', 'sync', 0, ?, ?, 0, 0, '', ?, 'langgraph')
 ON CONFLICT (tenant_id, run_id) DO UPDATE SET updated_at = excluded.updated_at
+WHERE runs.updated_at < excluded.updated_at - 1.0
 """
 """A thread is a run: its row makes ``wayline runs bytes``, purge, export and retention
-(by age, status ``done``) work on it. No worker serves graph ``langgraph``: never claimed."""
+(by age, status ``done``) work on it. No worker serves graph ``langgraph``: never claimed.
+``updated_at`` moves at most once a second: a step that finds the row that fresh leaves its
+page alone (one 4 KiB WAL frame fewer a commit on SQLite, for a clock read by retention in
+days and by listings in order)."""
 
 Q_LG_FENCE = """
 UPDATE runs SET updated_at = ?, step = COALESCE(?, step),
@@ -64,6 +68,21 @@ Q_LG_LOAD_CHAIN = f"""
 SELECT {_VALUE_COLUMNS} FROM lg_values
 WHERE tenant_id = ? AND run_id = ? AND checkpoint_ns = ? AND channel = ? AND root = ?
 """
+Q_LG_CHAIN_BELOW = f"""
+SELECT {_VALUE_COLUMNS} FROM lg_values
+WHERE tenant_id = ? AND run_id = ? AND checkpoint_ns = ? AND channel = ? AND root = ?
+    AND version <= ?
+ORDER BY version DESC LIMIT ?
+"""
+"""The newest rows of a chain at or below a version: one range read of the primary key
+that holds a level of a value's path (its one-version deltas are consecutive versions)."""
+Q_LG_CHAIN_AT = f"""
+SELECT {_VALUE_COLUMNS} FROM lg_values
+WHERE tenant_id = ? AND run_id = ? AND checkpoint_ns = ? AND channel = ? AND root = ?
+    AND version >= ? AND version < ? AND substr(version, 1, 10) IN ({{marks}})
+"""
+"""The rows of a chain whose version counters are given (``{marks}``), within one range of
+the primary key: the rest of a value's path, once a skip row told its counts."""
 Q_LG_VALUES_OVER_WRITES = f"""
 SELECT {_VALUE_COLUMNS} FROM lg_values
 WHERE tenant_id = ? AND run_id = ? AND checkpoint_ns = ? AND writes_of IN ({{marks}})
