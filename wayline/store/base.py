@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from wayline.store.lg_sql import LangGraphContract
+from wayline.store.lg_contract import LangGraphContract
 from wayline.store.memory_data_sql import MemoryDataContract
 from wayline.store.memory_sql import MemoryContract
 from wayline.store.sql_core import SchemaContract
