@@ -24,6 +24,7 @@ from wayline.ids import derive_id
 __all__ = [
     "PULL",
     "PUSH",
+    "LG_PATH_KINDS",
     "ROUTE",
     "SEND",
     "TaskResult",
@@ -31,12 +32,16 @@ __all__ = [
     "apply_step",
     "derive_id",
     "fold_writes",
+    "lg_path",
     "values_of",
     "with_pending",
 ]
 
 PULL = "pull"
 PUSH = "push"
+LG_PATH_KINDS = {PULL: "__pregel_pull", PUSH: "__pregel_push"}
+"""A task path's kind as LangGraph spells it (``PregelTask.path``, ``langgraph_path``,
+the API's ``path``). Inside, the short names stay: task ids and effect keys derive from them."""
 ROUTE = "__route__"
 """A write to ROUTE names a node that runs next step (edges, conditional edges, goto)."""
 SEND = "__send__"
@@ -75,6 +80,11 @@ class TaskResult:
     name: str
     path: tuple[Any, ...]
     writes: tuple[tuple[str, Any], ...]
+
+
+def lg_path(path: Sequence[Any]) -> tuple[Any, ...]:
+    """``path`` with its kind as LangGraph spells it (``("__pregel_pull", "node")``)."""
+    return (LG_PATH_KINDS.get(path[0], path[0]), *path[1:]) if path else ()
 
 
 def fold_order(path: Sequence[Any]) -> tuple[Any, ...]:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.errors import TimeTravelError
 from wayline.graph import travel
-from wayline.graph.algo import PULL, TaskResult, values_of
+from wayline.graph.algo import PULL, TaskResult, lg_path, values_of
 from wayline.graph.checkpoint import BlobCache, decode_results
 from wayline.graph.lg_shape import checkpoint_metadata
 from wayline.graph.run_config import checkpoint_config
@@ -81,7 +81,7 @@ def input_snapshot(graph: CompiledGraph, tenant: str, run: RunRecord, step: int)
     task = PregelTask(
         derive_id(tenant, run_id, step, PULL, START),
         START,
-        (PULL, START),
+        lg_path((PULL, START)),
         result=_input_of(graph, tenant, run_id, step),
     )
     return StateSnapshot(

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.errors import ReplayDivergenceError, RunNotFoundError, WaylineError
 from wayline.graph import travel
-from wayline.graph.algo import with_pending
+from wayline.graph.algo import lg_path, with_pending
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct, state_digest
 from wayline.graph.input_checkpoint import (
     input_config,
@@ -118,7 +118,8 @@ class Inspection:
             interrupts.extend(mine)
             done = done_by.get(task_id)
             result = task_result_writes(done.writes) if done else None
-            tasks.append(PregelTask(task_id, spec.name, spec.path, interrupts=mine, result=result))
+            path = lg_path(spec.path)
+            tasks.append(PregelTask(task_id, spec.name, path, interrupts=mine, result=result))
             if task_id not in pending:
                 waiting.append(spec.name)
         source = step_source(graph.store, tenant, run_id, at)

@@ -7,7 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["CONFIG_KEY_NODE_FINISHED", "node_finished"]
+from wayline.graph import algo
+from wayline.graph.algo import LG_PATH_KINDS
+
+__all__ = ["CONFIG_KEY_NODE_FINISHED", "PULL", "PUSH", "node_finished"]
+
+PULL = LG_PATH_KINDS[algo.PULL]
+"""The first item of a node's task path (``PregelTask.path == (PULL, "node")``)."""
+PUSH = LG_PATH_KINDS[algo.PUSH]
+"""The first item of a ``Send``'s task path (``(PUSH, index)``)."""
 
 CONFIG_KEY_NODE_FINISHED = "__pregel_node_finished"
 """``config["configurable"][CONFIG_KEY_NODE_FINISHED] = fn``: ``fn(node)`` is called with

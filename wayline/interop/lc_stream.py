@@ -20,6 +20,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, LLMResult
 from langchain_core.runnables.config import var_child_runnable_config
 
+from wayline.graph.algo import lg_path
+
 if TYPE_CHECKING:  # the protocol is generic over the streamed item; it streams anything
     from langchain_core.tracers._streaming import _StreamingCallbackHandler
 
@@ -45,9 +47,6 @@ PROPAGATED = (
     "graph_id",
 )
 """The ``configurable`` keys LangGraph copies into every chunk's metadata (when given)."""
-
-_PATHS = {"pull": "__pregel_pull", "push": "__pregel_push"}
-"""LangGraph's names of a task's kind in ``langgraph_path``."""
 
 NOSTREAM = "nostream"
 """A chat model tagged so (``model.with_config(tags=["nostream"])``) is not streamed."""
@@ -78,7 +77,6 @@ class ChatStream:
 
     def metadata(self, loop: Any, task: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
         ns = loop.invocation.namespace
-        kind, *rest = task.spec.path
         given = {"thread_id": loop.run_id} if self.given is None else self.given
         if ns:  # a subgraph's task: its graph's namespace is the configured one (LangGraph's)
             given = {**given, "checkpoint_ns": "|".join(ns)}
@@ -88,7 +86,7 @@ class ChatStream:
             "langgraph_step": task.step,
             "langgraph_node": task.spec.name,
             "langgraph_triggers": (f"branch:to:{task.spec.name}",),
-            "langgraph_path": (_PATHS.get(kind, kind), *rest),
+            "langgraph_path": lg_path(task.spec.path),
             "langgraph_checkpoint_ns": "|".join((*ns, f"{task.spec.name}:{task.id}")),
         }
         return ns, meta

@@ -15,6 +15,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from wayline.graph.algo import lg_path
 from wayline.graph.types import StateSnapshot
 from wayline.server.jsonable import interrupt_json, iso, to_jsonable
 from wayline.store.records import RunRecord
@@ -32,8 +33,6 @@ __all__ = [
 ]
 
 FINAL: frozenset[str] = frozenset({"success", "error", "timeout", "interrupted"})
-_PATHS = {"pull": "__pregel_pull", "push": "__pregel_push"}
-"""Task path markers as LangGraph spells them."""
 _NS = uuid.UUID("9d3c0a44-5d0e-4c4e-9a6e-2f1d0b7e1c55")
 
 
@@ -166,7 +165,7 @@ def _state_at(
         {
             "id": t.id,
             "name": t.name,
-            "path": [_PATHS.get(p, p) for p in t.path] if t.path else [],
+            "path": list(lg_path(t.path)),
             "error": None,
             "interrupts": [interrupt_json(i) for i in t.interrupts],
             "checkpoint": None,
