@@ -57,6 +57,7 @@ SAME = [
     "input_fork",
     "node_finished",
     "subgraph_listing",
+    "task_errors",
 ]
 
 

@@ -22,9 +22,9 @@ from wayline.graph.types import END, Send
 from wayline.ids import derive_id
 
 __all__ = [
+    "LG_PATH_KINDS",
     "PULL",
     "PUSH",
-    "LG_PATH_KINDS",
     "ROUTE",
     "SEND",
     "TaskResult",

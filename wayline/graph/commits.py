@@ -5,7 +5,7 @@ durable byte of a step goes out here, through the loop's commit sink."""
 from __future__ import annotations
 
 import typing
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from wayline.graph.algo import TaskResult, apply_step, fold_writes, sorted_results
@@ -15,6 +15,7 @@ from wayline.graph.interrupts import Asked, ask
 from wayline.graph.wakeups import wake_time
 from wayline.store.memory_records import MemoryWrite
 from wayline.store.records import (
+    AuditRecord,
     BlobRecord,
     CommitBatch,
     DeltaRecord,
@@ -159,13 +160,20 @@ class StepCommits:
         )
         loop.sink.flush()
 
-    def _submit_status(self, status: RunStatus, *, error: str | None = None) -> None:
+    def _submit_status(
+        self,
+        status: RunStatus,
+        *,
+        error: str | None = None,
+        audit: Sequence[AuditRecord] = (),
+    ) -> None:
         loop = _loop(self)
         nodes = tuple(t.name for t in loop.next_tasks)
         loop.sink.submit(
             CommitBatch(
                 run=RunUpdate(status, loop.step, nodes, error=error),
                 take_inbox=loop._taking_inbox(),
+                audit=list(audit),
             )
         )
 

@@ -26,6 +26,7 @@ from wayline.graph.run_config import run_ids as _ids
 from wayline.graph.snapshot_source import step_source
 from wayline.graph.subgraph import with_child_configs, with_child_states
 from wayline.graph.subgraph_travel import by_namespace, name_children, subgraph_named
+from wayline.graph.task_errors import task_errors
 from wayline.graph.tasks import defer_split
 from wayline.graph.types import Interrupt, PregelTask, ReadInfo, StateSnapshot
 from wayline.graph.updates import history
@@ -101,6 +102,7 @@ class Inspection:
             records = graph.store.load_interrupts(tenant, run_id, at + 1)
         # as LangGraph's: a past step's tasks carry what they wrote (the next step's delta)
         done_by = pending if latest else step_results(graph, tenant, run_id, at + 1)
+        failed = task_errors(graph.store, tenant, run_id, at + 1)
         for spec in defer_split(rec.next_tasks, graph.nodes)[0]:  # held: not next
             task_id = derive_id(tenant, run_id, at + 1, *spec.path)
             mine = tuple(
@@ -118,8 +120,9 @@ class Inspection:
             interrupts.extend(mine)
             done = done_by.get(task_id)
             result = task_result_writes(done.writes) if done else None
+            error = failed.get(task_id)
             path = lg_path(spec.path)
-            tasks.append(PregelTask(task_id, spec.name, path, interrupts=mine, result=result))
+            tasks.append(PregelTask(task_id, spec.name, path, error, mine, result=result))
             if task_id not in pending:
                 waiting.append(spec.name)
         source = step_source(graph.store, tenant, run_id, at)

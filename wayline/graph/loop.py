@@ -7,6 +7,7 @@ that touches the store or decides what happens next lives here, once.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -56,6 +57,7 @@ from wayline.graph.node import route_writes, split_output
 from wayline.graph.schema import streamed_update
 from wayline.graph.segments import LogIndex
 from wayline.graph.snapshot_policy import SnapshotPolicy
+from wayline.graph.task_errors import failure
 from wayline.graph.tasks import ExecTask, TaskOutcome, TaskSteps, defer_split
 from wayline.graph.travel import ForkOrigin, is_fork, load_origin
 from wayline.graph.types import START, Command, Interrupt, Send
@@ -486,7 +488,20 @@ class RunLoop(TaskSteps, StepCommits):
                     self._submit_status("parked", error=str(parked))
                     self.sink.flush()
                     raise parked
-                self._submit_status("failed", error=_describe(error))
+                failures = [
+                    failure(
+                        self.tenant_id,
+                        self.run_id,
+                        o.task.step,
+                        o.task.id,
+                        o.task.spec.name,
+                        o.error,
+                        self.owner,
+                    )
+                    for o in errors
+                    if o.error is not None and not isinstance(o.error, asyncio.CancelledError)
+                ]  # as LangGraph's tasks show them: each failed task with its error
+                self._submit_status("failed", error=_describe(error), audit=failures)
                 self.sink.flush()
                 raise error
             if asked:

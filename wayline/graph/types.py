@@ -155,8 +155,9 @@ class PregelTask:
     id: str
     name: str
     path: tuple[Any, ...]
-    error: Exception | None = None
-    """LangGraph's field order (a failed task's error is in the run's status instead)."""
+    error: Exception | str | None = None
+    """The ``repr`` of the exception a failed task raised at this step, as LangGraph's
+    snapshots show it read back (``wayline.graph.task_errors``)."""
     interrupts: tuple[Interrupt, ...] = ()
     state: Any = None
     """With ``get_state(config, subgraphs=True)``: the state of the subgraph this task runs."""
