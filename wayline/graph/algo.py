@@ -20,6 +20,7 @@ from wayline.graph.channels import MISSING, Barrier, Channel
 from wayline.graph.timeouts import TimeoutPolicy
 from wayline.graph.types import END, Send
 from wayline.ids import derive_id
+from wayline.interop.lg_paths import LG_PATH_KINDS, PULL, PUSH, lg_path
 
 __all__ = [
     "LG_PATH_KINDS",
@@ -37,11 +38,6 @@ __all__ = [
     "with_pending",
 ]
 
-PULL = "pull"
-PUSH = "push"
-LG_PATH_KINDS = {PULL: "__pregel_pull", PUSH: "__pregel_push"}
-"""A task path's kind as LangGraph spells it (``PregelTask.path``, ``langgraph_path``,
-the API's ``path``). Inside, the short names stay: task ids and effect keys derive from them."""
 ROUTE = "__route__"
 """A write to ROUTE names a node that runs next step (edges, conditional edges, goto)."""
 SEND = "__send__"
@@ -80,11 +76,6 @@ class TaskResult:
     name: str
     path: tuple[Any, ...]
     writes: tuple[tuple[str, Any], ...]
-
-
-def lg_path(path: Sequence[Any]) -> tuple[Any, ...]:
-    """``path`` with its kind as LangGraph spells it (``("__pregel_pull", "node")``)."""
-    return (LG_PATH_KINDS.get(path[0], path[0]), *path[1:]) if path else ()
 
 
 def fold_order(path: Sequence[Any]) -> tuple[Any, ...]:

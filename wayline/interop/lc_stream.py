@@ -20,7 +20,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, LLMResult
 from langchain_core.runnables.config import var_child_runnable_config
 
-from wayline.graph.algo import lg_path
+from wayline.interop.lg_paths import lg_path
 
 if TYPE_CHECKING:  # the protocol is generic over the streamed item; it streams anything
     from langchain_core.tracers._streaming import _StreamingCallbackHandler
