@@ -58,6 +58,7 @@ SAME = [
     "node_finished",
     "subgraph_listing",
     "task_errors",
+    "update_as_end",
 ]
 
 

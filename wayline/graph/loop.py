@@ -60,7 +60,7 @@ from wayline.graph.snapshot_policy import SnapshotPolicy
 from wayline.graph.task_errors import failure
 from wayline.graph.tasks import ExecTask, TaskOutcome, TaskSteps, defer_split
 from wayline.graph.travel import ForkOrigin, is_fork, load_origin
-from wayline.graph.types import START, Command, Interrupt, Send
+from wayline.graph.types import END, START, Command, Interrupt, Send
 from wayline.graph.wakeups import due
 from wayline.ids import RunRef
 from wayline.memory.step import RunMemory
@@ -648,8 +648,12 @@ class RunLoop(TaskSteps, StepCommits):
     def update_many(self, updates: Sequence[tuple[Any, str | None]]) -> None:
         """One step of several updates (``bulk_update_state``'s superstep): each writes as
         its ``as_node`` would; their writes fold together, as parallel nodes' do."""
-        results = []
+        results: list[TaskResult] = []
         for update, as_node in updates:
+            if as_node == END:  # as LangGraph: the tasks end; those that ran keep their writes
+                results.extend(self.unfinished.pending.values())
+                results.append(TaskResult(END, (PULL, END), ()))
+                continue
             values, goto = split_output(update, as_node or UPDATE)
             writes = list(self.graph.schema.input_to_dict(values).items())
             if goto and as_node is None:  # a Command(goto=...): there, not to the next tasks

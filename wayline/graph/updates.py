@@ -236,7 +236,12 @@ def _check_superstep(graph: CompiledGraph, updates: Sequence[StateUpdate]) -> No
                 f"update_state(as_node={u.as_node!r}) cannot share a superstep with other "
                 "updates: give it a superstep of its own"
             )
-        if u.as_node is not None and u.as_node != INPUT and u.as_node not in graph.nodes:
+        if u.as_node == END and u.values is not None:
+            raise InvalidUpdateError(
+                "update_state(as_node='__end__') takes no values: it ends the waiting step's "
+                "tasks; write values with another as_node first"
+            )
+        if u.as_node not in (None, INPUT, END) and u.as_node not in graph.nodes:
             raise UnknownNodeError(
                 f"update_state(as_node={u.as_node!r}): nodes are {sorted(graph.nodes)}"
             )
