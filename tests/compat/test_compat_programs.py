@@ -59,6 +59,7 @@ SAME = [
     "subgraph_listing",
     "task_errors",
     "update_as_end",
+    "update_as_last_node",
 ]
 
 

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wayline.errors import InvalidUpdateError, RunNotFoundError, UnknownNodeError
 from wayline.graph import travel
-from wayline.graph.input_checkpoint import Point, input_snapshot, listed, update_target
+from wayline.graph.input_checkpoint import (
+    Point,
+    input_snapshot,
+    listed,
+    step_results,
+    update_target,
+)
 from wayline.graph.loop import default_owner
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.run_config import run_ids as _ids
@@ -102,6 +108,8 @@ class StateUpdates:
             for _ in loop.begin(start):
                 pass
             for superstep in steps:
+                if len(superstep) == 1 and superstep[0].as_node is None and loop.step >= 0:
+                    superstep = [superstep[0]._replace(as_node=_last_writer(graph, loop))]
                 loop.update_many([(u.values, u.as_node) for u in superstep])
                 as_input = len(superstep) == 1 and superstep[0].as_node == INPUT
                 source = "input" if as_input else "update"  # an input: its checkpoint first
@@ -257,3 +265,22 @@ def _check_superstep(graph: CompiledGraph, updates: Sequence[StateUpdate]) -> No
 def _graph(mixin: object) -> CompiledGraph:
     """The compiled graph this is mixed into (typed for mypy)."""
     return typing.cast("CompiledGraph", mixin)
+
+
+def _last_writer(graph: CompiledGraph, loop: Any) -> str | None:
+    """LangGraph's ``as_node`` when none is given: the one node that ran in the run's last
+    step, so the update routes by that node's edges as if it had returned it; None (the
+    update goes on to the step's next tasks) when the step ran no node or several, the node
+    feeds a waiting edge, or a deferred node waits."""
+    ran = {
+        r.name
+        for r in step_results(graph, loop.tenant_id, loop.run_id, loop.step).values()
+        if r.name in graph.nodes
+    }
+    if len(ran) != 1:
+        return None
+    node = ran.pop()
+    # a waiting edge's target and a deferred node stay next whoever writes (LangGraph's
+    # barrier is not cleared by a step), so the step's next tasks are kept as they are
+    held = any(graph.nodes[t.name].defer for t in loop.next_tasks if t.name in graph.nodes)
+    return None if graph.joins_from.get(node) or held else node
