@@ -20,10 +20,9 @@ from wayline.graph.channels import MISSING, Barrier, Channel
 from wayline.graph.timeouts import TimeoutPolicy
 from wayline.graph.types import END, Send
 from wayline.ids import derive_id
-from wayline.interop.lg_paths import LG_PATH_KINDS, PULL, PUSH, lg_path
+from wayline.interop.lg_paths import PULL, PUSH
 
 __all__ = [
-    "LG_PATH_KINDS",
     "PULL",
     "PUSH",
     "ROUTE",
@@ -33,7 +32,6 @@ __all__ = [
     "apply_step",
     "derive_id",
     "fold_writes",
-    "lg_path",
     "values_of",
     "with_pending",
 ]

@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.errors import TimeTravelError
 from wayline.graph import travel
-from wayline.graph.algo import PULL, TaskResult, lg_path, values_of
+from wayline.graph.algo import PULL, TaskResult, values_of
 from wayline.graph.checkpoint import BlobCache, decode_results
 from wayline.graph.lg_shape import checkpoint_metadata
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.snapshot_source import step_source
 from wayline.graph.types import START, PregelTask, ReadInfo, StateSnapshot
 from wayline.ids import derive_id
+from wayline.interop.lg_paths import lg_path
 from wayline.store.base import Store
 from wayline.store.records import RunRecord
 

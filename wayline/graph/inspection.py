@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.errors import ReplayDivergenceError, RunNotFoundError, WaylineError
 from wayline.graph import travel
-from wayline.graph.algo import lg_path, with_pending
+from wayline.graph.algo import with_pending
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct, state_digest
 from wayline.graph.input_checkpoint import (
     input_config,
@@ -31,6 +31,7 @@ from wayline.graph.tasks import defer_split
 from wayline.graph.types import Interrupt, PregelTask, ReadInfo, StateSnapshot
 from wayline.graph.updates import history
 from wayline.ids import RunRef, derive_id
+from wayline.interop.lg_paths import lg_path
 from wayline.store.records import AuditRecord
 
 if TYPE_CHECKING:

@@ -7,14 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from wayline.graph import algo
-from wayline.graph.algo import LG_PATH_KINDS
+from wayline.interop import lg_paths
 
 __all__ = ["CONFIG_KEY_NODE_FINISHED", "PULL", "PUSH", "node_finished"]
 
-PULL = LG_PATH_KINDS[algo.PULL]
+PULL = lg_paths.LG_PATH_KINDS[lg_paths.PULL]
 """The first item of a node's task path (``PregelTask.path == (PULL, "node")``)."""
-PUSH = LG_PATH_KINDS[algo.PUSH]
+PUSH = lg_paths.LG_PATH_KINDS[lg_paths.PUSH]
 """The first item of a ``Send``'s task path (``(PUSH, index)``)."""
 
 CONFIG_KEY_NODE_FINISHED = "__pregel_node_finished"

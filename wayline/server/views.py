@@ -15,8 +15,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from wayline.graph.algo import lg_path
 from wayline.graph.types import StateSnapshot
+from wayline.interop.lg_paths import lg_path
 from wayline.server.jsonable import interrupt_json, iso, to_jsonable
 from wayline.store.records import RunRecord
 from wayline.store.server_tables import ThreadRecord, ThreadRunRecord, ThreadRunStatus
