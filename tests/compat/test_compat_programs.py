@@ -58,6 +58,7 @@ SAME = [
     "node_finished",
     "subgraph_listing",
     "task_errors",
+    "thread_branches",
     "update_as_end",
     "update_as_last_node",
 ]

@@ -101,6 +101,7 @@ def test_a_new_effect_in_an_original_fork_is_refused(url: str, payments: Payment
     app = finished_refund(url, payments, approved=False)  # declined: no refund was made
     assert provider_calls(payments) == 0
     history = list(app.get_state_history(CFG))
+    original = history[0].config
     proposed = next(s for s in history if s.metadata["step"] == PAID - 1)
     # LangGraph's way: edit a past checkpoint, then invoke(None, the edit's config)
     edited = app.update_state(proposed.config, {"decision": {"approved": True}}, as_node="approve")
@@ -110,7 +111,7 @@ def test_a_new_effect_in_an_original_fork_is_refused(url: str, payments: Payment
     assert refused.value.mode == "original" and refused.value.name == "refund"
     assert "effects='live'" in str(refused.value)
     assert provider_calls(payments) == 0  # nothing was sent
-    assert app.get_state(CFG).values["decision"] == {"approved": False}  # original untouched
+    assert app.get_state(original).values["decision"] == {"approved": False}  # untouched
 
 
 def test_live_must_be_asked_for_and_uses_a_new_key(url: str, payments: PaymentsService) -> None:

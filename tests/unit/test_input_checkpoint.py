@@ -85,6 +85,7 @@ def test_the_input_checkpoints_config_is_an_address() -> None:
     app.invoke({"log": ["in2"]}, cfg())
     inputs = list(app.get_state_history(cfg(), filter={"source": "input"}))
     later, first = inputs
+    original = app.get_state(cfg()).config
     assert app.get_state(first.config) == first
     assert app.get_state(later.config).values == {"log": ["in", "a", "b"]}
     # run from it: the input runs again (a fork from the input step)
@@ -98,7 +99,9 @@ def test_the_input_checkpoints_config_is_an_address() -> None:
     assert app.invoke(None, edited) == {"log": ["u", "a", "b"]}
     edited = app.update_state(later.config, {"log": ["u"]})
     assert app.get_state(edited).values == {"log": ["in", "a", "b", "u"]}
-    assert app.get_state(cfg()).values["log"][-1] == "b"  # the thread itself is as it was
+    assert app.get_state(original).values["log"][-1] == "b"  # the run itself is as it was
+    # as LangGraph's latest checkpoint, the thread goes on from the edit made last
+    assert app.get_state(cfg()).values == {"log": ["in", "a", "b", "u"]}
     tup = app.store.get_tuple(first.config)
     assert tup is not None and tup.metadata == {"source": "input", "step": -1, "parents": {}}
 

@@ -64,6 +64,7 @@ def test_a_subgraph_checkpoint_config_goes_back_there(persistent: bool) -> None:
     }
     app.invoke(Command(resume="x1"), CFG)
     assert app.invoke(Command(resume="x2"), CFG)["value"] == ["a", "1:x1", "2:x2"]
+    original = app.get_state(CFG).config
 
     calls.clear()
     again = app.invoke(None, {"configurable": sub})
@@ -72,7 +73,8 @@ def test_a_subgraph_checkpoint_config_goes_back_there(persistent: bool) -> None:
     fork = {"configurable": {"thread_id": "t@0"}}
     app.invoke(Command(resume="y1"), fork)
     assert app.invoke(Command(resume="y2"), fork)["value"] == ["a", "1:y1", "2:y2"]
-    assert app.get_state(CFG).values["value"] == ["a", "1:x1", "2:x2"]  # untouched
+    assert app.get_state(original).values["value"] == ["a", "1:x1", "2:x2"]  # untouched
+    assert app.get_state(CFG).values["value"] == ["a", "1:y1", "2:y2"]  # the thread's latest
 
 
 def test_update_state_with_a_subgraph_config_edits_the_child_fork() -> None:

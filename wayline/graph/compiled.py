@@ -19,6 +19,7 @@ from wayline.errors import (
 )
 from wayline.graph import travel
 from wayline.graph.algo import with_pending
+from wayline.graph.branches import thread_head
 from wayline.graph.cache import NODE_NS
 from wayline.graph.channels import Barrier, Channel
 from wayline.graph.channels.overwrite import Overwrite
@@ -609,6 +610,8 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
         config = dict(config or {})
         tenant, run_id = run_ids(config, create=not self.requires_thread_id)
         config.setdefault("configurable", {})
+        if self.requires_thread_id:  # a thread goes on from its latest checkpoint's run
+            run_id = thread_head(self.store, tenant, run_id, config["configurable"])
         config["configurable"] = {**config["configurable"], "thread_id": run_id}
         check_durability(durability)
         conf = config["configurable"]

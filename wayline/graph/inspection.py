@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from wayline.errors import ReplayDivergenceError, RunNotFoundError, WaylineError
 from wayline.graph import travel
 from wayline.graph.algo import with_pending
+from wayline.graph.branches import thread_head
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct, state_digest
 from wayline.graph.input_checkpoint import (
     input_config,
@@ -79,12 +80,13 @@ class Inspection:
     def _state(self, config: Mapping[str, Any]) -> StateSnapshot:
         graph = _graph(self)
         tenant, run_id = _ids(config, create=False)
+        run_id = thread_head(graph.store, tenant, run_id, config.get("configurable") or {})
         run = graph.store.get_run(tenant, run_id)
         cfg = RunRef(tenant, run_id).config()
         if run is None:
             return StateSnapshot({}, (), cfg, {}, None, None, ())
-        at = travel.requested_step(config, tenant, run_id)
-        at = run.step if at is None else min(at, run.step)
+        named = travel.requested_step(config, tenant, run_id)
+        at = run.step if named is None else min(named, run.step)
         if travel.names_input_checkpoint(config, tenant, run_id):
             return input_snapshot(graph, tenant, run, at)
         rec = reconstruct(graph.store, graph.codec, graph.new_channels(), tenant, run_id, at)
@@ -124,7 +126,7 @@ class Inspection:
             error = failed.get(task_id)
             path = lg_path(spec.path)
             tasks.append(PregelTask(task_id, spec.name, path, error, mine, result=result))
-            if task_id not in pending:
+            if task_id not in pending or named is not None:
                 waiting.append(spec.name)
         source = step_source(graph.store, tenant, run_id, at)
         parent = checkpoint_config(tenant, run_id, at - 1) if at > 0 else None
@@ -141,10 +143,12 @@ class Inspection:
             rows_read=rec.rows_read,
         )
         updated = dt.datetime.fromtimestamp(run.updated_at, dt.UTC).isoformat()
+        # as LangGraph: read at the thread's head, the values show what finished tasks of
+        # the unfinished step wrote and a finished task is not next; a named checkpoint
+        # shows the checkpoint itself (its tasks still carry their results)
+        shown = with_pending(rec.channels, () if named is not None else pending.values())
         return StateSnapshot(
-            # as LangGraph: the values show what finished tasks of the unfinished step wrote,
-            # and a task whose writes are pending (it finished) will not run again
-            values=graph.schema.present(with_pending(rec.channels, pending.values())),
+            values=graph.schema.present(shown),
             next=tuple(waiting),
             config=checkpoint_config(tenant, run_id, at),
             metadata=checkpoint_metadata(source, at),

@@ -9,12 +9,17 @@ from typing import Any
 
 from wayline.interop import lg_paths
 
-__all__ = ["CONFIG_KEY_NODE_FINISHED", "PULL", "PUSH", "node_finished"]
+__all__ = ["CONFIG_KEY_NODE_FINISHED", "ERROR", "INTERRUPT", "PULL", "PUSH", "node_finished"]
 
 PULL = lg_paths.LG_PATH_KINDS[lg_paths.PULL]
 """The first item of a node's task path (``PregelTask.path == (PULL, "node")``)."""
 PUSH = lg_paths.LG_PATH_KINDS[lg_paths.PUSH]
 """The first item of a ``Send``'s task path (``(PUSH, index)``)."""
+
+ERROR = "__error__"
+"""The channel of a failed task's write in a checkpointer's ``pending_writes``: what it raised."""
+INTERRUPT = "__interrupt__"
+"""The channel of an interrupted task's write in ``pending_writes``: its interrupts."""
 
 CONFIG_KEY_NODE_FINISHED = "__pregel_node_finished"
 """``config["configurable"][CONFIG_KEY_NODE_FINISHED] = fn``: ``fn(node)`` is called with

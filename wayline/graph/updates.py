@@ -12,11 +12,10 @@ import typing
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from wayline.errors import InvalidUpdateError, RunNotFoundError, UnknownNodeError
-from wayline.graph import travel
+from wayline.errors import InvalidUpdateError, RunNotFoundError, TimeTravelError, UnknownNodeError
+from wayline.graph import branches, travel
 from wayline.graph.input_checkpoint import (
     Point,
-    input_snapshot,
     listed,
     step_results,
     update_target,
@@ -28,7 +27,7 @@ from wayline.graph.snapshot_source import mark
 from wayline.graph.subgraph_travel import by_namespace, names_subgraph, open_pinned, subgraph_named
 from wayline.graph.types import END, Command, StateSnapshot
 from wayline.ids import RunRef
-from wayline.store.records import CommitBatch
+from wayline.store.records import CommitBatch, RunRecord
 
 if TYPE_CHECKING:
     from wayline.graph.compiled import CompiledGraph
@@ -88,6 +87,10 @@ class StateUpdates:
         tenant, run_id = _ids(config, create=False)
         config = update_target(graph.store, config, tenant, run_id)  # an input checkpoint's
         tenant, run_id = _ids(config, create=False)
+        head = branches.thread_head(graph.store, tenant, run_id, config.get("configurable") or {})
+        if head != run_id:  # the thread's latest checkpoint is a fork's: the edit goes there
+            config = {**config, "configurable": {**config["configurable"], "thread_id": head}}
+            run_id = head
         if len(steps) == 1 and len(steps[0]) == 1 and steps[0][0].as_node == COPY:
             return _copy(graph, config, tenant, run_id)
         pinned = open_pinned(graph, config, tenant, default_owner())  # a subgraph's checkpoint
@@ -168,30 +171,75 @@ def history(
     limit: int | None = None,
 ) -> Iterator[StateSnapshot]:
     """Snapshots newest first, from ``before``'s step (exclusive) or the newest, keeping
-    those whose metadata holds every ``filter`` item; at most ``limit``."""
+    those whose metadata holds every ``filter`` item; at most ``limit``. A thread that was
+    replayed or edited in the past lists its forks' checkpoints too (``branches``)."""
     tenant, run_id = _ids(config, create=False)
     run = graph.store.get_run(tenant, run_id)
     if run is None:
         return
-    older: Point | None = None
-    if before is not None:
-        at = travel.requested_step(before, tenant, run_id)
-        if at is not None:
-            older = (at, not travel.names_input_checkpoint(before, tenant, run_id))
     base = {**config.get("configurable", {}), "thread_id": run_id, "tenant": tenant}
     base.pop("checkpoint_id", None)
+    base.pop("step", None)
+    # a fork's own config lists its run alone (its shared steps included), as before
+    family = [] if travel.is_fork(run) else branches.family(graph.store, tenant, run)
+    if len(family) > 1:
+        found = _family_entries(graph, tenant, family, before)
+    else:
+        found = _linear(graph, tenant, run, _older(before, tenant, run_id))
     n = 0
-    for step, own in listed(graph.store, tenant, run, older):
+    for entry in found:
         if limit is not None and n >= limit:
             return
-        if own:
-            snapshot = graph.get_state({"configurable": {**base, "step": step}})
-        else:
-            snapshot = input_snapshot(graph, tenant, run, step)
+        snapshot = branches.entry_snapshot(graph, tenant, entry, base)
         if filter and any(snapshot.metadata.get(k) != v for k, v in filter.items()):
             continue
         n += 1
         yield snapshot
+
+
+def _older(before: Mapping[str, Any] | None, tenant: str, run_id: str) -> Point | None:
+    """The point ``before`` names in a run's own history (None: none)."""
+    if before is None:
+        return None
+    at = travel.requested_step(before, tenant, run_id)
+    if at is None:
+        return None
+    return (at, not travel.names_input_checkpoint(before, tenant, run_id))
+
+
+def _family_entries(
+    graph: CompiledGraph,
+    tenant: str,
+    family: list[branches.Branch],
+    before: Mapping[str, Any] | None,
+) -> Iterator[branches.Entry]:
+    """Every branch's entries, newest branch first; after ``before``'s entry when given."""
+    cid = (before or {}).get("configurable", {}).get("checkpoint_id") if before else None
+    root = next(b.run for b in family if b.shared is None)
+    if before is not None and not cid:  # wayline's ``step``: the root's own steps
+        yield from _linear(graph, tenant, root, _older(before, tenant, root.run_id))
+        return
+    seen = cid is None
+    for branch in family:
+        for entry in branches.branch_entries(graph.store, tenant, branch):
+            if seen:
+                yield entry
+            elif entry.checkpoint_id(tenant) == cid:
+                seen = True
+    if not seen:
+        raise TimeTravelError(
+            f"before={{'checkpoint_id': {cid!r}}} is not a checkpoint of thread "
+            f"{root.run_id!r}; take ids from its get_state_history"
+        )
+
+
+def _linear(
+    graph: CompiledGraph, tenant: str, run: RunRecord, older: Point | None
+) -> Iterator[branches.Entry]:
+    """One run's own entries, newest first, older than ``older``."""
+    branch = branches.Branch(run, None, None)
+    for point in listed(graph.store, tenant, run, older):
+        yield branches.Entry(branch, point, False, False)
 
 
 def _copy(

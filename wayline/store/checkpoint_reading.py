@@ -265,6 +265,8 @@ def _as_tuple(snapshot: Any, thread: str) -> CheckpointTuple:
             writes.append((task.id, key, value))
         if task.interrupts:
             writes.append((task.id, "__interrupt__", list(task.interrupts)))
+        if task.error:  # as LangGraph's ERROR write: what the failed task raised
+            writes.append((task.id, "__error__", task.error))
     return CheckpointTuple(
         config, checkpoint, metadata, _cfg(snapshot.parent_config, thread), writes
     )

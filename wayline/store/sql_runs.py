@@ -470,8 +470,13 @@ class RunsSQL(QueueSQL):
         return [self._listed(r) for r in self._read(self.q.Q_LIST_RUNS, params, tenant=tenant_id)]
 
     def run_ids_with_prefix(self, tenant_id: str, prefix: str, *, limit: int = 10) -> list[str]:
-        params = (tenant_id, len(prefix), prefix, limit)
-        return [r[0] for r in self._read(self.q.Q_RUN_IDS_WITH_PREFIX, params, tenant=tenant_id)]
+        if self.dialect == "sqlite" and prefix:  # BINARY collation: a range of the key
+            upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+            params: tuple[Any, ...] = (tenant_id, prefix, upper, len(prefix), prefix, limit)
+            query = self.q.Q_RUN_IDS_IN_RANGE
+        else:  # a collation may order a prefix's extensions apart: compare the prefix
+            params, query = (tenant_id, len(prefix), prefix, limit), self.q.Q_RUN_IDS_WITH_PREFIX
+        return [r[0] for r in self._read(query, params, tenant=tenant_id)]
 
     def _listed(self, row: Sequence[Any]) -> RunRecord:
         """A run for a listing. One whose row cannot be read is listed with why (as its

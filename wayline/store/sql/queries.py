@@ -182,6 +182,10 @@ Q_RUN_IDS_WITH_PREFIX = """
 SELECT run_id FROM runs
 WHERE tenant_id = ? AND substr(run_id, 1, CAST(? AS INTEGER)) = ? ORDER BY run_id LIMIT ?
 """
+Q_RUN_IDS_IN_RANGE = """
+SELECT run_id FROM runs WHERE tenant_id = ? AND run_id >= ? AND run_id < ?
+AND substr(run_id, 1, CAST(? AS INTEGER)) = ? ORDER BY run_id LIMIT ?
+"""
 Q_LEASE_OF = """
 SELECT fencing_token, lease_owner, lease_expires_at FROM runs WHERE tenant_id = ? AND run_id = ?
 """
