@@ -243,3 +243,24 @@ def test_next_expiry_is_the_first_lease_to_run_out(store: Store) -> None:
     assert soonest is not None and 0 < soonest - time.time() <= 5
     assert store.next_expiry(graphs=[("other", "1", "")]) is None
     assert store.next_expiry(graphs=graphs, tenant_id="someone-else") is None
+
+
+def test_each_step_keeps_when_it_was_committed(store: Store) -> None:
+    """``step_times``: every insert path (one delta, several in one commit, a run's first
+    commit) records the commit's time, so a past checkpoint has its own ``created_at``."""
+    token = new_run(store)
+    before = time.time()
+    store.commit(T, "r1", token, CommitBatch(deltas=[DeltaRecord(0, b"a")]))
+    many = CommitBatch(deltas=[DeltaRecord(1, b"b"), DeltaRecord(2, b"c")])
+    store.commit(T, "r1", token, many)
+    step = CommitBatch(deltas=[DeltaRecord(0, b"x")], run=RunUpdate("running", 0, ("a",)))
+    step.create = RunCreation("g", "1", "sync", "me", 30)
+    store.commit(T, "r2", 1, step)
+    after = time.time()
+    times = store.step_times(T, "r1", -1, 5)
+    assert sorted(times) == [0, 1, 2]
+    assert all(before - 1 <= t <= after + 1 for t in times.values())  # clocks: same host
+    assert times[0] <= times[1] == times[2]  # one commit, one time
+    assert list(store.step_times(T, "r1", 0, 1)) == [1]
+    assert list(store.step_times(T, "r2", -1, 0)) == [0]
+    assert store.step_times(T, "none", -1, 5) == {}

@@ -29,7 +29,7 @@ from wayline.graph.algo import PULL, TaskResult, values_of
 from wayline.graph.checkpoint import BlobCache, decode_results
 from wayline.graph.lg_shape import checkpoint_metadata
 from wayline.graph.run_config import checkpoint_config
-from wayline.graph.snapshot_source import step_source
+from wayline.graph.snapshot_source import step_source, step_time
 from wayline.graph.types import START, PregelTask, ReadInfo, StateSnapshot
 from wayline.ids import derive_id
 from wayline.interop.lg_paths import lg_path
@@ -90,7 +90,7 @@ def input_snapshot(graph: CompiledGraph, tenant: str, run: RunRecord, step: int)
         next=(START,),
         config=input_config(tenant, run_id, step),
         metadata=checkpoint_metadata("input", step - 1),
-        created_at=None,
+        created_at=step_time(graph.store, tenant, run_id, step),  # read from the input step
         parent_config=checkpoint_config(tenant, run_id, step - 1) if step > 0 else None,
         tasks=(task,),
         interrupts=(),

@@ -24,7 +24,7 @@ from wayline.graph.input_checkpoint import (
 from wayline.graph.lg_shape import checkpoint_metadata, task_result_writes
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.run_config import run_ids as _ids
-from wayline.graph.snapshot_source import step_source
+from wayline.graph.snapshot_source import step_source, step_time
 from wayline.graph.subgraph import with_child_configs, with_child_states
 from wayline.graph.subgraph_travel import by_namespace, name_children, subgraph_named
 from wayline.graph.task_errors import task_errors
@@ -152,7 +152,7 @@ class Inspection:
             next=tuple(waiting),
             config=checkpoint_config(tenant, run_id, at),
             metadata=checkpoint_metadata(source, at),
-            created_at=updated if latest else None,
+            created_at=updated if latest else step_time(graph.store, tenant, run_id, at),
             parent_config=parent,
             tasks=tuple(tasks),
             interrupts=tuple(interrupts),

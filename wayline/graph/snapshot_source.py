@@ -11,6 +11,7 @@ fork reads its origin's lines for the steps it shares with it.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import ormsgpack
@@ -19,7 +20,7 @@ from wayline.forks import FORK_ACTION, ForkOrigin
 from wayline.store.base import Store
 from wayline.store.records import AuditRecord
 
-__all__ = ["SOURCE_ACTION", "mark", "step_source"]
+__all__ = ["SOURCE_ACTION", "mark", "step_source", "step_time"]
 
 SOURCE_ACTION = "checkpoint_source"
 """The audit action of a line naming the source of a step (``detail``: step and source)."""
@@ -54,3 +55,10 @@ def step_source(store: Store, tenant_id: str, run_id: str, step: int) -> str:
         if INPUT_WRITER in writers:
             return "input"
     return "loop"
+
+
+def step_time(store: Store, tenant_id: str, run_id: str, step: int) -> str | None:
+    """When step ``step`` of a run was committed, as LangGraph's ``created_at`` (ISO 8601,
+    UTC); None for a step written before the store kept the time."""
+    when = store.step_times(tenant_id, run_id, step - 1, step).get(step)
+    return None if when is None else dt.datetime.fromtimestamp(when, dt.UTC).isoformat()

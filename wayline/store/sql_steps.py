@@ -77,6 +77,11 @@ class StepsContract(Protocol):
         """Deltas of steps in ``(after, through]``, ascending."""
         ...
 
+    def step_times(self, tenant_id: str, run_id: str, after: int, through: int) -> dict[int, float]:
+        """When each step in ``(after, through]`` was committed (seconds since the epoch; a
+        step written before the store kept the time is absent)."""
+        ...
+
     def load_pending(self, tenant_id: str, run_id: str, step: int) -> list[PendingWriteRecord]: ...
 
     def load_segments(self, tenant_id: str, run_id: str, seg_ids: list[str]) -> list[bytes]:
@@ -333,6 +338,10 @@ class StepsSQL(RunsSQL, EffectsSQL):
             )
             for step, data, tok, crc in rows
         ]
+
+    def step_times(self, tenant_id: str, run_id: str, after: int, through: int) -> dict[int, float]:
+        params = (tenant_id, run_id, after, through)
+        return {s: t for s, t in self._read(self.q.Q_STEP_TIMES, params, tenant=tenant_id)}
 
     def load_pending(self, tenant_id: str, run_id: str, step: int) -> list[PendingWriteRecord]:
         rows = self._read(self.q.Q_LOAD_PENDING, (tenant_id, run_id, step), tenant=tenant_id)

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import StoreError, StoreFullError, StoreNotFoundError, StoreURLError
-from wayline.store.sql_core import load_queries
+from wayline.store.sql_core import Executor, load_queries
 from wayline.store.sql_store import SQLStore
 from wayline.store.sqlite_turns import WriterTurns
 
@@ -47,6 +48,11 @@ class SQLiteStore(SQLStore):
     dialect = "sqlite"
     q_meta_exists = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'wayline_meta'"
     q_tables = Q_TABLES
+
+    def _put_deltas(self, db: Executor, rows: Sequence[tuple[Any, ...]]) -> None:
+        """With the commit's time (``Q_INSERT_DELTA_TIMED``)."""
+        now = time.time()
+        db.executemany(self.q.Q_INSERT_DELTA_TIMED, [(*row, now) for row in rows])
 
     def __init__(
         self,

@@ -229,6 +229,15 @@ Q_INSERT_DELTA = """
 INSERT INTO deltas (tenant_id, run_id, step, payload, fencing_token, sizes, crc)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 """
+Q_INSERT_DELTA_TIMED = """
+INSERT INTO deltas (tenant_id, run_id, step, payload, fencing_token, sizes, crc, committed_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+"""
+"""SQLite's: a column added by ALTER TABLE takes no computed default, so the time is given."""
+Q_STEP_TIMES = """
+SELECT step, committed_at FROM deltas
+WHERE tenant_id = ? AND run_id = ? AND step > ? AND step <= ? AND committed_at IS NOT NULL
+"""
 Q_LOAD_DELTA_SIZES = """
 SELECT step, sizes FROM deltas WHERE tenant_id = ? AND run_id = ? AND sizes IS NOT NULL
 """

@@ -1,4 +1,4 @@
--- The current wayline SQLite schema (version 22): what the numbered migrations
+-- The current wayline SQLite schema (version 23): what the numbered migrations
 -- beside this file build, applied in order (tests/store/test_schema.py checks it).
 -- Every table is keyed by tenant_id first.
 CREATE TABLE IF NOT EXISTS wayline_meta (
@@ -55,6 +55,7 @@ CREATE TABLE IF NOT EXISTS deltas (
     fencing_token INTEGER,
     sizes         TEXT,
     crc              INTEGER,
+    committed_at REAL,
     PRIMARY KEY (tenant_id, run_id, step)
 );
 
