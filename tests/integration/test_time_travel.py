@@ -111,6 +111,12 @@ def test_a_new_effect_in_an_original_fork_is_refused(url: str, payments: Payment
     assert refused.value.mode == "original" and refused.value.name == "refund"
     assert "effects='live'" in str(refused.value)
     assert provider_calls(payments) == 0  # nothing was sent
+    # the thread's latest branch is the edit: going on through the thread keeps its mode
+    fork = edited["configurable"]["thread_id"]
+    assert app.get_state(CFG).config["configurable"]["thread_id"] == fork
+    with pytest.raises(EffectReplayRefused):
+        app.invoke(None, CFG)
+    assert provider_calls(payments) == 0
     assert app.get_state(original).values["decision"] == {"approved": False}  # untouched
 
 
