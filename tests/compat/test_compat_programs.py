@@ -60,6 +60,7 @@ SAME = [
     "task_errors",
     "update_as_end",
     "update_as_last_node",
+    "snapshot_tasks",
 ]
 
 
