@@ -61,6 +61,7 @@ SAME = [
     "update_as_end",
     "update_as_last_node",
     "snapshot_tasks",
+    "invoke_modes",
 ]
 
 
