@@ -62,6 +62,7 @@ SAME = [
     "update_as_last_node",
     "snapshot_tasks",
     "invoke_modes",
+    "graph_json",
 ]
 
 
