@@ -39,6 +39,7 @@ from wayline.graph.context import (
     scoped_index,
     set_scope,
 )
+from wayline.graph.invoke_modes import alisted_modes, listed_modes
 from wayline.graph.jsonschema import type_schema
 from wayline.graph.schema import register_hint_types
 from wayline.graph.timeouts import Pulse, TimeoutPolicy, check_async, timed
@@ -403,12 +404,14 @@ class EntrypointGraph(EventStream):
     def with_store(self, store: Any) -> EntrypointGraph:
         return EntrypointGraph(self.graph.with_store(store), self.name, self.__wrapped__)
 
+    @listed_modes
     def invoke(self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
         out: Any = None
         for chunk in self.stream(input, config, stream_mode="values", **kwargs):
             out = chunk
         return _listed(out)
 
+    @alisted_modes
     async def ainvoke(
         self, input: Any, config: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> Any:

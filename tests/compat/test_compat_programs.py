@@ -61,6 +61,9 @@ SAME = [
     "thread_branches",
     "update_as_end",
     "update_as_last_node",
+    "snapshot_tasks",
+    "invoke_modes",
+    "graph_json",
 ]
 
 

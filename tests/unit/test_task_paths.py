@@ -36,6 +36,6 @@ def test_snapshot_task_paths_use_langgraphs_kinds_and_ids_keep_the_inner_spellin
     assert task.id == derive_id("default", "t", 1, "pull", "a")  # as before the edge spelling
     app.invoke(None, config)
     (sent,) = app.get_state(config).tasks
-    assert sent.name == "b" and sent.path[0] == PUSH
+    assert sent.name == "b" and sent.path == (PUSH, 0, False)  # LangGraph's mark: not a call
     history = list(app.get_state_history(config))
     assert history[-1].tasks[0].path == (PULL, START)  # the input checkpoint's __start__

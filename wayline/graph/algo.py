@@ -32,6 +32,7 @@ __all__ = [
     "apply_step",
     "derive_id",
     "fold_writes",
+    "snapshot_order",
     "values_of",
     "with_pending",
 ]
@@ -79,6 +80,19 @@ class TaskResult:
 def fold_order(path: Sequence[Any]) -> tuple[Any, ...]:
     """PULL tasks by node name, then PUSH tasks in the order they were sent (as LangGraph)."""
     return (0, path[1], 0) if path[0] == PULL else (1, "", path[1])
+
+
+def snapshot_order(specs: Iterable[TaskSpec], nodes: Iterable[str]) -> list[TaskSpec]:
+    """``specs`` in the order LangGraph lists a checkpoint's tasks (``StateSnapshot.tasks``
+    and ``next``): PUSH tasks in the order they were sent, then PULL tasks in the order the
+    nodes were added. Only the listing: tasks run and fold in ``fold_order``."""
+    rank = {name: i for i, name in enumerate(nodes)}
+    return sorted(
+        specs,
+        key=lambda t: (
+            (1, rank.get(t.path[1], len(rank)), 0) if t.path[0] == PULL else (0, 0, t.path[1])
+        ),
+    )
 
 
 def apply_step(channels: Mapping[str, Channel], results: Iterable[TaskResult]) -> list[TaskSpec]:

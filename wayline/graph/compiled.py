@@ -40,6 +40,7 @@ from wayline.graph.executing import aexecute, execute, thread_pool
 from wayline.graph.identity import fingerprint_of, shape_json, shape_of
 from wayline.graph.input_checkpoint import input_target
 from wayline.graph.inspection import Inspection, Verification
+from wayline.graph.invoke_modes import alisted_modes, listed_modes
 from wayline.graph.jsonschema import JsonSchemas
 from wayline.graph.loop import RunLoop, default_owner
 from wayline.graph.nested_stream import astream_child, called_from_node, stream_child
@@ -260,6 +261,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
 
     # -- running ----------------------------------------------------------------------
 
+    @listed_modes
     def invoke(
         self,
         input: Any,
@@ -382,6 +384,7 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
             fmt.wrote = True
             yield from fmt("values", with_pending(loop.channels, loop.pending.values()))
 
+    @alisted_modes
     async def ainvoke(
         self,
         input: Any,

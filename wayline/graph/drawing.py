@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import string
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wayline.graph.types import END, START
+from wayline.porting import PORTS
 
 if TYPE_CHECKING:
     from wayline.graph.compiled import CompiledGraph
@@ -38,6 +40,24 @@ class Edge(NamedTuple):
     conditional: bool = False
 
 
+_LANGGRAPH_MODULES = {wayline: langgraph for langgraph, wayline in PORTS.items()}
+
+
+def _runnable_id(fn: Any) -> tuple[str, ...] | None:
+    """LangGraph's ``to_json`` id of a node that is a Runnable: a serializable one's
+    ``lc_id()``, else its class's module and name (a wayline class named by the LangGraph
+    module it ports, ``wayline.prebuilt.tool_node`` -> ``langgraph.prebuilt.tool_node``);
+    None for anything else (a function: LangGraph's ``RunnableCallable``)."""
+    core = sys.modules.get("langchain_core.runnables")
+    if core is None or not isinstance(fn, core.Runnable):
+        return None
+    if isinstance(fn, core.RunnableSerializable):
+        return tuple(fn.lc_id())
+    cls = type(fn)
+    module = _LANGGRAPH_MODULES.get(cls.__module__, cls.__module__)
+    return (*module.split("."), cls.__name__)
+
+
 def _key(e: Edge) -> tuple[str, str, bool, str]:
     return (e.source, e.target, e.conditional, e.data or "")
 
@@ -49,6 +69,9 @@ class DrawableGraph:
     """In drawing order; a list, as LangGraph's ``Graph.edges``."""
     subgraphs: frozenset[str] = frozenset()
     """The nodes that run a compiled graph (drawn as one node unless ``xray``)."""
+    runnables: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(node, LangGraph's class id) of each node that is a langchain-core Runnable itself
+    (a ``ToolNode``, a chat model, a ``RunnableLambda``): ``to_json`` names its class."""
 
     @classmethod
     def of(cls, graph: CompiledGraph, *, xray: int | bool = False) -> DrawableGraph:
@@ -62,7 +85,8 @@ class DrawableGraph:
         for name, child in graph.subgraph_nodes():
             sub = cls.of(child, xray=deeper)
             nodes, edges = _expand(nodes, edges, name, list(sub.nodes), list(sub.edges))
-        return cls(tuple(nodes), edges, frozenset(flat.subgraphs & set(nodes)))
+        kept = tuple((n, k) for n, k in flat.runnables if n in nodes)
+        return cls(tuple(nodes), edges, frozenset(flat.subgraphs & set(nodes)), kept)
 
     @classmethod
     def _flat(cls, graph: CompiledGraph) -> DrawableGraph:
@@ -95,7 +119,14 @@ class DrawableGraph:
         nodes = (START, *names, *((END,) if END in used else ()))
         first = {(e.source, e.target): e for e in reversed(edges)}  # one edge per pair
         unique = list(dict.fromkeys(first[e.source, e.target] for e in edges))
-        return cls(nodes, unique, frozenset(name for name, _ in graph.subgraph_nodes()))
+        subgraphs = frozenset(name for name, _ in graph.subgraph_nodes())
+        runnables = tuple(
+            (name, kind)
+            for name, spec in b.nodes.items()
+            if name not in subgraphs
+            and (kind := _runnable_id(getattr(spec.fn, "lc_runnable", spec.fn))) is not None
+        )
+        return cls(nodes, unique, subgraphs, runnables)
 
     def draw_mermaid(self, *, with_styles: bool = True) -> str:
         """Mermaid as langchain-core draws LangGraph's graphs: node ids made safe (``\\3a``
@@ -153,11 +184,12 @@ class DrawableGraph:
         """The nodes and edges in the shape of LangGraph's ``Graph.to_json()`` (a node's
         ``data.id`` names the class LangGraph would run it with)."""
         nodes: list[dict[str, Any]] = []
+        runnables = dict(self.runnables)
         for node in self.nodes:
             if node == END or node.endswith(f":{END}"):
                 nodes.append({"id": node})
             else:
-                kind = _SUBGRAPH if node in self.subgraphs else _RUNNABLE
+                kind = _SUBGRAPH if node in self.subgraphs else runnables.get(node, _RUNNABLE)
                 data = {"id": list(kind), "name": node}
                 nodes.append({"id": node, "type": "runnable", "data": data})
         edges: list[dict[str, Any]] = []

@@ -27,8 +27,9 @@ from wayline.errors import TimeTravelError
 from wayline.graph import travel
 from wayline.graph.algo import PULL, TaskResult, values_of
 from wayline.graph.checkpoint import BlobCache, decode_results
-from wayline.graph.lg_shape import checkpoint_metadata
+from wayline.graph.lg_shape import checkpoint_metadata, snapshot_task_result
 from wayline.graph.run_config import checkpoint_config
+from wayline.graph.schema import ROOT
 from wayline.graph.snapshot_source import step_source, step_time
 from wayline.graph.types import START, PregelTask, ReadInfo, StateSnapshot
 from wayline.ids import derive_id
@@ -123,11 +124,14 @@ def step_results(
     return out
 
 
-def _input_of(graph: CompiledGraph, tenant: str, run_id: str, step: int) -> dict[str, Any]:
-    """What START wrote in input step ``step`` (routing left out): the input."""
+def _input_of(graph: CompiledGraph, tenant: str, run_id: str, step: int) -> Any:
+    """What START wrote in input step ``step`` (routing left out): the input (a
+    single-value state's: the value)."""
     out: dict[str, Any] = {}
     for result in step_results(graph, tenant, run_id, step).values():
         if result.name in (START, INPUT_NODE):  # run, or written by update_state
+            if graph.schema.kind == "root":
+                return snapshot_task_result(result.writes, ROOT)
             out.update(w for w in result.writes if not w[0].startswith("__"))
     return out
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.errors import ReplayDivergenceError, RunNotFoundError, WaylineError
 from wayline.graph import travel
-from wayline.graph.algo import with_pending
+from wayline.graph.algo import snapshot_order, with_pending
 from wayline.graph.branches import thread_head
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct, state_digest
 from wayline.graph.input_checkpoint import (
@@ -21,9 +21,10 @@ from wayline.graph.input_checkpoint import (
     listed_parent,
     step_results,
 )
-from wayline.graph.lg_shape import checkpoint_metadata, task_result_writes
+from wayline.graph.lg_shape import checkpoint_metadata, snapshot_task_result
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.run_config import run_ids as _ids
+from wayline.graph.schema import ROOT
 from wayline.graph.snapshot_source import step_source, step_time
 from wayline.graph.subgraph import with_child_configs, with_child_states
 from wayline.graph.subgraph_travel import by_namespace, name_children, subgraph_named
@@ -106,7 +107,9 @@ class Inspection:
         # as LangGraph's: a past step's tasks carry what they wrote (the next step's delta)
         done_by = pending if latest else step_results(graph, tenant, run_id, at + 1)
         failed = task_errors(graph.store, tenant, run_id, at + 1)
-        for spec in defer_split(rec.next_tasks, graph.nodes)[0]:  # held: not next
+        single = ROOT if graph.schema.kind == "root" else None  # a single-value state
+        listed = snapshot_order(defer_split(rec.next_tasks, graph.nodes)[0], graph.nodes)
+        for spec in listed:  # a held (deferred) task is not next
             task_id = derive_id(tenant, run_id, at + 1, *spec.path)
             mine = tuple(
                 Interrupt(
@@ -122,7 +125,7 @@ class Inspection:
             )
             interrupts.extend(mine)
             done = done_by.get(task_id)
-            result = task_result_writes(done.writes) if done else None
+            result = snapshot_task_result(done.writes, single) if done else None
             error = failed.get(task_id)
             path = lg_path(spec.path)
             tasks.append(PregelTask(task_id, spec.name, path, error, mine, result=result))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["checkpoint_metadata", "task_result_writes"]
+__all__ = ["checkpoint_metadata", "snapshot_task_result", "task_result_writes"]
 
 
 def checkpoint_metadata(
@@ -29,10 +29,21 @@ def task_result_writes(writes: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     """A task's writes by channel, LangGraph's way: one write is ``{channel: value}``, several
     to one channel are ``{channel: {"$writes": [first, second, ...]}}`` in write order.
     wayline's own keys (``__...``) are left out."""
+    return _gathered((c, v) for c, v in writes if not c.startswith("__"))
+
+
+def snapshot_task_result(writes: Iterable[tuple[str, Any]], single: str | None = None) -> Any:
+    """``PregelTask.result`` of a task that finished: its writes by channel, or, for a
+    single-value state (``StateGraph(Annotated[list, add])``, its one channel ``single``),
+    what it wrote there, unwrapped (``None`` if it wrote nothing there), as LangGraph's."""
+    if single is None:
+        return task_result_writes(writes)
+    return _gathered((c, v) for c, v in writes if c == single).get(single)
+
+
+def _gathered(writes: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for channel, value in writes:
-        if channel.startswith("__"):
-            continue
         existing = result.get(channel)
         if existing is None:  # LangGraph's test: a None first write is replaced
             result[channel] = value

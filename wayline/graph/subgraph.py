@@ -105,6 +105,7 @@ def _runnable_node(runnable: Any) -> Callable[..., Any]:
         return runnable.invoke(state, dict(config))
 
     node.__name__ = str(getattr(runnable, "name", None) or type(runnable).__name__)
+    node.lc_runnable = runnable  # type: ignore[attr-defined]  # what get_graph() names
     return node
 
 

@@ -163,6 +163,10 @@ class PregelTask:
     """With ``get_state(config, subgraphs=True)``: the state of the subgraph this task runs."""
     result: Any = None
 
+    def _replace(self, **changes: Any) -> PregelTask:
+        """A copy with ``changes`` (LangGraph's ``PregelTask`` is a ``NamedTuple``)."""
+        return dataclasses.replace(self, **changes)
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ReadInfo:
@@ -195,3 +199,7 @@ class StateSnapshot:
     interrupts: tuple[Interrupt, ...] = ()
     read_info: ReadInfo | None = dataclasses.field(default=None, compare=False, repr=False)
     """wayline's figures of the read (None: a snapshot not read from the store)."""
+
+    def _replace(self, **changes: Any) -> StateSnapshot:
+        """A copy with ``changes`` (LangGraph's ``StateSnapshot`` is a ``NamedTuple``)."""
+        return dataclasses.replace(self, **changes)

@@ -20,7 +20,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, LLMResult
 from langchain_core.runnables.config import var_child_runnable_config
 
-from wayline.interop.lg_paths import lg_path
+from wayline.interop.lg_paths import LG_PATH_KINDS, PUSH, lg_path
 
 if TYPE_CHECKING:  # the protocol is generic over the streamed item; it streams anything
     from langchain_core.tracers._streaming import _StreamingCallbackHandler
@@ -85,7 +85,7 @@ class ChatStream:
             "ls_integration": "langgraph",
             "langgraph_step": task.step,
             "langgraph_node": task.spec.name,
-            "langgraph_triggers": (f"branch:to:{task.spec.name}",),
+            "langgraph_triggers": _triggers(task.spec.name, task.spec.path),
             "langgraph_path": lg_path(task.spec.path),
             "langgraph_checkpoint_ns": "|".join((*ns, f"{task.spec.name}:{task.id}")),
         }
@@ -231,3 +231,9 @@ class _Handler(BaseCallbackHandler, _Streaming):
             message = getattr(response.generations[0][0], "message", None)
             if isinstance(message, BaseMessage):
                 self.stream.send(self.ns, meta, message, dedupe=True)
+
+
+def _triggers(name: str, path: Any) -> tuple[str, ...]:
+    """A task's ``langgraph_triggers``: a ``Send``'s is ``("__pregel_push",)``, a node's the
+    channel its edges write (``branch:to:<node>``), as LangGraph's."""
+    return (LG_PATH_KINDS[PUSH],) if path and path[0] == PUSH else (f"branch:to:{name}",)

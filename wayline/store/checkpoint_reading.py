@@ -240,11 +240,16 @@ def _cfg(config: Mapping[str, Any] | None, thread: str) -> dict[str, Any] | None
     return {"configurable": out}
 
 
+_ROOT = "__root__"
+"""The one channel of a single-value state (``wayline.graph.schema.ROOT``, a layer above)."""
+
+
 def _as_tuple(snapshot: Any, thread: str) -> CheckpointTuple:
     """A wayline ``StateSnapshot`` spelled as LangGraph's ``CheckpointTuple``."""
     config = _cfg(snapshot.config, thread) or {"configurable": {"thread_id": thread}}
     meta = snapshot.metadata or {}
-    values = snapshot.values if isinstance(snapshot.values, Mapping) else {}
+    single = not isinstance(snapshot.values, Mapping)  # a single-value state's channel
+    values = {_ROOT: snapshot.values} if single else snapshot.values
     checkpoint = {
         "v": CHECKPOINT_FORMAT,
         "id": config["configurable"].get("checkpoint_id"),
@@ -261,7 +266,9 @@ def _as_tuple(snapshot: Any, thread: str) -> CheckpointTuple:
     }
     writes: list[tuple[str, str, Any]] = []
     for task in snapshot.tasks:
-        for key, value in (task.result or {}).items():
+        if single and task.result is not None:
+            writes.append((task.id, _ROOT, task.result))
+        for key, value in ({} if single else task.result or {}).items():
             writes.append((task.id, key, value))
         if task.interrupts:
             writes.append((task.id, "__interrupt__", list(task.interrupts)))

@@ -4,9 +4,10 @@ Annotated[Sequence[BaseMessage], add_messages] takes ("user", ...) tuples and di
 by the reducer before the first node); an agent streamed inside a node is that node's
 subgraph (its messages in the parent's stream(subgraphs=True), none without); the same with
 astream in an async node; a GraphBubbleUp raised by a tool is never turned into an error
-message by ToolNode; the metadata of messages a node returns (sync and async), with the
-configurable keys LangGraph propagates; add_messages(format="langchain-openai"); a Runnable
-that is not a function (a chat model, a RunnableLambda) as a node."""
+message by ToolNode; the metadata of messages a node returns (sync and async, and a Send's
+task: triggers ("__pregel_push",)), with the configurable keys LangGraph propagates;
+add_messages(format="langchain-openai"); a Runnable that is not a function (a chat model, a
+RunnableLambda) as a node."""
 
 import asyncio
 from collections.abc import Sequence
@@ -21,7 +22,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, create_react_agent
-from langgraph.types import Command
+from langgraph.types import Command, Send
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
@@ -165,6 +166,12 @@ def main(checkpointer):
     seen.append(asyncio.run(astreamed()))
     sgraph = two_nodes(lambda s: [Command(update={"messages": HumanMessage("baz")})])
     seen.append([meta(*c) for c in sgraph.stream({"messages": []}, stream_mode="messages")])
+    # ... and of one a Send's task returns: its triggers and path are a push's
+    builder = StateGraph(MessagesState)
+    builder.add_node("sent", lambda s: {"messages": HumanMessage("qux", id="q1")})
+    builder.add_conditional_edges(START, lambda s: [Send("sent", s)])
+    pgraph = builder.compile()
+    seen.append([meta(*c) for c in pgraph.stream({"messages": []}, stream_mode="messages")])
 
     # 7. add_messages(format="langchain-openai") formats the merged history
     class OpenAIState(TypedDict):
