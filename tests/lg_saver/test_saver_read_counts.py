@@ -93,3 +93,26 @@ def test_sqlite_read_connections_map_the_file(tmp_path: Path) -> None:
         assert mapped == READ_MMAP_BYTES
     finally:
         store.close()
+
+
+def test_a_value_run_is_the_version_and_the_newest_rows_of_its_chain_below_it(
+    store: Store,
+) -> None:
+    saver = WaylineSaver(store, chain_skip=SKIP)
+    growing(saver, 100).invoke({"log": [], "n": 0}, cfg(100), durability="sync")
+    found = saver.get_tuple(cfg(100))
+    assert found is not None
+    version = str(found.checkpoint["channel_versions"]["log"])
+    run = store.lg_load_value_run("default", "t100", "", "log", version, SKIP + 1)
+    top = run[0]
+    assert top.version == version and top.base is not None  # a delta, first
+    assert 1 < len(run) <= SKIP + 1
+    assert [v.version for v in run] == sorted((v.version for v in run), reverse=True)
+    assert {v.root for v in run} == {top.root}  # its own chain only
+    chain = store.lg_load_chain("default", "t100", "", "log", top.root)
+    newest = sorted((v for v in chain if v.version <= version), key=lambda v: v.version)
+    assert len(run) == min(SKIP + 1, len(newest))
+    assert run == newest[::-1][: len(run)]  # the rows as stored, opened
+    full = store.lg_load_value_run("default", "t100", "", "log", top.root, SKIP + 1)
+    assert [v.version for v in full] == [top.root]  # a full copy comes alone
+    assert store.lg_load_value_run("default", "t100", "", "log", "0000000000.none", 9) == []
