@@ -548,10 +548,15 @@ class WaylineSaver(BaseCheckpointSaver[str]):
         folds: builtins.list[int] | None = None,
     ) -> tuple[Any] | None:
         """(value,) of a channel version, or None when the channel had no value; ``folds``
-        counts the deltas of the chain read to build it."""
-        row = self.store.lg_load_value(tenant, thread, ns, channel, version)
-        if row is None:
+        counts the deltas of the chain read to build it. The version comes with the
+        newest rows of its chain below it (its one-version deltas: ``skip`` at most), in
+        one read."""
+        run = self.store.lg_load_value_run(
+            tenant, thread, ns, channel, version, self.values.skip + 1
+        )
+        if not run or run[0].version != version:
             return None
+        row = run[0]
         key = (tenant, thread, ns, channel)
         if row.base is None:
             present, value = self.values.decode_full(row)
@@ -562,7 +567,7 @@ class WaylineSaver(BaseCheckpointSaver[str]):
                 head = Head(version, value, version, len(row.payload), 0, root_items=items)
                 self.values.remember(key, head)
             return (value,)
-        path = self._path(tenant, thread, ns, row)
+        path = self._path(tenant, thread, ns, row, run[1:])
         if folds is not None:
             folds[0] += len(path) - 1
         refs = sorted({v.writes_of for v in path if v.writes_of is not None})
@@ -572,12 +577,15 @@ class WaylineSaver(BaseCheckpointSaver[str]):
             self.values.remember(key, head)
         return (value,)
 
-    def _path(self, tenant: str, thread: str, ns: str, row: LgValue) -> builtins.list[LgValue]:
+    def _path(
+        self, tenant: str, thread: str, ns: str, row: LgValue, below: Iterable[LgValue] = ()
+    ) -> builtins.list[LgValue]:
         """The rows from a version down its bases to its full copy: skip rows keep it at
         most ``(skip - 1)`` rows per level (``ValueCodec``), read a level or more at a
-        time (``_below``); a base those reads missed is read alone."""
+        time (``below``: rows read with the version; then ``_below``); a base those reads
+        missed is read alone."""
         path = [row]
-        read: dict[str, LgValue] = {}
+        read: dict[str, LgValue] = {v.version: v for v in below}
         while row.base is not None:
             base = read.get(row.base)
             if base is None:

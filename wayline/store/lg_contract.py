@@ -70,6 +70,16 @@ class LangGraphContract(Protocol):
         self, tenant_id: str, thread_id: str, checkpoint_ns: str, channel: str, version: str
     ) -> LgValue | None: ...
 
+    def lg_load_value_run(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        channel: str,
+        version: str,
+        limit: int,
+    ) -> list[LgValue]: ...
+
     def lg_load_chain(
         self, tenant_id: str, thread_id: str, checkpoint_ns: str, channel: str, root: str
     ) -> list[LgValue]: ...

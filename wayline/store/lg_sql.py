@@ -71,11 +71,13 @@ class LangGraphSQL:
         return dataclasses.replace(rec, payload=stored), check
 
     def _lg_opened(self, t: str, thread: str, rec: Any, check: int | None) -> Any:
-        """The record as written: its checksum verified, its payload opened."""
+        """The record as written: its checksum verified, its payload opened (the record
+        itself when nothing was sealed: no copy a row of a long chain's read)."""
         ident, aad = _identity(t, thread, rec)
-        return dataclasses.replace(
-            rec, payload=self.payloads.get(ident, t, aad, rec.payload, check)
-        )
+        opened = self.payloads.get(ident, t, aad, rec.payload, check)
+        if opened is rec.payload:
+            return rec
+        return dataclasses.replace(rec, payload=opened)
 
     def _lg_ensure_run(
         self, db: Any, key: tuple[str, str], now: float, fence: LgFence | None = None
@@ -333,6 +335,23 @@ class LangGraphSQL:
         params = (tenant_id, thread_id, checkpoint_ns, channel, version)
         rows = self._read(self.q.Q_LG_LOAD_VALUE, params, tenant=tenant_id)
         return self._lg_value(tenant_id, thread_id, rows[0]) if rows else None
+
+    def lg_load_value_run(
+        self,
+        tenant_id: str,
+        thread_id: str,
+        checkpoint_ns: str,
+        channel: str,
+        version: str,
+        limit: int,
+    ) -> list[LgValue]:
+        """A version (first; none when it is not stored) and the newest rows of its chain
+        below it, at most ``limit`` rows, newest first: the version and the one-version
+        deltas under it in one read, where they took two (a round trip each on PostgreSQL)."""
+        key = (tenant_id, thread_id, checkpoint_ns, channel)
+        params = (*key, *key, version, version, limit)
+        rows = self._read(self.q.Q_LG_VALUE_RUN, params, tenant=tenant_id)
+        return [self._lg_value(tenant_id, thread_id, r) for r in rows]
 
     def lg_load_chain(
         self, tenant_id: str, thread_id: str, checkpoint_ns: str, channel: str, root: str

@@ -37,6 +37,12 @@ if TYPE_CHECKING:
 __all__ = ["SYNCHRONOUS_LEVELS", "SQLiteStore"]
 
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
+READ_MMAP_BYTES = 1 << 30
+"""How much of the database file a read connection maps (``PRAGMA mmap_size``): its pages
+are read in place instead of one ``pread`` system call and copy a 4 KB page, which was
+most of a large value's read (a 4.3 MB full copy: 3.0-5.5 ms read, 1.5-2.2 ms mapped).
+Reads only: the writer's connection keeps SQLite's default (writes never go through the
+map, and the WAL, where new pages live until a checkpoint, is never mapped)."""
 _QUERIES = load_queries("?")
 Q_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
 
@@ -195,6 +201,7 @@ class SQLiteStore(SQLStore):
                     timeout=self._busy_timeout_ms / 1000,
                 )
                 conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+                conn.execute(f"PRAGMA mmap_size = {READ_MMAP_BYTES}")
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite could not open a read connection: {exc}") from exc
         try:

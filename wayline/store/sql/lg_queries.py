@@ -64,6 +64,18 @@ Q_LG_LOAD_VALUE = f"""
 SELECT {_VALUE_COLUMNS} FROM lg_values
 WHERE tenant_id = ? AND run_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?
 """
+Q_LG_VALUE_RUN = f"""
+SELECT {_VALUE_COLUMNS} FROM lg_values
+WHERE tenant_id = ? AND run_id = ? AND checkpoint_ns = ? AND channel = ? AND root = (
+        SELECT root FROM lg_values
+        WHERE tenant_id = ? AND run_id = ? AND checkpoint_ns = ? AND channel = ?
+            AND version = ?)
+    AND version <= ?
+ORDER BY version DESC LIMIT ?
+"""
+"""A version and the newest rows of its chain below it, in one read: the version found by
+its index, the rest one range of the primary key (a full copy is its chain's oldest row:
+it comes alone)."""
 Q_LG_LOAD_CHAIN = f"""
 SELECT {_VALUE_COLUMNS} FROM lg_values
 WHERE tenant_id = ? AND run_id = ? AND checkpoint_ns = ? AND channel = ? AND root = ?
