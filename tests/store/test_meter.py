@@ -120,7 +120,10 @@ def test_meter_matches_held_bytes_on_every_path(store: Store, durability: str) -
     report = metered(store, "m1")
     for table in ("deltas", "snapshots", "segments", "blobs", "effects"):  # never rewritten
         assert after[table] == report[table]
-    assert after["pending_writes"] == 0 and after["interrupts"] == 0
+    assert after["pending_writes"] == 0  # the step committed: its peers' writes are in it
+    # the answered question stays with its step; the answer rewrote its row (the meter
+    # counts each write)
+    assert 0 < after["interrupts"] <= report["interrupts"]
     assert app.verify(cfg).ok
 
 

@@ -96,14 +96,15 @@ class Inspection:
         waiting: list[str] = []  # next: the tasks with no saved writes yet
         latest = at == run.step
         pending = {}
-        records = []
         if latest:
             resolve = BlobCache(graph.store, tenant)
             pending = {
                 p.task_id: decode_results(graph.codec, p.payload, resolve)[0]
                 for p in graph.store.load_pending(tenant, run_id, at + 1)
             }
-            records = graph.store.load_interrupts(tenant, run_id, at + 1)
+        # the latest step's open questions; a past step's tasks show what they asked there
+        # (answered questions stay with their step, as LangGraph's interrupt writes)
+        records = graph.store.load_interrupts(tenant, run_id, at + 1)
         # as LangGraph's: a past step's tasks carry what they wrote (the next step's delta)
         done_by = pending if latest else step_results(graph, tenant, run_id, at + 1)
         failed = task_errors(graph.store, tenant, run_id, at + 1)
@@ -121,7 +122,7 @@ class Inspection:
                     r.cls,
                 )
                 for r in records
-                if r.task_id == task_id and r.resume is None
+                if r.task_id == task_id and (r.resume is None or not latest)
             )
             interrupts.extend(mine)
             done = done_by.get(task_id)

@@ -445,7 +445,8 @@ class CommitBatch:
     pending: list[PendingWriteRecord] = dataclasses.field(default_factory=list)
     interrupts: list[InterruptRecord] = dataclasses.field(default_factory=list)
     clear_pending_through: int | None = None
-    """Delete pending writes and interrupts of steps <= this (their step committed)."""
+    """Delete pending writes of steps <= this (their step committed); the questions asked
+    there stay with their step (a past checkpoint shows them, as LangGraph's)."""
     run: RunUpdate | None = None
     take_inbox: bool = False
     """The run's inbox was applied by this batch: clear it in the same transaction."""
@@ -471,7 +472,6 @@ class CommitBatch:
         self.blobs.extend(later.blobs)
         if later.clear_pending_through is not None:
             self.pending = [p for p in self.pending if p.step > later.clear_pending_through]
-            self.interrupts = [i for i in self.interrupts if i.step > later.clear_pending_through]
             self.clear_pending_through = later.clear_pending_through
         self.pending.extend(later.pending)
         self.interrupts.extend(later.interrupts)

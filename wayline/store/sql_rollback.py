@@ -42,8 +42,8 @@ class RollbackContract(Protocol):
         """Remove every step of a stopped run after ``after_step`` and what hangs on it
         (never its effect records), move its row back to ``after_step`` under
         ``incarnation``, and audit it; returns how many steps were removed. The questions
-        asked after ``after_step`` that are still held (a resume's step, once committed,
-        clears them) are open again and the run waits on them. Refused (``StoreError``)
+        asked at ``after_step + 1`` (a question stays with the step that asked it, answered
+        or not) are open again and the run waits on them. Refused (``StoreError``)
         while a worker holds the run or it has not stopped."""
         ...
 

@@ -194,7 +194,6 @@ class StepsSQL(RunsSQL, EffectsSQL):
             tenant_id = key[0]
             if batch.clear_pending_through is not None:
                 db.execute(q.Q_CLEAR_PENDING, (*key, batch.clear_pending_through))
-                db.execute(q.Q_CLEAR_INTERRUPTS, (*key, batch.clear_pending_through))
             if batch.pending:
                 rows = [
                     (

@@ -1,7 +1,8 @@
 """A thread after going back: a replay and an edit of past checkpoints add branches to the
 thread's history (a replay's first checkpoint is a ``fork`` copy of the one it went back
 to, an edit's is the ``update``, each hanging from that checkpoint), the thread goes on
-from the checkpoint written last, and the original branch stays as it was. Also: a
+from the checkpoint written last, and the original branch stays as it was; a past
+checkpoint still shows the interrupt its task raised there, answered or passed by. Also: a
 checkpoint named by its id shows itself, not the pending writes of its unfinished step,
 while the thread's head shows them; the checkpointer lists a failed task's error write."""
 
@@ -48,6 +49,8 @@ def summary(graph, config):
                 s.metadata["source"],
                 s.next,
                 s.values,
+                [i.value for i in s.interrupts],
+                [(t.name, [i.value for i in t.interrupts]) for t in s.tasks],
             )
         )
     return out

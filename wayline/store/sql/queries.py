@@ -255,7 +255,6 @@ Q_LOAD_SNAPSHOT_SIZES = """
 SELECT step, sizes FROM snapshots WHERE tenant_id = ? AND run_id = ? AND sizes IS NOT NULL
 """
 Q_CLEAR_PENDING = "DELETE FROM pending_writes WHERE tenant_id = ? AND run_id = ? AND step <= ?"
-Q_CLEAR_INTERRUPTS = "DELETE FROM interrupts WHERE tenant_id = ? AND run_id = ? AND step <= ?"
 Q_PUT_PENDING = """
 INSERT INTO pending_writes (tenant_id, run_id, step, task_id, payload, crc)
 VALUES (?, ?, ?, ?, ?, ?)
