@@ -313,7 +313,7 @@ def test_a_takeover_after_the_input_was_taken_keeps_the_queued_config_and_contex
     assert run is not None and run.inbox is None  # its input checkpoint took the inbox
     first.kill()
     first.wait()
-    spawn(procs, url, side, lease=1.0, name="second", graph=GREETING)
+    spawn(procs, url, side, lease=5.0, name="second", graph=GREETING)
     assert Wayline(url).wait("c", timeout=60).status == "done"
     assert executions(side)[("c", 0)] == 2  # the node in flight at the kill ran again
     assert greeted(store, "c") == {"said": ["ada/warm"]}  # with what was queued
