@@ -358,14 +358,15 @@ def _probe_main(spec: dict[str, Any]) -> dict[str, Any]:
             st2 = app.get_state(c)
             warm = (time.perf_counter() - t) * 1000
             assert st2.values == st.values
-            md = st.metadata
+            info = st.read_info  # wayline's figures of the read
+            assert info is not None
             out[label] = {
                 "cold_ms": ms,
                 "warm_ms": warm,
-                "step": md["step"],
-                "snapshot_step": md["snapshot_step"],
-                "folds": md["replayed_steps"],
-                "rows_read": md["rows_read"],
+                "step": st.metadata["step"],
+                "snapshot_step": info.snapshot_step,
+                "folds": info.replayed_steps,
+                "rows_read": info.rows_read,
                 "items": len(st.values.get("log", [])),
                 "n": st.values.get("n"),
             }
