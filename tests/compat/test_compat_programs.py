@@ -57,6 +57,7 @@ SAME = [
     "input_fork",
     "node_finished",
     "subgraph_listing",
+    "subgraph_names",
     "task_errors",
     "thread_branches",
     "update_as_end",

@@ -27,7 +27,12 @@ from wayline.graph.run_config import run_ids as _ids
 from wayline.graph.schema import ROOT
 from wayline.graph.snapshot_source import step_source, step_time
 from wayline.graph.subgraph import with_child_configs, with_child_states
-from wayline.graph.subgraph_travel import by_namespace, name_children, subgraph_named
+from wayline.graph.subgraph_travel import (
+    as_listed_child,
+    by_namespace,
+    name_children,
+    subgraph_named,
+)
 from wayline.graph.task_errors import task_errors
 from wayline.graph.tasks import defer_split
 from wayline.graph.types import Interrupt, PregelTask, ReadInfo, StateSnapshot
@@ -69,10 +74,16 @@ class Inspection:
         """The state at the run's last committed step (or at ``configurable.step``); with
         ``subgraphs=True`` each task running a subgraph carries the subgraph's state."""
         graph = _graph(self)
-        config = by_namespace(graph, config)
+        asked, config = config, by_namespace(graph, config)
         child = subgraph_named(graph, config)
         if child is not None:  # a subgraph's checkpoint: its own state
-            return child.get_state(config, subgraphs=subgraphs)
+            found = child.get_state(config, subgraphs=subgraphs)
+            if not (asked.get("configurable") or {}).get("checkpoint_ns"):
+                return found
+            found = as_listed_child(graph.store, found, asked)  # named as it was asked for
+            if not subgraphs:
+                return found
+            return name_children(found, found.config["configurable"]["checkpoint_map"])
         snapshot = graph._state(config)
         if not subgraphs:
             return with_child_configs(graph, snapshot)
@@ -106,7 +117,14 @@ class Inspection:
         # (answered questions stay with their step, as LangGraph's interrupt writes)
         records = graph.store.load_interrupts(tenant, run_id, at + 1)
         # as LangGraph's: a past step's tasks carry what they wrote (the next step's delta)
-        done_by = pending if latest else step_results(graph, tenant, run_id, at + 1)
+        # (with durability "exit" LangGraph saves no writes for a checkpoint it listed: the
+        # invocation that ran its tasks saved only its own last checkpoint)
+        if latest:
+            done_by = pending
+        elif run.durability == "exit":
+            done_by = {}
+        else:
+            done_by = step_results(graph, tenant, run_id, at + 1)
         failed = task_errors(graph.store, tenant, run_id, at + 1)
         single = ROOT if graph.schema.kind == "root" else None  # a single-value state
         listed = snapshot_order(defer_split(rec.next_tasks, graph.nodes)[0], graph.nodes)
@@ -174,9 +192,12 @@ class Inspection:
         """Snapshots from the newest committed step (or the one before ``before``) back
         to the input step; ``filter`` keeps those whose metadata holds its items."""
         graph = _graph(self)
-        config = by_namespace(graph, config)
+        asked, config = config, by_namespace(graph, config)
         child = subgraph_named(graph, config)  # a subgraph's checkpoint: its own history
-        return history(child or graph, config, filter=filter, before=before, limit=limit)
+        found = history(child or graph, config, filter=filter, before=before, limit=limit)
+        if child is None or not (asked.get("configurable") or {}).get("checkpoint_ns"):
+            return found
+        return (as_listed_child(graph.store, s, asked) for s in found)  # named as it was asked for
 
     def verify(self, config: Mapping[str, Any]) -> Verification:
         """Reconstruct a finished run from the store and compare it with the digest its

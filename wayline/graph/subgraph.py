@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.errors import GraphError, GraphInterrupt, ParentCommand
 from wayline.graph import travel
+from wayline.graph.child_names import above_of, named_event
 from wayline.graph.context import current_scope, scoped_index
 from wayline.graph.loop import default_owner
 from wayline.graph.streaming import CHECKPOINT_SRC, AtStep, checkpoint_events
@@ -383,6 +384,7 @@ def _drive(
         loop.invocation.chat_callbacks = parent.invocation.chat_callbacks
     # The child's own compiled-in breakpoints pause it; the parent's task then pauses
     # too (an interrupt with no question), and the parent's resume continues the child.
+    above: dict[str, str] | None = None
     for mode, chunk in child.run_loop(loop, start, breakpoints=child.breakpoints(None, None)):
         paused = mode == "updates" and chunk == {"__interrupt__": ()}  # its breakpoint
         if tap is not None:
@@ -398,8 +400,10 @@ def _drive(
             emit(ns, mode, AtStep(chunk, loop.step + 1) if mode == "tasks" else chunk)
             if mode == "values" and "__interrupt__" not in chunk and _wants_checkpoints(emit):
                 states = functools.partial(task_state, child, loop.tenant_id, loop.run_id)
+                if above is None:  # the checkpoints this child's task runs under
+                    above = above_of(child.store, loop.tenant_id, loop.run_id)
                 for event in checkpoint_events(loop, chunk, states):
-                    emit(ns, CHECKPOINT_SRC, event)
+                    emit(ns, CHECKPOINT_SRC, named_event(event, above))
         yield chunk
 
 

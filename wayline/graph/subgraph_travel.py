@@ -25,9 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.errors import TimeTravelError
 from wayline.graph import travel
+from wayline.graph.child_names import above_of, named_snapshot
 from wayline.graph.run_config import checked_config
 from wayline.graph.subgraph import _CHILD_GRAPHS, SEP, SubgraphNode, as_child_of, child_run_id
 from wayline.graph.types import StateSnapshot
+from wayline.store.base import Store
 
 if TYPE_CHECKING:
     from wayline.graph.compiled import CompiledGraph
@@ -43,22 +45,36 @@ _KEYS = ("checkpoint_ns", "checkpoint_map", "checkpoint_id", "step")
 def name_children(
     snapshot: StateSnapshot, parents: Mapping[str, str] | None = None
 ) -> StateSnapshot:
-    """``snapshot`` (a root's state with its children's) with each child state's config
-    naming it as LangGraph does: its ``checkpoint_ns`` and the ``checkpoint_map`` down to it."""
+    """``snapshot`` (a root's state with its children's) with each child state named as
+    LangGraph names it (``child_names``): the root's thread, its ``checkpoint_ns`` and the
+    ``checkpoint_map`` down to it."""
     conf = snapshot.config["configurable"]
     above = dict(parents) if parents is not None else {"": conf["checkpoint_id"]}
     tasks = []
     for task in snapshot.tasks:
         state = task.state
         if isinstance(state, StateSnapshot):
-            child = state.config["configurable"]
-            ns = NS_SEP.join(str(child["thread_id"]).split(SEP)[1:])
-            cmap = {**above, ns: child["checkpoint_id"]}
-            config = {"configurable": {**child, "checkpoint_ns": ns, "checkpoint_map": cmap}}
-            state = name_children(dataclasses.replace(state, config=config), cmap)
+            named = named_snapshot(state, above)
+            state = name_children(named, named.config["configurable"]["checkpoint_map"])
             task = dataclasses.replace(task, state=state)
         tasks.append(task)
     return dataclasses.replace(snapshot, tasks=tuple(tasks))
+
+
+def as_listed_child(
+    store: Store, snapshot: StateSnapshot, asked: Mapping[str, Any]
+) -> StateSnapshot:
+    """A child run's checkpoint, listed for a config that named it as LangGraph's (the
+    root's ``thread_id`` and its ``checkpoint_ns``): named the same way, with the
+    checkpoints above it as its ``parents`` (``asked``'s ``checkpoint_map``, else those its
+    task ran under). A child run belongs to one task, which ran under one checkpoint of
+    each graph above it."""
+    conf = snapshot.config["configurable"]
+    ns = str(asked.get("configurable", {}).get("checkpoint_ns", ""))
+    given = (asked.get("configurable") or {}).get("checkpoint_map") or {}
+    above = {k: v for k, v in given.items() if k != ns}
+    tenant = str(conf.get("tenant", "default"))
+    return named_snapshot(snapshot, above or above_of(store, tenant, str(conf["thread_id"])))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
