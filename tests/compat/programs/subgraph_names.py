@@ -3,13 +3,14 @@ the subgraph's ``checkpoint_ns`` and a ``checkpoint_map`` of the checkpoints abo
 are also its ``metadata["parents"]``, in ``get_state(subgraphs=True)`` (two levels deep),
 in a child's own ``get_state`` and history, and in the ``checkpoints`` stream; replaying
 from the deepest child's config asks its question again. Ids are compared by the order
-they first appear in."""
+they first appear in. With durability "exit" a listed past checkpoint's tasks carry no
+results (LangGraph saves no writes for it)."""
 
 import operator
 from typing import Annotated, TypedDict
 
 from langgraph.graph import START, StateGraph
-from langgraph.types import interrupt
+from langgraph.types import Command, interrupt
 
 
 class State(TypedDict):
@@ -80,4 +81,16 @@ def main(checkpointer):
     out.append(("child history", [view(ids, s) for s in graph.get_state_history(task_config)]))
     replayed = graph.invoke(None, deepest.config)
     out.append(("replayed", [i.value for i in replayed["__interrupt__"]]))
+    exit_thread = {"configurable": {"thread_id": "exit"}}
+    graph.invoke({"value": []}, exit_thread, durability="exit")
+    graph.invoke(Command(resume="yes"), exit_thread, durability="exit")
+    out.append(
+        (
+            "exit history",
+            [
+                (s.metadata["step"], [(t.name, t.result) for t in s.tasks])
+                for s in graph.get_state_history(exit_thread)
+            ],
+        )
+    )
     return out
