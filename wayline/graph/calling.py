@@ -34,6 +34,9 @@ class Invocation:
     """The stream event sink (None: nothing streams)."""
     namespace: tuple[str, ...] = ()
     """A subgraph's place under its parent, as LangGraph's stream namespaces name it."""
+    above: dict[str, str] = dataclasses.field(default_factory=dict)
+    """A subgraph's: the checkpoint each graph above it runs it under, by namespace (its
+    checkpoints' ``checkpoint_map`` and ``parents``, ``child_names``)."""
     chat_callbacks: Any = None
     """Chat-model token streaming (stream mode ``messages``), when asked for."""
     control: Any = None

@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.errors import GraphError, GraphInterrupt, ParentCommand
 from wayline.graph import travel
-from wayline.graph.child_names import above_of, named_event
+from wayline.graph.child_names import named_event
 from wayline.graph.context import current_scope, scoped_index
 from wayline.graph.loop import default_owner
+from wayline.graph.run_config import checkpoint_config
 from wayline.graph.streaming import CHECKPOINT_SRC, AtStep, checkpoint_events
 from wayline.graph.types import Command, StateSnapshot
 from wayline.ids import RunRef
@@ -373,6 +374,8 @@ def _drive(
     stream under the child's namespace when the parent streams."""
     loop = child.make_loop(config, parent.durability, context=context)
     loop.invocation.namespace = namespace_of(run_id)
+    at = checkpoint_config(parent.tenant_id, parent.run_id, parent.step)["configurable"]
+    loop.invocation.above = {**parent.invocation.above, at["checkpoint_ns"]: at["checkpoint_id"]}
     loop.invocation.node_finished = parent.invocation.node_finished
     emit = parent.invocation.emit
     tap = CHILD_TAP.get()
@@ -384,7 +387,6 @@ def _drive(
         loop.invocation.chat_callbacks = parent.invocation.chat_callbacks
     # The child's own compiled-in breakpoints pause it; the parent's task then pauses
     # too (an interrupt with no question), and the parent's resume continues the child.
-    above: dict[str, str] | None = None
     for mode, chunk in child.run_loop(loop, start, breakpoints=child.breakpoints(None, None)):
         paused = mode == "updates" and chunk == {"__interrupt__": ()}  # its breakpoint
         if tap is not None:
@@ -400,10 +402,8 @@ def _drive(
             emit(ns, mode, AtStep(chunk, loop.step + 1) if mode == "tasks" else chunk)
             if mode == "values" and "__interrupt__" not in chunk and _wants_checkpoints(emit):
                 states = functools.partial(task_state, child, loop.tenant_id, loop.run_id)
-                if above is None:  # the checkpoints this child's task runs under
-                    above = above_of(child.store, loop.tenant_id, loop.run_id)
                 for event in checkpoint_events(loop, chunk, states):
-                    emit(ns, CHECKPOINT_SRC, named_event(event, above))
+                    emit(ns, CHECKPOINT_SRC, named_event(event, loop.invocation.above))
         yield chunk
 
 
