@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wayline.graph import travel
+from wayline.graph.child_names import SEP
 from wayline.graph.input_checkpoint import Point, input_config, input_snapshot, listed
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.snapshot_source import step_source
@@ -88,7 +89,7 @@ def family(store: Store, tenant: str, root: RunRecord) -> list[Branch]:
     branches = [Branch(root, None, None)]
     prefix = f"{root.run_id}@"
     for run_id in store.run_ids_with_prefix(tenant, prefix, limit=_MAX_BRANCHES):
-        if "::" in run_id:  # a fork's subgraph run: not a branch of this thread
+        if SEP in run_id:  # a fork's subgraph run: not a branch of this thread
             continue
         run = store.get_run(tenant, run_id)
         if run is None:

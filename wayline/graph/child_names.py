@@ -23,7 +23,9 @@ from wayline.store.base import Store
 __all__ = ["NS_SEP", "SEP", "above_of", "named_config", "named_event", "named_snapshot"]
 
 SEP = "::"
+"""Separates a parent run id from the namespace of a child run."""
 NS_SEP = "|"
+"""Joins the segments of a LangGraph namespace (``checkpoint_ns``)."""
 
 
 def named_config(conf: Mapping[str, Any], above: Mapping[str, str]) -> dict[str, Any]:

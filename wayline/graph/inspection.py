@@ -28,8 +28,8 @@ from wayline.graph.schema import ROOT
 from wayline.graph.snapshot_source import step_source, step_time
 from wayline.graph.subgraph import with_child_configs, with_child_states
 from wayline.graph.subgraph_travel import (
-    as_listed_child,
     by_namespace,
+    child_naming,
     name_children,
     subgraph_named,
 )
@@ -78,9 +78,10 @@ class Inspection:
         child = subgraph_named(graph, config)
         if child is not None:  # a subgraph's checkpoint: its own state
             found = child.get_state(config, subgraphs=subgraphs)
-            if not (asked.get("configurable") or {}).get("checkpoint_ns"):
+            naming = child_naming(graph.store, asked, _ids(config, create=False)[1])
+            if naming is None:
                 return found
-            found = as_listed_child(graph.store, found, asked)  # named as it was asked for
+            found = naming(found)  # named as it was asked for
             if not subgraphs:
                 return found
             return name_children(found, found.config["configurable"]["checkpoint_map"])
@@ -195,9 +196,10 @@ class Inspection:
         asked, config = config, by_namespace(graph, config)
         child = subgraph_named(graph, config)  # a subgraph's checkpoint: its own history
         found = history(child or graph, config, filter=filter, before=before, limit=limit)
-        if child is None or not (asked.get("configurable") or {}).get("checkpoint_ns"):
-            return found
-        return (as_listed_child(graph.store, s, asked) for s in found)  # named as it was asked for
+        naming = None
+        if child is not None:
+            naming = child_naming(graph.store, asked, _ids(config, create=False)[1])
+        return found if naming is None else map(naming, found)  # named as it was asked for
 
     def verify(self, config: Mapping[str, Any]) -> Verification:
         """Reconstruct a finished run from the store and compare it with the digest its

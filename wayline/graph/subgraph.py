@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.errors import GraphError, GraphInterrupt, ParentCommand
 from wayline.graph import travel
-from wayline.graph.child_names import named_event
+from wayline.graph.child_names import SEP, named_event
 from wayline.graph.context import current_scope, scoped_index
 from wayline.graph.loop import default_owner
 from wayline.graph.run_config import checkpoint_config
@@ -42,9 +42,6 @@ if TYPE_CHECKING:
     from wayline.graph.nested_stream import ChildTap
 
 __all__ = ["CHILD_TAP", "SubgraphNode", "as_node_callable", "child_run_id", "run_child"]
-
-SEP = "::"
-"""Separates a parent run id from the namespace of a child run."""
 
 
 CHILD_TAP: contextvars.ContextVar[ChildTap | None] = contextvars.ContextVar(

@@ -20,14 +20,14 @@ in the config, default ``original``) and its origin record apply.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import TimeTravelError
 from wayline.graph import travel
-from wayline.graph.child_names import above_of, named_snapshot
+from wayline.graph.child_names import NS_SEP, SEP, above_of, named_snapshot
 from wayline.graph.run_config import checked_config
-from wayline.graph.subgraph import _CHILD_GRAPHS, SEP, SubgraphNode, as_child_of, child_run_id
+from wayline.graph.subgraph import _CHILD_GRAPHS, SubgraphNode, as_child_of, child_run_id
 from wayline.graph.types import StateSnapshot
 from wayline.store.base import Store
 
@@ -36,8 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Pinned", "by_namespace", "name_children", "open_pinned", "strip", "subgraph_named"]
 
-NS_SEP = "|"
-"""Joins the segments of a LangGraph namespace (``checkpoint_ns``)."""
 
 _KEYS = ("checkpoint_ns", "checkpoint_map", "checkpoint_id", "step")
 
@@ -61,20 +59,21 @@ def name_children(
     return dataclasses.replace(snapshot, tasks=tuple(tasks))
 
 
-def as_listed_child(
-    store: Store, snapshot: StateSnapshot, asked: Mapping[str, Any]
-) -> StateSnapshot:
-    """A child run's checkpoint, listed for a config that named it as LangGraph's (the
-    root's ``thread_id`` and its ``checkpoint_ns``): named the same way, with the
-    checkpoints above it as its ``parents`` (``asked``'s ``checkpoint_map``, else those its
-    task ran under). A child run belongs to one task, which ran under one checkpoint of
-    each graph above it."""
-    conf = snapshot.config["configurable"]
-    ns = str(asked.get("configurable", {}).get("checkpoint_ns", ""))
-    given = (asked.get("configurable") or {}).get("checkpoint_map") or {}
-    above = {k: v for k, v in given.items() if k != ns}
-    tenant = str(conf.get("tenant", "default"))
-    return named_snapshot(snapshot, above or above_of(store, tenant, str(conf["thread_id"])))
+def child_naming(
+    store: Store, asked: Mapping[str, Any], run_id: str
+) -> Callable[[StateSnapshot], StateSnapshot] | None:
+    """How a child run's checkpoints are named for a config that asked for them as
+    LangGraph's (the root's ``thread_id`` and a ``checkpoint_ns``): over the checkpoints
+    above it (``asked``'s ``checkpoint_map``, else those its task ran under, looked up
+    once). None: asked by the child run's own id, named as it is. A child run belongs to
+    one task, which ran under one checkpoint of each graph above it."""
+    conf = asked.get("configurable") or {}
+    ns = conf.get("checkpoint_ns")
+    if not ns:
+        return None
+    above = {k: v for k, v in (conf.get("checkpoint_map") or {}).items() if k != ns}
+    above = above or above_of(store, str(conf.get("tenant", "default")), run_id)
+    return lambda snapshot: named_snapshot(snapshot, above)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
