@@ -7,9 +7,11 @@ process, replaced on each flush). Rows older than the retention are deleted as i
 the table holds at most ``retention`` minutes of a bounded number of series: the attributes
 are graph names, tables, classes and flags, never run ids.
 
-The first-to-last ratio and the step count of a finished run are read here too, off the
-worker's slots: a slot that finishes a run hands its id over (``run_finished``) and the
-flusher reads the run's meter rows when it next flushes.
+A finished run's step count is recorded by the slot that finished it, from what its last
+commit wrote (no read); its first-to-last ratio needs the run's meter rows, so the slot hands
+the id over (``run_finished``) and the flusher reads them off the slots when it next
+flushes, for at most ``RATIO_SAMPLE`` runs a flush: a sample of the finished runs, so a busy
+worker does not spend a read a run on a histogram.
 """
 
 from __future__ import annotations
@@ -30,12 +32,14 @@ from wayline.store.base import Store
 from wayline.store.metric_samples import SampleRow, metric_samples
 from wayline.store.records import CommitBatch, RunRecord
 
-__all__ = ["SOURCE", "MetricsFlusher", "record_step_bytes"]
+__all__ = ["RATIO_SAMPLE", "SOURCE", "MetricsFlusher", "record_step_bytes"]
 
 log = logging.getLogger("wayline.metrics")
 
 SOURCE = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 """This process, as its metric rows name it."""
+RATIO_SAMPLE = 100
+"""Finished runs whose first-to-last ratio one flush reads (the rest of them are dropped)."""
 
 
 class _Window:
@@ -84,13 +88,19 @@ class MetricsFlusher:
         self.store = store
         self.every = every
         self.retention_minutes = retention_minutes
-        self.finished: collections.deque[tuple[str, str, str]] = collections.deque(maxlen=1000)
-        """(tenant, run id, graph) of runs finished since the last flush (the oldest are
-        dropped past a thousand: the figures are a sample then, never a backlog)."""
+        self.finished: collections.deque[tuple[str, str, str, bool]] = collections.deque(
+            maxlen=RATIO_SAMPLE
+        )
+        """(tenant, run id, graph, whether its steps are recorded) of runs finished since the
+        last flush (the oldest are dropped past ``RATIO_SAMPLE``: a sample, never a backlog)."""
         self._pruned = 0.0
 
-    def run_finished(self, run: RunRecord) -> None:
-        self.finished.append((run.tenant_id, run.run_id, run.graph_name))
+    def run_finished(self, run: RunRecord, last_step: int | None = None) -> None:
+        """A run ended ``done``; ``last_step``, when its execution knows it, is recorded now."""
+        tenant, graph = run.tenant_id, run.graph_name
+        if last_step is not None:
+            record("wayline.run.steps", last_step + 1, tenant=tenant, graph=graph)
+        self.finished.append((tenant, run.run_id, graph, last_step is not None))
 
     def flush(self, now: float | None = None) -> int:
         """Write the current minute; returns the rows written."""
@@ -121,15 +131,14 @@ class MetricsFlusher:
 
     def _finished_runs(self) -> None:
         while self.finished:
-            tenant, run_id, graph = self.finished.popleft()
+            tenant, run_id, graph, recorded = self.finished.popleft()
             try:
-                run = self.store.get_run(tenant, run_id)
+                run = None if recorded else self.store.get_run(tenant, run_id)
                 meter = self.store.load_meter(tenant, run_id)
             except WaylineError:
                 continue
-            if run is None or run.status != "done":
-                continue
-            record("wayline.run.steps", run.step + 1, tenant=tenant, graph=graph)
+            if run is not None and run.status == "done":
+                record("wayline.run.steps", run.step + 1, tenant=tenant, graph=graph)
             ratio = ByteReport(run_id, meter).first_to_last
             if ratio == ratio:  # not NaN: the run wrote bytes at its start
                 record("wayline.run.first_to_last", ratio, tenant=tenant, graph=graph)

@@ -90,6 +90,38 @@ def test_every_commit_of_a_worker_is_timed_grouped_ones_included(tmp_path: Path)
     assert sum(r.total for r in deltas) == metered  # the meter's own bytes, per step
 
 
+def test_a_finished_run_costs_the_worker_no_read_of_its_row(tmp_path: Path) -> None:
+    """The claim returns the row and the last commit says ``done``: neither the slot nor the
+    metrics flush reads the run again to learn its status or its step count."""
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    tenant = f"r-{uuid.uuid4().hex[:6]}"
+    app = counting(url)
+    client = Wayline(url, tenant=tenant)
+    runs = 6
+    for i in range(runs):
+        client.start(app, {"log": [], "n": 0}, run_id=f"r{i}")
+    worker = Worker(url, app, WorkerConfig(concurrency=2, poll_interval=0.02))
+    reads: list[str] = []
+    get_run = worker.store.get_run
+
+    def counted(tenant_id: str, run_id: str) -> Any:
+        reads.append(run_id)
+        return get_run(tenant_id, run_id)
+
+    worker.store.get_run = counted  # type: ignore[method-assign]
+    worker.run(max_runs=runs)
+    assert worker.metrics is not None
+    worker.metrics.flush()
+    assert all(client.get(f"r{i}").status == "done" for i in range(runs))
+    assert reads == []
+    rows = metric_samples(worker.store).load(tenant, 0)
+    steps = [r for r in rows if r.metric == "wayline.run.steps"]
+    assert sum(r.count for r in steps) == runs
+    assert sum(r.total for r in steps) == runs * (STEPS + 1)
+    ratios = [r for r in rows if r.metric == "wayline.run.first_to_last"]
+    assert sum(r.count for r in ratios) == runs  # the meter read, off the slots
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_group_commit_times_each_run_it_carries(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest

@@ -212,6 +212,8 @@ class LangGraphExecution:
         """Ended or paused: its lease given up (a heartbeat that finds it gone: no loss)."""
         self.cancelled = False
         self.steps = 0
+        self.final_step: int | None = None
+        """The step of its ``done`` report (``Execution.final_step``)."""
         self.fence = RunFence(
             lease.token,
             lease.owner,
@@ -327,6 +329,7 @@ class LangGraphExecution:
         state = self.engine._bound.get_state(self.config)
         step = int((state.metadata or {}).get("step", self.record.step))
         if not state.next:
+            self.final_step = step
             return self._report("done", step=step)
         asked = []
         for task in state.tasks:

@@ -78,6 +78,12 @@ class Execution(Protocol):
         """Run until pause or end; returns the run's status (the row says it too)."""
         ...
 
+    @property
+    def final_step(self) -> int | None:
+        """The step its last commit wrote, once ``run`` returned ``done`` (None: not known
+        here; the metrics read it from the row)."""
+        ...
+
     def cancel(self) -> None:
         """A cancellation was requested: stop at the next step boundary, as ``cancelled``."""
         ...
@@ -181,8 +187,14 @@ class _WaylineExecution:
             pass
         if self.sink is not None:
             self.sink.close()  # emitted in a step that committed nothing after (an interrupt)
+        if self.loop.finished:  # its last commit said so: no read to learn it (a read a run)
+            return "done"
         run = self.graph.store.get_run(self.record.tenant_id, self.record.run_id)
         return "unknown" if run is None else run.status
+
+    @property
+    def final_step(self) -> int | None:
+        return self.loop.step if self.loop.finished else None
 
     def cancel(self) -> None:
         self.loop.cancelled = True

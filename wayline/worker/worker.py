@@ -384,7 +384,7 @@ class Worker:
                 held.stop.set()
         try:
             if execution.run() == "done" and self.metrics is not None:
-                self.metrics.run_finished(run)  # its step count and ratio, off this slot
+                self.metrics.run_finished(run, execution.final_step)  # ratio: off this slot
         except RunParkedError as exc:
             log.warning("run %s: %s", run.run_id, exc)
         except ResumeError as exc:  # the input it was handed was refused and consumed
