@@ -58,6 +58,7 @@ SAME = [
     "node_finished",
     "subgraph_listing",
     "subgraph_names",
+    "exit_results",
     "task_errors",
     "thread_branches",
     "update_as_end",
