@@ -59,6 +59,7 @@ SAME = [
     "subgraph_listing",
     "subgraph_names",
     "exit_results",
+    "agent_schemas",
     "task_errors",
     "thread_branches",
     "update_as_end",
