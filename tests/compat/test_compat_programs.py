@@ -58,6 +58,8 @@ SAME = [
     "node_finished",
     "subgraph_listing",
     "subgraph_names",
+    "exit_results",
+    "agent_schemas",
     "task_errors",
     "thread_branches",
     "update_as_end",

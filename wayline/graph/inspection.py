@@ -7,12 +7,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import ReplayDivergenceError, RunNotFoundError, WaylineError
 from wayline.graph import travel
-from wayline.graph.algo import snapshot_order, with_pending
+from wayline.graph.algo import TaskResult, snapshot_order, with_pending
 from wayline.graph.branches import thread_head
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct, state_digest
 from wayline.graph.input_checkpoint import (
@@ -39,7 +39,7 @@ from wayline.graph.types import Interrupt, PregelTask, ReadInfo, StateSnapshot
 from wayline.graph.updates import history
 from wayline.ids import RunRef, derive_id
 from wayline.interop.lg_paths import lg_path
-from wayline.store.records import AuditRecord
+from wayline.store.records import AuditRecord, InterruptRecord
 
 if TYPE_CHECKING:
     from wayline.graph.compiled import CompiledGraph
@@ -118,12 +118,10 @@ class Inspection:
         # (answered questions stay with their step, as LangGraph's interrupt writes)
         records = graph.store.load_interrupts(tenant, run_id, at + 1)
         # as LangGraph's: a past step's tasks carry what they wrote (the next step's delta)
-        # (with durability "exit" LangGraph saves no writes for a checkpoint it listed: the
-        # invocation that ran its tasks saved only its own last checkpoint)
         if latest:
             done_by = pending
         elif run.durability == "exit":
-            done_by = {}
+            done_by = _saved_at_interrupt(graph, tenant, run_id, at + 1, records)
         else:
             done_by = step_results(graph, tenant, run_id, at + 1)
         failed = task_errors(graph.store, tenant, run_id, at + 1)
@@ -262,6 +260,21 @@ class Inspection:
             raise WaylineError(f"no run {run_id!r} for tenant {tenant!r}")
         rec = reconstruct(graph.store, graph.codec, graph.new_channels(), tenant, run_id, run.step)
         return state_digest(graph.codec, rec.channels)
+
+
+def _saved_at_interrupt(
+    graph: CompiledGraph, tenant: str, run_id: str, step: int, asked: Sequence[InterruptRecord]
+) -> dict[str, TaskResult]:
+    """With durability "exit", what LangGraph saved with a past checkpoint: one invocation
+    writes one checkpoint, at its end, with the writes of the tasks that had finished. So a
+    step whose tasks asked questions (``asked``) keeps the results of the peers that
+    finished beside them; the askers' own results came from a later invocation, which saved
+    none for it, and neither did a step stopped before by a breakpoint (no task ran)."""
+    if not asked:
+        return {}
+    askers = {r.task_id for r in asked}
+    results = step_results(graph, tenant, run_id, step)
+    return {task_id: r for task_id, r in results.items() if task_id not in askers}
 
 
 def _graph(mixin: object) -> CompiledGraph:

@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMe
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableLambda, RunnableSequence
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict, deprecated
 
 from wayline.codec import Codec
 from wayline.errors import CodecError
@@ -51,23 +51,39 @@ StructuredResponseSchema = dict | type[BaseModel]  # type: ignore[type-arg]
 PROMPT_RUNNABLE_NAME = "Prompt"
 
 
+# LangGraph 1.0 deprecated these for ``langchain.agents``' (``category=None``: marked, as
+# LangGraph's, for type checkers and in the JSON schemas a graph publishes, ``"deprecated":
+# true``, with no warning at run time: wayline's create_react_agent uses them itself).
+_MOVED = "{} has been deprecated in LangGraph 1.0 in favor of AgentState in `langchain.agents`"
+
+
+@deprecated(_MOVED.format("AgentState"), category=None)
 class AgentState(TypedDict):
-    """The agent's state: its messages (and the steps left, where managed)."""
+    """The state of the agent."""
 
     messages: Annotated[Sequence[BaseMessage], add_messages]
     remaining_steps: NotRequired[RemainingSteps]
 
 
+@deprecated(_MOVED.format("AgentStatePydantic"), category=None)
 class AgentStatePydantic(BaseModel):
+    """The state of the agent."""
+
     messages: Annotated[Sequence[BaseMessage], add_messages]
     remaining_steps: RemainingSteps = 25
 
 
+@deprecated(_MOVED.format("AgentStateWithStructuredResponse"), category=None)
 class AgentStateWithStructuredResponse(AgentState):
+    """The state of the agent with a structured response."""
+
     structured_response: StructuredResponse
 
 
+@deprecated(_MOVED.format("AgentStateWithStructuredResponsePydantic"), category=None)
 class AgentStateWithStructuredResponsePydantic(AgentStatePydantic):
+    """The state of the agent with a structured response."""
+
     structured_response: StructuredResponse
 
 
