@@ -48,15 +48,24 @@ def commits(tenant: str, **match: str) -> int:
     )
 
 
-def test_every_commit_of_a_worker_is_timed_grouped_ones_included(tmp_path: Path) -> None:
+def queued(tmp_path: Path, runs: int, concurrency: int) -> tuple[str, Wayline, Worker]:
+    """``runs`` runs started under a tenant of their own, and a worker for them."""
     url = f"sqlite:///{tmp_path / 'm.db'}"
     tenant = f"m-{uuid.uuid4().hex[:6]}"
     app = counting(url)
     client = Wayline(url, tenant=tenant)
-    runs = 12
     for i in range(runs):
         client.start(app, {"log": [], "n": 0}, run_id=f"r{i}")
-    worker = Worker(url, app, WorkerConfig(concurrency=4, poll_interval=0.02))
+    return (
+        tenant,
+        client,
+        Worker(url, app, WorkerConfig(concurrency=concurrency, poll_interval=0.02)),
+    )
+
+
+def test_every_commit_of_a_worker_is_timed_grouped_ones_included(tmp_path: Path) -> None:
+    runs = 12
+    tenant, client, worker = queued(tmp_path, runs, concurrency=4)
     worker.run(max_runs=runs)
     stats = worker.group.stats
     assert all(client.get(f"r{i}").status == "done" for i in range(runs))
@@ -93,14 +102,8 @@ def test_every_commit_of_a_worker_is_timed_grouped_ones_included(tmp_path: Path)
 def test_a_finished_run_costs_the_worker_no_read_of_its_row(tmp_path: Path) -> None:
     """The claim returns the row and the last commit says ``done``: neither the slot nor the
     metrics flush reads the run again to learn its status or its step count."""
-    url = f"sqlite:///{tmp_path / 'r.db'}"
-    tenant = f"r-{uuid.uuid4().hex[:6]}"
-    app = counting(url)
-    client = Wayline(url, tenant=tenant)
     runs = 6
-    for i in range(runs):
-        client.start(app, {"log": [], "n": 0}, run_id=f"r{i}")
-    worker = Worker(url, app, WorkerConfig(concurrency=2, poll_interval=0.02))
+    tenant, client, worker = queued(tmp_path, runs, concurrency=2)
     reads: list[str] = []
     get_run = worker.store.get_run
 
