@@ -8,14 +8,17 @@ process on PostgreSQL), and the bell's counts say what ended each wait: no timer
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
+from graphs import compiled
 from harness import start, until, worker_process
 from langgraph_sdk import get_sync_client
 from pg import schema_url
 
 from wayline.server.bell import Bell
+from wayline.server.stream import RunWatch, sse_events
 
 STEPS = 5
 FALLBACK = 60.0
@@ -37,6 +40,33 @@ def test_in_process_commits_wake_the_stream_with_no_timer(tmp_path: Path) -> Non
         assert bell.counts["timer"] == 0
         assert bell.counts["rung"] >= STEPS  # one wake-up a commit at least (some batched)
         assert bell.watching() == 0  # the stream's waiter left with it
+    finally:
+        running.stop()
+
+
+def test_what_one_read_finds_goes_out_in_one_write(tmp_path: Path) -> None:
+    """Each read of the run is one write to the client, however many events it found: a
+    finished run's stream is two (the metadata, then all its steps)."""
+    running = start(f"sqlite:///{tmp_path / 'batch.db'}", stream_fallback=FALLBACK)
+    try:
+        c = get_sync_client(url=running.url, api_key=running.keys["alice"], timeout=30.0)
+        tid = c.threads.create()["thread_id"]
+        c.runs.wait(tid, "slow", input={"n": 0, "until": STEPS})
+        graph = compiled(running.store)["slow"]
+        watch = RunWatch(running.store, graph, "acme", tid, -1, show_start=False)
+
+        async def chunks() -> list[bytes]:
+            return [chunk async for chunk in sse_events(watch, "r1", ["values"])]
+
+        written = asyncio.run(chunks())
+        assert len(written) == 2
+        events = [
+            dict(line.split(": ", 1) for line in block.splitlines())
+            for block in b"".join(written).decode().split("\r\n\r\n")
+            if block
+        ]
+        assert [e["event"] for e in events] == ["metadata"] + ["values"] * (STEPS + 1)
+        assert [json.loads(e["data"])["n"] for e in events[1:]] == list(range(STEPS + 1))
     finally:
         running.stop()
 

@@ -192,8 +192,8 @@ async def runs_stream(request: Request) -> Response:
 
 
 async def _cancel_on_disconnect(
-    request: Request, events: AsyncIterator[dict[str, Any]], tid: str, rid: str
-) -> AsyncIterator[dict[str, Any]]:
+    request: Request, events: AsyncIterator[bytes], tid: str, rid: str
+) -> AsyncIterator[bytes]:
     """``on_disconnect="cancel"``: a client that goes away before the run ends cancels it
     (its finished steps stay). The default, ``continue``, lets the run go on."""
     finished = False

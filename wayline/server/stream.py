@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
+from sse_starlette.event import ServerSentEvent
 
 from wayline.graph.algo import apply_step, values_of
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct
@@ -251,7 +252,7 @@ async def sse_events(
     subgraphs: bool = False,
     bell: Bell | None = None,
     fallback: float = MAX_POLL,
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[bytes]:
     """The SSE stream: ``metadata`` first, then the events of the asked modes (and errors).
     LangGraph's server sends no ``end`` event; the stream just closes. ``subgraphs``
     (``stream_subgraphs``): what subgraphs emitted too, each event named with its namespace
@@ -263,11 +264,15 @@ async def sse_events(
     events after n: ``after``.
 
     ``bell``: what wakes the stream when its run moves (the module docstring), with a read
-    every ``fallback`` seconds for moves nobody announces; None: poll."""
+    every ``fallback`` seconds for moves nobody announces; None: poll.
+
+    Yields the encoded events of each read as one chunk, one write to the client however
+    many steps the read found (a send through the response costs the event loop about as
+    much as encoding the event)."""
     waiter = bell.subscribe(watch.tenant, watch.thread_id) if bell is not None else None
     try:
-        async for event in _events(watch, run_id, modes, after, subgraphs, waiter, fallback):
-            yield event
+        async for batch in _events(watch, run_id, modes, after, subgraphs, waiter, fallback):
+            yield b"".join(event.encode() for event in batch)
     finally:
         if waiter is not None:
             waiter.close()
@@ -281,8 +286,8 @@ async def _events(
     subgraphs: bool,
     waiter: Waiter | None,
     fallback: float,
-) -> AsyncIterator[dict[str, Any]]:
-    yield {"event": "metadata", "data": _dump({"run_id": run_id, "attempt": 1})}
+) -> AsyncIterator[list[ServerSentEvent]]:
+    yield [ServerSentEvent(_dump({"run_id": run_id, "attempt": 1}), event="metadata")]
     wait = MIN_POLL if waiter is None else fallback
     rung = True  # what the first read finds is the run so far, not a sign of another writer
     seq = 0
@@ -303,6 +308,7 @@ async def _events(
         events = read
         if watch.done:
             events.append((FINISH, None))
+        batch: list[ServerSentEvent] = []
         for kind, data in events:
             if kind == ATTEMPT:
                 sent: list[Event] = [("metadata", {"run_id": run_id, "attempt": data})]
@@ -323,7 +329,10 @@ async def _events(
             for event, payload in sent:
                 seq += 1
                 if seq > after:
-                    yield {"event": event, "data": _dump(to_jsonable(payload)), "id": str(seq)}
+                    encoded = _dump(to_jsonable(payload))
+                    batch.append(ServerSentEvent(encoded, event=event, id=str(seq)))
+        if batch:
+            yield batch
         if watch.done:
             break
         if waiter is None:
