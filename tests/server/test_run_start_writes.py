@@ -1,6 +1,7 @@
 """Accepting a run is one write transaction: the API run's record, its thread's tags and
 the run's input for a worker commit together (``Service.start_run``), so a start waits
-for the store's writer once, not three times behind the workers' step commits."""
+for the store's writer once, not three times behind the workers' step commits; and the
+status a read derives of a finished run is recorded without an fsync of its own."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import start
+from harness import start, until
 from langgraph_sdk import get_sync_client
 from pg import schema_url
 
@@ -58,5 +59,41 @@ def test_a_run_start_is_one_transaction(
         }
         stored = running.store.get_run("acme", tid)
         assert stored is not None and stored.status == "pending"  # the input waits for a worker
+    finally:
+        running.stop()
+
+
+def test_a_status_read_off_the_run_is_recorded_without_an_fsync_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """Reading a finished run records its status (so later reads need not derive it) in a
+    commit at ``synchronous=NORMAL``: lost to a power cut, it is derived again the same."""
+    running = start(f"sqlite:///{tmp_path / 'settle.db'}")
+    try:
+        c = get_sync_client(url=running.url, api_key=running.keys["alice"], timeout=30.0)
+        tid = c.threads.create()["thread_id"]
+        run = c.runs.create(tid, "slow", input={"n": 0, "until": 1})
+        store = running.store
+        until(lambda: getattr(store.get_run("acme", tid), "status", None) == "done", what="done")
+        levels: list[int] = []
+        real = store._tx
+
+        @contextmanager
+        def counted(tenant: str | None = None) -> Iterator[Any]:
+            with real(tenant) as db:
+                levels.append(db.execute("PRAGMA synchronous").fetchone()[0])
+                yield db
+
+        store._tx = counted
+        assert c.runs.get(tid, run["run_id"])["status"] == "success"
+        assert levels == [1]  # one commit, NORMAL: no fsync of its own
+        assert c.runs.get(tid, run["run_id"])["status"] == "success"
+        assert levels == [1]  # recorded: the second read derives nothing and writes nothing
+
+        with real("acme") as db:  # the record lost, as a power cut before any fsync would
+            db.execute(
+                "UPDATE thread_runs SET status = 'pending' WHERE run_id = ?", (run["run_id"],)
+            )
+        assert c.runs.get(tid, run["run_id"])["status"] == "success"  # derived again
     finally:
         running.stop()
