@@ -134,6 +134,26 @@ def test_a_notify_from_a_worker_process_wakes_a_postgres_wait(pg_base_url: str) 
         running.stop()
 
 
+def test_datagrams_wake_a_sqlite_worker_process_and_the_servers_stream(tmp_path: Path) -> None:
+    """SQLite's wake-ups between processes (``wayline.store.wake``): the run's start wakes
+    a worker process that polls once a minute, and its announcing commits wake the
+    server's stream, whose timer is a minute too."""
+    url = f"sqlite:///{tmp_path / 'wake.db'}"
+    running = start(url, workers=0, stream_fallback=FALLBACK)
+    worker = worker_process(url + "?announce=1", "slow", options=("--poll", "60"))
+    try:
+        until(lambda: list((tmp_path / "wake.db-wayline-wake").glob("work-*")), what="listening")
+        values = _stream(running.url, running.keys["alice"])
+        bell: Bell = running.app.state.service.bell
+        assert [v["n"] for v in values] == list(range(STEPS + 1))
+        assert bell.counts["timer"] == 0  # every wait of the stream ended by a datagram
+        assert bell.counts["rung"] >= 1
+    finally:
+        worker.kill()
+        worker.wait(10)
+        running.stop()
+
+
 def test_a_commit_wakes_only_its_own_tenants_run() -> None:
     async def scenario() -> tuple[bool, bool]:
         bell = Bell()

@@ -23,7 +23,8 @@ def open_store(
     """Open a store by URL: ``sqlite:///relative.db``, ``sqlite:////abs.db``,
     ``sqlite:///:memory:``, ``postgresql://user@host/db``; options as query parameters
     (SQLite ``?synchronous=NORMAL``, ``?secure_delete=off``, ``?busy_timeout_ms=N``: how
-    long a write waits for another process's write, 10,000 by default; PostgreSQL
+    long a write waits for another process's write, 10,000 by default; ``?announce=1``:
+    tell servers on the same file which runs each commit moved; PostgreSQL
     ``?schema=NAME&synchronous_commit=off``, ``?prepare_threshold=none`` behind a pooler
     that cannot keep prepared statements).
 
@@ -50,7 +51,7 @@ def open_store(
                 f"SQLite URL {url!r} must look like sqlite:///relative.db, sqlite:////abs.db "
                 "or sqlite:///:memory:"
             )
-        unknown = set(options) - {"synchronous", "secure_delete", "busy_timeout_ms"}
+        unknown = set(options) - {"synchronous", "secure_delete", "busy_timeout_ms", "announce"}
         if unknown:
             raise StoreURLError(f"unknown SQLite URL option(s) {sorted(unknown)} in {url!r}")
         try:
@@ -59,6 +60,7 @@ def open_store(
                 synchronous=options.get("synchronous", "FULL"),
                 secure_delete=_switch(options.get("secure_delete", "on"), url),
                 busy_timeout_ms=_milliseconds(options.get("busy_timeout_ms", "10000"), url),
+                announce=_switch(options.get("announce", "off"), url, "announce"),
                 upgrade=upgrade,
                 keys=keys,
                 create=create,
@@ -80,9 +82,9 @@ def _milliseconds(value: str, url: str) -> int:
     raise StoreURLError(f"busy_timeout_ms={value!r} in {url!r} must be a whole number of ms")
 
 
-def _switch(value: str, url: str) -> bool:
+def _switch(value: str, url: str, name: str = "secure_delete") -> bool:
     if value.lower() in ("on", "1", "true"):
         return True
     if value.lower() in ("off", "0", "false"):
         return False
-    raise StoreURLError(f"secure_delete={value!r} in {url!r} must be on or off")
+    raise StoreURLError(f"{name}={value!r} in {url!r} must be on or off")

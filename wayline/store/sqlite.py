@@ -30,6 +30,8 @@ from wayline.errors import StoreError, StoreFullError, StoreNotFoundError, Store
 from wayline.store.sql_core import Executor, load_queries
 from wayline.store.sql_store import SQLStore
 from wayline.store.sqlite_turns import WriterTurns
+from wayline.store.sqlite_wake import Notice, SQLiteWakes
+from wayline.store.wake import wake_dir
 
 if TYPE_CHECKING:
     from wayline.store.encrypted import KeyProvider
@@ -47,7 +49,7 @@ _QUERIES = load_queries("?")
 Q_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
 
 
-class SQLiteStore(SQLStore):
+class SQLiteStore(SQLiteWakes, SQLStore):
     """The store on one SQLite file (or ``:memory:``), shared safely by threads."""
 
     q = _QUERIES
@@ -70,6 +72,7 @@ class SQLiteStore(SQLStore):
         upgrade: bool = False,
         keys: KeyProvider | None = None,
         create: bool = True,
+        announce: bool = False,
     ):
         level = synchronous.upper()
         if level not in SYNCHRONOUS_LEVELS:
@@ -81,11 +84,18 @@ class SQLiteStore(SQLStore):
         self.synchronous = level
         options = [] if level == "FULL" else [f"synchronous={level}"]
         options += [] if secure_delete else ["secure_delete=off"]
+        options += ["announce=1"] if announce else []
         self.url = f"sqlite:///{path}" + ("?" + "&".join(options) if options else "")
         self.secure_delete = secure_delete
         self._lock = threading.RLock()
         self._busy_timeout_ms = busy_timeout_ms
         self._writers = WriterTurns(path, busy_timeout_ms / 1000)
+        self.announce = announce
+        """``?announce=1``: each commit tells listening servers which runs it moved
+        (``wayline.store.sqlite_wake``)."""
+        self._wake = wake_dir(path)
+        self._notices: list[Notice] = []
+        self._stopping = threading.Event()
         self._idle_readers: list[sqlite3.Connection] = []
         self._pool_lock = threading.Lock()
         """Guards the idle readers (and ``_closed``), never held across a statement: a
@@ -154,6 +164,7 @@ class SQLiteStore(SQLStore):
                 db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise _write_error(exc, self.path, "could not begin a transaction") from exc
+            self._notices = []
             try:
                 yield db
             except sqlite3.Error as exc:
@@ -168,6 +179,10 @@ class SQLiteStore(SQLStore):
                 except sqlite3.Error as exc:
                     _rollback(db)
                     raise _write_error(exc, self.path, "commit failed") from exc
+            finally:
+                notices, self._notices = self._notices, []
+        if notices:  # committed (an error left above): other processes may hear of it
+            self._send_notices(notices)
 
     @contextmanager
     def _lease_tx(self, tenant: str | None = None) -> Iterator[sqlite3.Connection]:
@@ -227,9 +242,6 @@ class SQLiteStore(SQLStore):
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite read failed: {exc}") from exc
 
-    def _notify(self, db: Any) -> None:
-        self._work.notify()  # workers in this process wake now; others poll
-
     def _read_dicts(
         self, query: str, params: Sequence[Any], tenant: str | None = None
     ) -> list[dict[str, Any]]:
@@ -259,6 +271,7 @@ class SQLiteStore(SQLStore):
         return {"busy": int(busy), "wal_frames": int(log), "checkpointed": int(done)}
 
     def close(self) -> None:
+        self._stopping.set()
         with self._lock:
             with self._pool_lock:
                 self._closed = True
@@ -267,6 +280,8 @@ class SQLiteStore(SQLStore):
                 conn.close()
             self._db.close()
             self._writers.close()
+            if self._wake is not None:
+                self._wake.close()
 
 
 def _rollback(db: sqlite3.Connection) -> None:

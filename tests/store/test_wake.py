@@ -1,0 +1,105 @@
+"""SQLite's wake-ups between processes (``wayline.store.wake``, ``sqlite_wake``): what is
+sent, to whom, and when; a dead listener is forgotten; a bad URL option is refused."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+import wayline
+from wayline.errors import StoreURLError
+from wayline.store.sqlite import SQLiteStore
+from wayline.store.wake import WakeDir
+
+
+def test_a_notice_reaches_each_listener_of_its_kind_only(tmp_path: Path) -> None:
+    wake = WakeDir(str(tmp_path / "a.db"))
+    assert wake.send("runs", [b"nobody"]) == 0  # no directory yet: nobody listens
+    runs, work = wake.listen("runs"), wake.listen("work")
+    assert runs is not None and work is not None
+    try:
+        assert wake.send("runs", [b"t\0r1", b"t\0r2"]) == 2
+        assert runs.receive(5.0) == [b"t\0r1", b"t\0r2"]  # drained at once, in order
+        assert work.receive(0.0) == []
+        assert wake.send("runs", [b"x"], skip=f"-{os.getpid()}-") == 0  # the sender's own
+    finally:
+        runs.close()
+        work.close()
+        wake.close()
+    assert list(wake.dir.iterdir()) == []  # a closed listener leaves no marker
+
+
+def test_a_listener_that_died_is_forgotten_by_the_first_sender(tmp_path: Path) -> None:
+    wake = WakeDir(str(tmp_path / "a.db"))
+    wake.dir.mkdir()
+    (wake.dir / "work-1-deadbeef").touch()  # a killed process's marker, nothing bound
+    assert wake.send("work", [b"w"]) == 0
+    assert not (wake.dir / "work-1-deadbeef").exists()
+
+
+def test_a_commit_announces_after_it_commits_and_only_with_announce(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As another process's commit would (a sender skips its own process's listeners)."""
+    path = tmp_path / "s.db"
+    quiet = SQLiteStore(str(path))
+    loud = wayline.connect(f"sqlite:///{path}?announce=1")
+    assert isinstance(loud, SQLiteStore) and loud.url.endswith("?announce=1")
+    listener = WakeDir(str(path)).listen("runs")
+    assert listener is not None
+    monkeypatch.setattr(loud, "_mine", lambda: "-another process-")
+    sent: list[list[tuple[str, bytes]]] = []
+    real = loud._send_notices
+
+    def send(notices: list[tuple[str, bytes]]) -> None:
+        sent.append(list(notices))
+        real(notices)
+
+    monkeypatch.setattr(loud, "_send_notices", send)
+    try:
+        for store in (quiet, loud):
+            with store._tx("acme") as db:
+                store._announce(db, [("acme", "r1"), ("acme", "r1")])
+                assert listener.receive(0.0) == []  # nothing before the COMMIT
+        assert listener.receive(5.0) == [b"acme\0r1"]  # once, from the announcing store
+        assert sent == [[("runs", b"acme\0r1")]]
+        with pytest.raises(RuntimeError), loud._tx("acme") as db:
+            loud._announce(db, [("acme", "r2")])
+            raise RuntimeError("rolled back")
+        assert listener.receive(0.2) == []  # a rolled-back transaction announces nothing
+    finally:
+        listener.close()
+        quiet.close()
+        loud.close()
+
+
+def test_a_worker_waiting_for_work_wakes_on_a_datagram(tmp_path: Path) -> None:
+    """A store that waits for work listens for ``work`` notices: one from another process
+    (sent here from a second handle, as that process's commit would) ends its wait."""
+    path = str(tmp_path / "w.db")
+    waiting = SQLiteStore(path)
+    other = WakeDir(path)
+    woke = threading.Event()
+    try:
+        waiting._work_listener()  # what its first wait_for_work does
+        assert waiting.__dict__["_work_thread"], "no work listener could be bound"
+        waiting._work.scanning()
+
+        def wait() -> None:
+            waiting.wait_for_work(30.0)
+            woke.set()
+
+        threading.Thread(target=wait, daemon=True).start()
+        assert other.send("work", [b"w"]) == 1
+        assert woke.wait(10.0)  # well before the 30 s poll
+    finally:
+        waiting.close()
+        other.close()
+
+
+def test_a_bad_announce_option_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(StoreURLError, match="announce='maybe'"):
+        wayline.connect(f"sqlite:///{tmp_path / 'x.db'}?announce=maybe")
