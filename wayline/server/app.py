@@ -202,10 +202,11 @@ def create_app(
                 g = worker.group.stats
                 log.info(
                     "in-process workers stopped after %d run executions (%d step commits in "
-                    "%d transactions)",
+                    "%d transactions; %d server writes rode them)",
                     worker.completed,
                     g.commits,
                     g.transactions,
+                    getattr(getattr(store, "inner", store), "rides", 0),
                 )
 
     routes = crons.routes() + api.routes() + operator.routes() + data_routes.routes()

@@ -131,8 +131,9 @@ class ServerTables:
         return rows
 
     def _write(self, query: str, params: tuple[Any, ...], tenant: str) -> int:
-        with self.store._tx(tenant) as db:
-            return int(db.execute(query, params).rowcount)
+        """One statement, committed durably; on SQLite it rides the transaction in flight
+        when there is one (``wayline.store.sqlite_riders``) instead of an fsync of its own."""
+        return self.store._ride(tenant, lambda db: int(db.execute(query, params).rowcount))
 
     # -- keys -------------------------------------------------------------------------
 
@@ -222,7 +223,8 @@ class ServerTables:
             r.created_at,
             r.updated_at,
         )
-        with self.store._tx(r.tenant_id) as db:
+
+        def write(db: Executor) -> None:
             db.execute(self.q.Q_INSERT_RUN, params)
             if tags is None:
                 db.execute(self.q.Q_UPDATE_THREAD_TOUCH, (r.updated_at, r.tenant_id, r.thread_id))
@@ -231,6 +233,8 @@ class ServerTables:
                 db.execute(self.q.Q_UPDATE_THREAD, touch)
             if then is not None:
                 then(db)
+
+        self.store._ride(r.tenant_id, write)
 
     def get_run(self, tenant_id: str, thread_id: str, run_id: str) -> ThreadRunRecord | None:
         rows = self._rows(self.q.Q_GET_RUN, (tenant_id, thread_id, run_id), tenant_id)

@@ -6,11 +6,11 @@ one mixin per record family; nothing here knows which database it talks to."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from importlib import resources
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from wayline.errors import (
     ForeignDatabaseError,
@@ -26,6 +26,8 @@ from wayline.store.urls import redact_url
 if TYPE_CHECKING:
     from wayline.store.encrypted import KeyProvider
     from wayline.store.subject_keys import SubjectVault
+
+T = TypeVar("T")
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -138,6 +140,12 @@ class SQLCore:
 
     def write_turn(self) -> AbstractContextManager[None]:
         return nullcontext()
+
+    def _ride(self, tenant: str | None, fn: Callable[[Any], T]) -> T:
+        """``fn(db)`` committed durably, in a transaction of its own here; SQLite lets it
+        ride on the durable transaction in flight (``wayline.store.sqlite_riders``)."""
+        with self._tx(tenant) as db:
+            return fn(db)
 
     def _lease_tx(self, tenant: str | None = None) -> AbstractContextManager[Any]:
         """A transaction that moves only a lease (claim, heartbeat, release): the backend may

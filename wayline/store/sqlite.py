@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from wayline.errors import StoreError, StoreFullError, StoreNotFoundError, StoreURLError
 from wayline.store.sql_core import Executor, load_queries
 from wayline.store.sql_store import SQLStore
+from wayline.store.sqlite_riders import Rider, SQLiteRiders
 from wayline.store.sqlite_turns import WriterTurns
 from wayline.store.sqlite_wake import Notice, SQLiteWakes
 from wayline.store.wake import wake_dir
@@ -49,7 +50,7 @@ _QUERIES = load_queries("?")
 Q_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
 
 
-class SQLiteStore(SQLiteWakes, SQLStore):
+class SQLiteStore(SQLiteRiders, SQLiteWakes, SQLStore):
     """The store on one SQLite file (or ``:memory:``), shared safely by threads."""
 
     q = _QUERIES
@@ -96,6 +97,10 @@ class SQLiteStore(SQLiteWakes, SQLStore):
         self._wake = wake_dir(path)
         self._notices: list[Notice] = []
         self._stopping = threading.Event()
+        self._riders: list[Rider] = []
+        self._riders_mutex = threading.Lock()
+        self._durable = True
+        """False inside a lease's transaction (NORMAL): no rider may count on its fsync."""
         self._idle_readers: list[sqlite3.Connection] = []
         self._pool_lock = threading.Lock()
         """Guards the idle readers (and ``_closed``), never held across a statement: a
@@ -165,8 +170,11 @@ class SQLiteStore(SQLiteWakes, SQLStore):
             except sqlite3.Error as exc:
                 raise _write_error(exc, self.path, "could not begin a transaction") from exc
             self._notices = []
+            riders: list[Rider] = []
+            committed = False
             try:
                 yield db
+                riders = self._seat_riders(db)  # small writes waiting for this COMMIT
             except sqlite3.Error as exc:
                 _rollback(db)
                 raise _write_error(exc, self.path, "write failed and was rolled back") from exc
@@ -179,8 +187,10 @@ class SQLiteStore(SQLiteWakes, SQLStore):
                 except sqlite3.Error as exc:
                     _rollback(db)
                     raise _write_error(exc, self.path, "commit failed") from exc
+                committed = True
             finally:
                 notices, self._notices = self._notices, []
+                self._land(riders, committed=committed)
         if notices:  # committed (an error left above): other processes may hear of it
             self._send_notices(notices)
 
@@ -192,11 +202,16 @@ class SQLiteStore(SQLiteWakes, SQLStore):
             return
         with self._lock:
             self._db.execute("PRAGMA synchronous = NORMAL")
+            self._durable = False
             try:
                 with self._tx(tenant) as db:
                     yield db
             finally:
+                self._durable = True
                 self._db.execute(f"PRAGMA synchronous = {self.synchronous}")
+
+    def _rider_error(self, exc: sqlite3.Error) -> Exception:
+        return _write_error(exc, self.path, "write failed and was rolled back")
 
     @contextmanager
     def _reader(self) -> Iterator[sqlite3.Connection | None]:
@@ -249,7 +264,7 @@ class SQLiteStore(SQLiteWakes, SQLStore):
         commit's fsync, and the server reads its tables (threads, queued inputs) at every
         request and stream read, which waited behind the workers' commits. Inside this
         thread's own transaction, on the writer's connection, to see what it wrote."""
-        in_tx: bool = self._lock._is_owned()  # type: ignore[attr-defined]
+        in_tx: bool = self._lock._is_owned()
         with self._reader() as reader:
             if reader is None or in_tx:
                 with self._lock:
