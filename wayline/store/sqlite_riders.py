@@ -77,8 +77,8 @@ class SQLiteRiders:
     def _seat_riders(self, db: sqlite3.Connection) -> list[Rider]:
         """Before a durable COMMIT: run the queued riders' statements, each under its own
         savepoint (a lease's NORMAL commit seats none: they would not be durable)."""
-        if not self._durable:
-            return []
+        if not self._durable or not self._riders:  # none queued (one queuing now waits
+            return []  # for the lock, then writes in a transaction of its own if no one did)
         with self._riders_mutex:
             riders, self._riders = self._riders, []
         me = threading.get_ident()
