@@ -32,6 +32,7 @@ class SQLiteWakes:
     store's write lock; ``_tx`` hands them to ``_send_notices`` once it committed."""
 
     announce: bool = False
+    _lock: Any
     _wake: WakeDir | None = None
     _notices: list[Notice]
     _work: WorkSignal
@@ -66,18 +67,22 @@ class SQLiteWakes:
         self._work.wait(timeout)
 
     def _work_listener(self) -> None:
+        """One listener a store, bound when a slot first waits (its slots share it)."""
         if self._wake is None or self.__dict__.get("_work_thread") is not None:
             return
-        listener = self._wake.listen("work")
-        self.__dict__["_work_thread"] = False  # tried: one attempt per store
-        if listener is None:
-            return
-        thread = threading.Thread(
-            target=self._relay, args=(listener, lambda _: self._work.notify()),
-            name="wayline-wake-work", daemon=True,
-        )  # fmt: skip
-        self.__dict__["_work_thread"] = thread
-        thread.start()
+        with self._lock:
+            if self.__dict__.get("_work_thread") is not None:
+                return
+            self.__dict__["_work_thread"] = False  # tried: one attempt per store
+            listener = self._wake.listen("work")
+            if listener is None:
+                return
+            thread = threading.Thread(
+                target=self._relay, args=(listener, lambda _: self._work.notify()),
+                name="wayline-wake-work", daemon=True,
+            )  # fmt: skip
+            self.__dict__["_work_thread"] = thread
+            thread.start()
 
     def listen_runs(
         self, moved: Callable[[Sequence[tuple[str, str]]], None], stopping: threading.Event
@@ -90,9 +95,13 @@ class SQLiteWakes:
             return
 
         def ring(notices: list[bytes]) -> None:
-            runs = [tuple(n.decode().split("\0", 1)) for n in notices if b"\0" in n]
+            runs: list[tuple[str, str]] = []
+            for notice in notices:
+                tenant_id, sep, run_id = notice.decode(errors="replace").partition("\0")
+                if sep:
+                    runs.append((tenant_id, run_id))
             if runs:
-                moved(runs)  # type: ignore[arg-type]
+                moved(runs)
 
         self._relay(listener, ring, stopping)
 
