@@ -103,3 +103,12 @@ def test_a_worker_waiting_for_work_wakes_on_a_datagram(tmp_path: Path) -> None:
 def test_a_bad_announce_option_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(StoreURLError, match="announce='maybe'"):
         wayline.connect(f"sqlite:///{tmp_path / 'x.db'}?announce=maybe")
+
+
+def test_closing_a_store_removes_its_work_listeners_marker(tmp_path: Path) -> None:
+    store = SQLiteStore(str(tmp_path / "c.db"))
+    store._work_listener()
+    wake = store._wake
+    assert wake is not None and [p.name[:5] for p in wake.dir.iterdir()] == ["work-"]
+    store.close()
+    assert list(wake.dir.iterdir()) == []

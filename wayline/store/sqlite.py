@@ -286,7 +286,7 @@ class SQLiteStore(SQLiteRiders, SQLiteWakes, SQLStore):
         return {"busy": int(busy), "wal_frames": int(log), "checkpointed": int(done)}
 
     def close(self) -> None:
-        self._stopping.set()
+        self._stop_wakes()
         with self._lock:
             with self._pool_lock:
                 self._closed = True

@@ -82,7 +82,16 @@ class SQLiteWakes:
                 name="wayline-wake-work", daemon=True,
             )  # fmt: skip
             self.__dict__["_work_thread"] = thread
+            self.__dict__["_work_listener_"] = listener
             thread.start()
+
+    def _stop_wakes(self) -> None:
+        """On close: no more relays, and this store's work listener's marker gone now (not
+        left for the next sender to find refused)."""
+        self._stopping.set()
+        listener = self.__dict__.get("_work_listener_")
+        if listener is not None:
+            listener.close()
 
     def listen_runs(
         self, moved: Callable[[Sequence[tuple[str, str]]], None], stopping: threading.Event

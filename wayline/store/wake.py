@@ -112,8 +112,11 @@ class Listener:
     def receive(self, timeout: float) -> list[bytes]:
         """The notices that arrive within ``timeout`` seconds (all that are waiting, once
         the first is in; empty when none came)."""
-        ready, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
         out: list[bytes] = []
+        try:
+            ready, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
+        except (OSError, ValueError):  # closed by ``close`` from another thread
+            return out
         if not ready:
             return out
         while len(out) < DRAIN:
