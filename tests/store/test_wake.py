@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,29 @@ def test_closing_a_store_removes_its_work_listeners_marker(tmp_path: Path) -> No
     assert wake is not None and [p.name[:5] for p in wake.dir.iterdir()] == ["work-"]
     store.close()
     assert list(wake.dir.iterdir()) == []
+
+
+def test_a_stopping_worker_does_not_sit_out_its_poll(tmp_path: Path) -> None:
+    """A worker polling once a minute (wake-ups make that reasonable) stops at once."""
+    from wayline.graph import START, StateGraph
+    from wayline.worker.worker import Worker, WorkerConfig
+
+    store = SQLiteStore(str(tmp_path / "p.db"))
+    g = StateGraph(dict, name="idle")
+    g.add_node("a", lambda s: {})
+    g.add_edge(START, "a")
+    worker = Worker(store, g.compile(store), WorkerConfig(concurrency=2, poll_interval=60.0))
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not store.__dict__.get("_work_thread"):  # a slot is waiting for work
+            assert time.monotonic() < deadline, "no slot began to wait"
+            time.sleep(0.01)
+        worker.stop()
+        thread.join(10)
+        assert not thread.is_alive()
+    finally:
+        worker.stop()
+        thread.join(70)
+        store.close()

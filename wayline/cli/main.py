@@ -341,6 +341,7 @@ def worker(
         f"worker {w.owner} stopped after {w.completed} run executions "
         f"({g.commits} step commits in {g.transactions} transactions)"
     )
+    store.close()  # its listener for new work (SQLite: wayline.store.wake) leaves with it
 
 
 def _app_graphs(config_file: str | None) -> tuple[list[str], Any]:

@@ -313,6 +313,12 @@ class RunsSQL(QueueSQL):
         """Block until new work may be claimable or ``timeout`` passes."""
         self._work.wait(timeout)
 
+    def wake_waiting(self) -> None:
+        """End this process's waits for work now (a worker stopping: its idle slots need
+        not sit out a long ``--poll``, which SQLite's wake-ups make a sensible setting).
+        A PostgreSQL slot's LISTEN wait still ends at its next notice or poll."""
+        self._work.notify()
+
     @property
     def _work(self) -> WorkSignal:
         signal = self.__dict__.get("_work_signal")
