@@ -58,7 +58,7 @@ def open_store(
             return SQLiteStore(
                 path,
                 synchronous=options.get("synchronous", "FULL"),
-                secure_delete=_switch(options.get("secure_delete", "on"), url),
+                secure_delete=_switch(options.get("secure_delete", "on"), url, "secure_delete"),
                 busy_timeout_ms=_milliseconds(options.get("busy_timeout_ms", "10000"), url),
                 announce=_switch(options.get("announce", "off"), url, "announce"),
                 upgrade=upgrade,
@@ -82,7 +82,7 @@ def _milliseconds(value: str, url: str) -> int:
     raise StoreURLError(f"busy_timeout_ms={value!r} in {url!r} must be a whole number of ms")
 
 
-def _switch(value: str, url: str, name: str = "secure_delete") -> bool:
+def _switch(value: str, url: str, name: str) -> bool:
     if value.lower() in ("on", "1", "true"):
         return True
     if value.lower() in ("off", "0", "false"):

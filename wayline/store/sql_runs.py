@@ -136,6 +136,10 @@ class RunsContract(Protocol):
         """Block until work may have arrived (a notification) or ``timeout`` passes."""
         ...
 
+    def wake_waiting(self) -> None:
+        """End this process's ``wait_for_work`` calls now, where the backend can (a stop)."""
+        ...
+
     def claim(
         self, tenant_id: str, run_id: str, *, owner: str, lease_seconds: float, steal: bool = False
     ) -> int:

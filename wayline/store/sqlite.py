@@ -169,7 +169,6 @@ class SQLiteStore(SQLiteRiders, SQLiteWakes, SQLStore):
                 db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise _write_error(exc, self.path, "could not begin a transaction") from exc
-            self._notices = []
             riders: list[Rider] = []
             committed = False
             try:
@@ -189,7 +188,9 @@ class SQLiteStore(SQLiteRiders, SQLiteWakes, SQLStore):
                     raise _write_error(exc, self.path, "commit failed") from exc
                 committed = True
             finally:
-                notices, self._notices = self._notices, []
+                notices = self._notices  # this transaction's, whatever its outcome
+                if notices:
+                    self._notices = []
                 self._land(riders, committed=committed)
         if notices:  # committed (an error left above): other processes may hear of it
             self._send_notices(notices)

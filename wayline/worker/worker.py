@@ -323,9 +323,7 @@ class Worker:
         with self._lock:
             for held in self._held.values():
                 held.stop.set()
-        wake = getattr(self.store, "wake_waiting", None)
-        if callable(wake):  # idle slots go now, not at their next poll
-            wake()
+        self.store.wake_waiting()  # idle slots go now, not at their next poll
 
     # -- claiming and running ---------------------------------------------------------
 
