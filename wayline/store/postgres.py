@@ -44,6 +44,7 @@ from wayline.errors import (
 from wayline.store import observe
 from wayline.store.memory_sql import MEMORY_TABLES
 from wayline.store.payloads import checksum as crc
+from wayline.store.pg_listen import NoticeRelay
 from wayline.store.records import CommitBatch
 from wayline.store.sql_core import Executor, load_queries, split_statements
 from wayline.store.sql_fence import created_params, fence_params
@@ -311,12 +312,11 @@ class PostgresStore(SQLStore):
         if "synchronous_commit" in options:
             settings.append(f"-c synchronous_commit={options['synchronous_commit']}")
         size = int(options.get("pool_size", "4"))
-        self._lock = threading.Lock()
         self._conninfo = conninfo
         self._channel = f"wayline_{self.schema}"
         self.runs_channel = f"wayline_{self.schema}_runs"
         """Where ``announce`` says which run moved: ``[tenant, run_id]`` in JSON."""
-        self._listener: psycopg.Connection[Any] | None = None
+        self._relay = NoticeRelay(conninfo, self._channel, self._work)
         try:
             with psycopg.connect(conninfo, autocommit=True) as conn:
                 found = "SELECT 1 FROM pg_namespace WHERE nspname = %s"
@@ -530,18 +530,12 @@ class PostgresStore(SQLStore):
             conn.close()
 
     def wait_for_work(self, timeout: float) -> None:
-        """LISTEN on this schema's channel: a start, resume or retry wakes the worker at
-        once; the timeout is the polling fallback (leases that expire send no notice)."""
-        with self._lock:
-            try:
-                if self._listener is None or self._listener.closed:
-                    self._listener = psycopg.connect(self._conninfo, autocommit=True)
-                    self._listener.execute(f'LISTEN "{self._channel}"')
-                for _ in self._listener.notifies(timeout=timeout, stop_after=1):
-                    pass
-            except psycopg.Error:
-                self._listener = None
-                time.sleep(min(timeout, 1.0))  # the database is away: back off, poll again
+        """Until a start, resume or retry anywhere sends its notice on this schema's channel
+        (one connection LISTENs for the whole store and wakes one idle slot a notice:
+        ``wayline.store.pg_listen``), or ``timeout`` passes (the fallback: a lease that
+        expires sends no notice)."""
+        self._relay.start()
+        self._work.wait(timeout)
 
     def _read_dicts(
         self, query: str, params: Sequence[Any], tenant: str | None = None
@@ -582,9 +576,7 @@ class PostgresStore(SQLStore):
         return [name for (name,) in self._read(Q_TABLES, ())]
 
     def close(self) -> None:
-        with self._lock:
-            if self._listener is not None:
-                self._listener.close()
+        self._relay.close()
         self._pool.close()
 
 

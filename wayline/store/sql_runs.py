@@ -319,8 +319,7 @@ class RunsSQL(QueueSQL):
 
     def wake_waiting(self) -> None:
         """End this process's waits for work now (a worker stopping: its idle slots need
-        not sit out a long ``--poll``, which SQLite's wake-ups make a sensible setting).
-        A PostgreSQL slot's LISTEN wait still ends at its next notice or poll."""
+        not sit out a long ``--poll``, which the stores' wake-ups make a sensible setting)."""
         self._work.notify()
 
     @property

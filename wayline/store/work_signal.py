@@ -19,13 +19,18 @@ class WorkSignal:
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._generation = 0
+        self._waiting = 0
         self._seen = threading.local()
 
-    def notify(self) -> None:
-        """Work may have arrived: wake every waiting slot, and any about to wait."""
+    def notify(self, slots: int | None = None) -> None:
+        """Work may have arrived: wake ``slots`` waiting slots (None: every one), and any
+        about to wait. One notice of one new run wakes one (``wayline.store.pg_listen``)."""
         with self._cond:
             self._generation += 1
-            self._cond.notify_all()
+            if slots is None:
+                self._cond.notify_all()
+            else:
+                self._cond.notify(slots)
 
     def scanning(self) -> None:
         """This thread scans for work now: a notice from here on ends its next ``wait``."""
@@ -38,5 +43,14 @@ class WorkSignal:
             seen = getattr(self._seen, "generation", None)
             if seen is None:
                 seen = self._generation
-            self._cond.wait_for(lambda: self._generation != seen, timeout)
+            self._waiting += 1
+            try:
+                self._cond.wait_for(lambda: self._generation != seen, timeout)
+            finally:
+                self._waiting -= 1
         self._seen.generation = None
+
+    def waiting(self) -> int:
+        """How many threads wait now (what a test lines up before it sends a notice)."""
+        with self._cond:
+            return self._waiting
