@@ -23,10 +23,15 @@
    transaction is one fsync), and p50/p99 step latency (the gap between two node starts
    of one run: the previous step's commit wait included). Goal at concurrency 8 (8 slots):
    >= 2x the raw rate, capped at half the engine's rate.
-2. PostgreSQL (an embedded server started here, ``synchronous_commit=on``): one ``wayline
-   worker --processes P`` command, P = 1, 2, 4 (``--cpus auto``: several, each process on
-   a CPU of its own; one, on the least busy CPU), at ``--concurrency 8`` each, draining R runs
-   started while they are idle; timed from the first ``start`` to the last commit. WAL
+2. PostgreSQL (an embedded server started here, ``synchronous_commit=on``): the raw one-row
+   commit rate, the engine alone (one run of ``fleet_graph``, ``invoke``, exit, 1,000
+   steps), and one ``wayline worker --processes P`` command, P = 1, 2, 4 (``--cpus auto``:
+   several, each process on a CPU of its own; one, on the least busy CPU), at
+   ``--concurrency 8`` each, with its default options, draining R runs a process queued
+   before it starts, timed from the first node start to the last commit; and at P = 1 and
+   4 the same runs started while the workers idle, timed from the first ``start`` (one
+   client's start rate, and each start's notice waking a slot in every process, are then
+   in the figure). Goals: one process >= min(2x raw, 0.5x the engine), four >= 1.5x one. WAL
    fsyncs counted by the server (``pg_stat_io``, object ``wal``) over the cell; step
    commits per transaction as the workers report them when stopped; latency from the
    workers' node logs.
@@ -90,6 +95,8 @@ SERVE_CPUS = ("auto", "all")
 """Cells of ``wayline serve`` draining the runs with ``--workers 8`` in-process workers:
 placed (``--cpus auto``, the default) and left to the OS."""
 PG_PROCESSES: tuple[int, ...] = (1, 2, 4)
+PG_IDLE: tuple[int, ...] = (1, 4)
+"""PostgreSQL cells whose runs are started while the workers idle (beside the queued ones)."""
 CELL_FIGURES = ("steps_s", "commits_per_tx", "p50_ms", "p99_ms")
 PLACED = {"auto": ", a CPU each", "all": ", CPUs left to the OS"}
 PG_CONCURRENCY = 8
@@ -335,7 +342,7 @@ class Proc:
             cmd = [*cli, "serve", f"fleet={GRAPH_FILE}:fleet", "--db", url, "--dev"]
             cmd += ["--workers", str(concurrency), "--port", str(c.free_port())]
         else:
-            cmd = [*cli, "worker", f"{GRAPH_FILE}:fleet", "--db", url, "--poll", "0.05"]
+            cmd = [*cli, "worker", f"{GRAPH_FILE}:fleet", "--db", url]
             cmd += ["--concurrency", str(concurrency)]
             cmd += ["--processes", str(processes)] if processes > 1 else []
         cmd += ["--cpus", cpus]
@@ -493,43 +500,79 @@ def pg_raw_rate(base: str, commits: int = 500) -> float:
         return rate
 
 
+def pg_engine_alone(base: str, n: int = 1000) -> float:
+    """One run of ``fleet_graph`` through ``invoke`` in exit mode on a schema of its own: the
+    engine's rate on this server (what a worker's durable steps are judged against)."""
+    store = wayline.connect(schema_url(base, "engine"))
+    app = fg.build(n).compile(store)
+    cfg = {"configurable": {"thread_id": "one"}, "recursion_limit": c.RECURSION_LIMIT}
+    app.invoke({"n": 0}, {"configurable": {"thread_id": "warm"}, "recursion_limit": n + 10})
+    t0 = time.perf_counter()
+    app.invoke({"n": 0}, cfg, durability="exit")
+    rate = (n + 1) / (time.perf_counter() - t0)
+    store.close()
+    return rate
+
+
 def pg_section(tmp: Path, base: str, runs: int, rounds: int) -> dict[str, Any]:
-    samples: dict[str, list[Any]] = {"raw": []}
-    for p in PG_PROCESSES:
-        samples[f"p{p}"] = []
+    """Cells ``p{P}``: P processes draining ``runs`` runs each, queued before they start (what
+    the workers can do); ``p{P}idle``: the same runs started while they idle (the start rate
+    of one client and every start's notice waking a slot in each process are in the figure)."""
+    arms = [f"p{p}" for p in PG_PROCESSES] + [f"p{p}idle" for p in PG_IDLE]
+    samples: dict[str, list[Any]] = {"raw": [], "engine": [], **{a: [] for a in arms}}
     for r in range(rounds):
         samples["raw"].append(pg_raw_rate(base))
-        order = list(PG_PROCESSES[r % 3 :] + PG_PROCESSES[: r % 3])
-        for p in order:
-            url = schema_url(base, f"p{p}")
-            cell = process_cell(tmp, url, p, PG_CONCURRENCY, runs, base, one_command=True)
-            samples[f"p{p}"].append(cell)
-            print(f"  round {r + 1} pg p{p}: {_brief(samples[f'p{p}'][-1])}", flush=True)
-    raw = c.median(samples["raw"])
+        samples["engine"].append(pg_engine_alone(base))
+        for arm in arms[r % len(arms) :] + arms[: r % len(arms)]:
+            p = int(arm[1:].removesuffix("idle"))
+            url = schema_url(base, arm)
+            cell = process_cell(
+                tmp, url, p, PG_CONCURRENCY, runs * p, base,
+                one_command=True, queued_first=not arm.endswith("idle"),
+            )  # fmt: skip
+            samples[arm].append(cell)
+            print(f"  round {r + 1} pg {arm}: {_brief(cell)}", flush=True)
+    raw, engine = c.median(samples["raw"]), c.median(samples["engine"])
+    goal = min(2 * raw, engine / 2)
+    dashes = ["-"] * 5 + [""]
     rows = [
-        ["raw one-row commits (autocommit, logged)", c.fmt_num(raw), "1.0x", "-", "-", "-", "-"]
+        ["raw one-row commits (autocommit, logged)", c.fmt_num(raw), "1.0x", *dashes],
+        ["engine alone (invoke, exit)", c.fmt_num(engine), c.fmt_ratio(engine / raw), *dashes],
     ]
-    summary: dict[str, Any] = {"raw": raw}
-    for p in PG_PROCESSES:
-        cells = samples[f"p{p}"]
+    summary: dict[str, Any] = {"raw": raw, "engine": engine, "goal_p1": goal}
+    for arm in arms:
+        cells = samples[arm]
         row = {k: c.median([x[k] for x in cells]) for k in cells[0]}
-        summary[f"p{p}"] = row
+        summary[arm] = row
+        p = int(arm[1:].removesuffix("idle"))
+        mark = ""
+        if arm == "p1":
+            mark = f"goal >= {c.fmt_num(goal)}: {c.verdict(row['steps_s'] >= goal)}"
+        elif arm == f"p{max(PG_PROCESSES)}" and "p1" in summary and p > 1:
+            one = summary["p1"]["steps_s"]
+            mark = f"x one {row['steps_s'] / one:.2f} (goal >= 1.5): "
+            mark += c.verdict(row["steps_s"] >= 1.5 * one)
+        label = f"{p} worker process(es) x concurrency {PG_CONCURRENCY}"
+        label += ", runs started while idle" if arm.endswith("idle") else ""
         rows.append(
             [
-                f"{p} worker process(es) x concurrency {PG_CONCURRENCY}",
+                label,
                 c.fmt_num(row["steps_s"]),
                 c.fmt_ratio(row["steps_s"] / raw),
+                c.fmt_ratio(row["steps_s"] / engine),
                 c.fmt_num(row["commits_per_tx"], 1),
                 c.fmt_num(row["steps_per_wal_fsync"], 1),
                 c.fmt_num(row["p50_ms"], 2),
                 c.fmt_num(row["p99_ms"], 2),
+                mark,
             ]
         )
     c.print_table(
-        "PostgreSQL, synchronous_commit=on, durability sync (medians)",
-        ["arm", "steps/s", "x raw", "commits/tx", "steps/WAL fsync", "p50 ms", "p99 ms"],
+        f"PostgreSQL, synchronous_commit=on, durability sync, {runs} runs a process (medians)",
+        ["arm", "steps/s", "x raw", "x engine", "commits/tx", "steps/WAL fsync", "p50 ms",
+         "p99 ms", "goal"],
         rows,
-    )
+    )  # fmt: skip
     return {"samples": samples, "summary": summary}
 
 
