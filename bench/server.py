@@ -274,10 +274,11 @@ def pct(values: list[float], p: float) -> float:
 
 
 def summarize(result: dict[str, Any]) -> dict[str, float]:
+    """Runs/s of the median round; percentiles over every round's samples."""
     first = [s["first_event_s"] * 1000 for s in result["samples"]]
     done = [s["complete_s"] * 1000 for s in result["samples"]]
     return {
-        "runs_per_s": result["runs"] / result["wall_s"],
+        "runs_per_s": statistics.median(result["rounds_runs_per_s"]),
         "first_p50_ms": statistics.median(first),
         "first_p99_ms": pct(first, 99),
         "done_p50_ms": statistics.median(done),
@@ -298,11 +299,16 @@ def main() -> None:
     ap.add_argument("--durability", default=None, help="sync (default), async or exit")
     ap.add_argument("--langgraph", default=None, help="path to the langgraph CLI")
     ap.add_argument("--chat", action="store_true", help="time to first token of a chat model")
+    ap.add_argument(
+        "--rounds", type=int, default=3,
+        help="loads per server, alternating between the servers (runs/s: the median round)",
+    )  # fmt: skip
     args = ap.parse_args()
     if args.quick:
-        args.clients, args.runs = 4, 5
+        args.clients, args.runs, args.rounds = 4, 5, 1
 
     results: dict[str, Any] = {}
+    rounds: dict[str, list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="wayline-bench-server-") as tmpdir:
         tmp = Path(tmpdir)
         servers: list[tuple[str, Callable[[], tuple[str, list[subprocess.Popen[bytes]]]]]] = [
@@ -314,18 +320,36 @@ def main() -> None:
             servers.append(("langgraph dev", lambda: start_langgraph(lg, tmp, args.workers)))
         else:
             console.print("langgraph dev not found: measuring wayline only")
-        for name, starter in servers:
-            url, procs = starter()
-            try:
-                console.print(f"{name} at {url}: {args.clients} clients x {args.runs} runs")
+        running: dict[str, tuple[str, list[subprocess.Popen[bytes]]]] = {}
+        try:
+            for name, starter in servers:  # all up first: the loads alternate between them
+                running[name] = starter()
+                url = running[name][0]
                 durability = args.durability if name != "langgraph dev" else None
-                results[name] = asyncio.run(
-                    load(url, args.clients, args.runs, args.steps, durability, args.chat)
-                )
-            finally:
+                asyncio.run(load(url, 1, 1, args.steps, durability, args.chat))  # warm
+            names = list(running)
+            for r in range(args.rounds):
+                for name in names[r % len(names) :] + names[: r % len(names)]:
+                    url = running[name][0]
+                    durability = args.durability if name != "langgraph dev" else None
+                    got = asyncio.run(
+                        load(url, args.clients, args.runs, args.steps, durability, args.chat)
+                    )
+                    rounds.setdefault(name, []).append(got)
+                    rate = got["runs"] / got["wall_s"]
+                    console.print(f"round {r + 1}, {name} at {url}: {rate:.1f} runs/s")
+        finally:
+            for _, procs in running.values():
                 for proc in procs:
                     proc.terminate()
                     proc.wait(30)
+    for name, each in rounds.items():
+        results[name] = {
+            "wall_s": sum(x["wall_s"] for x in each),
+            "runs": sum(x["runs"] for x in each),
+            "samples": [sample for x in each for sample in x["samples"]],
+            "rounds_runs_per_s": [x["runs"] / x["wall_s"] for x in each],
+        }
 
     what = "chats (first token)" if args.chat else f"runs, {args.steps} steps"
     table = Table(title=f"{args.clients} streaming clients x {args.runs} {what}")

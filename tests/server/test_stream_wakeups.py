@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
+import graphs
 from graphs import compiled
 from harness import start, until, worker_process
 from langgraph_sdk import get_sync_client
@@ -182,3 +184,60 @@ def test_a_ring_while_the_stream_reads_wakes_its_next_wait() -> None:
         return woke
 
     assert asyncio.run(scenario()) is True
+
+
+class _Recorded(RunWatch):
+    """Records, for each read, whether it was made on the event loop's thread."""
+
+    on_loop: list[bool]
+
+    def poll(self) -> list[Any]:
+        self.on_loop.append(threading.current_thread() is threading.main_thread())
+        if len(self.on_loop) == 2:
+            graphs.HOLD.set()  # the run was held before its last step: it may end now
+        return super().poll()
+
+
+def _reads_of_a_held_run(store_url: str) -> tuple[list[bool], list[int]]:
+    running = start(store_url, stream_fallback=FALLBACK)
+    graphs.HOLD.clear()
+    try:
+        c = get_sync_client(url=running.url, api_key=running.keys["alice"], timeout=30.0)
+        tid = c.threads.create()["thread_id"]
+        c.runs.create(tid, "slow", input={"n": 0, "until": STEPS, "hold": True})
+        graph = compiled(running.store)["slow"]
+        watch = _Recorded(running.store, graph, "acme", tid, -1, show_start=False)
+        watch.on_loop = []
+        bell: Bell = running.app.state.service.bell
+
+        async def chunks() -> list[bytes]:
+            stream = sse_events(watch, "r1", ["values"], bell=bell, fallback=FALLBACK)
+            return [chunk async for chunk in stream]
+
+        body = b"".join(asyncio.run(chunks())).decode()
+        values = [
+            json.loads(line[len("data: ") :])["n"]
+            for block in body.split("\r\n\r\n")
+            if "event: values" in block
+            for line in block.splitlines()
+            if line.startswith("data: ")
+        ]
+        return watch.on_loop, values
+    finally:
+        graphs.HOLD.set()
+        running.stop()
+
+
+def test_a_sqlite_streams_later_reads_are_made_on_the_event_loop(tmp_path: Path) -> None:
+    """The first read (the state so far) goes to a thread; each read after it, of the steps
+    since, is made on the loop: a hop to a thread cost more than those reads."""
+    on_loop, values = _reads_of_a_held_run(f"sqlite:///{tmp_path / 'loop.db'}")
+    assert values == list(range(STEPS + 1))
+    assert len(on_loop) >= 2
+    assert on_loop[0] is False and all(on_loop[1:])
+
+
+def test_a_postgres_streams_reads_all_go_to_a_thread(pg_base_url: str) -> None:
+    on_loop, values = _reads_of_a_held_run(schema_url(pg_base_url))
+    assert values == list(range(STEPS + 1))
+    assert len(on_loop) >= 2 and not any(on_loop)

@@ -157,6 +157,7 @@ class LangGraphWatch(RunWatch):
     """``RunWatch`` over a LangGraph thread's checkpoints instead of wayline's deltas."""
 
     graph: Any
+    light = False  # each read rebuilds the steps' snapshots: kept off the event loop
 
     def poll(self) -> list[tuple[str, Any]]:
         run = self.store.get_run(self.tenant, self.thread_id)

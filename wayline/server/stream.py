@@ -117,6 +117,18 @@ class RunWatch:
         self.ends: Callable[[], int | None] | None = None
         """The step a run queued behind this one took the thread on from (None: none yet)."""
 
+    light = True
+    """Whether a read after the first reads only the new steps' rows (a subclass that
+    rebuilds more each read says False)."""
+
+    def quick(self) -> bool:
+        """Whether the next read may be made on the event loop: a read of the steps since
+        the last one (the state so far is in hand) from a store whose reads wait for no
+        writer. Measured (``bench/server.py``'s load, 8 clients x 40 runs, in-process
+        workers, three alternated pairs): the hop to a thread cost the server about 1.2 ms
+        of CPU a run, 11-14% of its throughput, more than the reads themselves."""
+        return self.light and self.channels is not None and self.store.quick_reads
+
     def bounded(self) -> bool:
         """Whether the run has started (a queued one may not have); its end, once a run
         queued behind it took the thread on, set."""
@@ -297,7 +309,10 @@ async def _events(
     while True:
         if waiter is not None:
             waiter.clear()  # a move from here on wakes the next wait
-        read = await call(_read, watch)  # one hop to a thread for both reads
+        if watch.quick():  # the steps since the last read: a few small rows
+            read = _read(watch)
+        else:  # the first read (the state so far) or a store whose reads wait
+            read = await call(_read, watch)  # one hop to a thread for both reads
         if read is None:  # queued: nothing to send until it starts
             if waiter is not None:
                 await waiter.wait(wait)

@@ -70,23 +70,23 @@ class NoticeRelay:
         import psycopg
 
         conn: psycopg.Connection[Any] | None = None
-        failing = False  # said once an outage, not every retry
+        failures = 0  # said once an outage (at its second failure: not a server's restart)
         try:
             while not self._stopping.is_set():
                 try:
                     if conn is None or conn.closed:
                         conn = psycopg.connect(self.conninfo, autocommit=True)
                         conn.execute(f'LISTEN "{self.channel}"')
-                        failing = False
+                        failures = 0
                         self.listening.set()
                         self.signal.notify()  # what started before the LISTEN: scan once
                     for _ in conn.notifies(timeout=CHECK_EVERY):
                         self.received += 1
                         self.signal.notify(1)
                 except psycopg.Error as exc:  # the database is away: poll, retry
-                    if not failing and not self._stopping.is_set():
+                    failures += 1
+                    if failures == 2 and not self._stopping.is_set():
                         log.warning("listening for new work failed, retrying: %s", exc)
-                    failing = True
                     self.listening.clear()
                     if conn is not None:
                         conn.close()

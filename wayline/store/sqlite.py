@@ -82,6 +82,8 @@ class SQLiteStore(SQLiteRiders, SQLiteWakes, SQLStore):
                 f"{', '.join(SYNCHRONOUS_LEVELS)}"
             )
         self.path = path
+        self.quick_reads = path != ":memory:"
+        """On a file, reads go to read connections, which wait for no writer."""
         self.synchronous = level
         options = [] if level == "FULL" else [f"synchronous={level}"]
         options += [] if secure_delete else ["secure_delete=off"]
