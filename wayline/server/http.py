@@ -4,12 +4,15 @@ store calls moved off the event loop."""
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import functools
 import json
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -114,6 +117,30 @@ async def read_json(request: Request, *, required: bool = False) -> dict[str, An
     return data
 
 
+CALL_THREADS = 40
+"""Store calls in flight at once (anyio's default limit, which ``call`` used before)."""
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _calls() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(CALL_THREADS, thread_name_prefix="wayline-call")
+        return _pool
+
+
 async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run a blocking store call in a worker thread (the event loop keeps serving)."""
-    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+    """Run a blocking store call in a worker thread (the event loop keeps serving), in the
+    caller's context. A request cancelled meanwhile unwinds once the call has returned, as
+    with ``anyio.to_thread``, whose hop cost the event loop about three times this one's
+    CPU (80 against 27 us here, measured under uvloop), five hops a streamed run."""
+    job = _calls().submit(contextvars.copy_context().run, functools.partial(fn, *args, **kwargs))
+    try:
+        return await asyncio.wrap_future(job)
+    except asyncio.CancelledError:
+        if not job.cancel():  # running: let it return before the caller unwinds
+            await asyncio.wait([asyncio.wrap_future(job)])
+        raise
