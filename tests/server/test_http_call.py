@@ -53,3 +53,20 @@ def test_a_cancelled_caller_unwinds_after_its_call_returned() -> None:
 
     asyncio.run(scenario())
     assert finished == ["call", "caller"]
+
+
+def test_a_forked_child_calls_on_threads_of_its_own() -> None:
+    """The parent's pool has threads; the child's copy of it has none, so it starts anew
+    (without the reset a call in the child waited forever)."""
+    import os
+
+    assert asyncio.run(call(lambda: 1)) == 1
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if a call returns in time
+        code = 1
+        try:
+            code = 0 if asyncio.run(asyncio.wait_for(call(lambda: 2), 10)) == 2 else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -8,6 +8,7 @@ import asyncio
 import contextvars
 import functools
 import json
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -122,6 +123,15 @@ CALL_THREADS = 40
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+
+
+def _forget_pool() -> None:
+    """In a forked child: the parent's threads are not there, so the pool starts anew."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _calls() -> ThreadPoolExecutor:
