@@ -323,10 +323,7 @@ def main() -> None:
         running: dict[str, tuple[str, list[subprocess.Popen[bytes]]]] = {}
         try:
             for name, starter in servers:  # all up first: the loads alternate between them
-                running[name] = starter()
-                url = running[name][0]
-                durability = args.durability if name != "langgraph dev" else None
-                asyncio.run(load(url, 1, 1, args.steps, durability, args.chat))  # warm
+                running[name] = starter()  # (each load warms its server up first)
             names = list(running)
             for r in range(args.rounds):
                 for name in names[r % len(names) :] + names[: r % len(names)]:

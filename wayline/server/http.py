@@ -9,7 +9,6 @@ import contextvars
 import functools
 import json
 import os
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -121,25 +120,21 @@ async def read_json(request: Request, *, required: bool = False) -> dict[str, An
 CALL_THREADS = 40
 """Store calls in flight at once (anyio's default limit, which ``call`` used before)."""
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+
+def _new_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(CALL_THREADS, thread_name_prefix="wayline-call")  # threads: lazy
+
+
+_pool = _new_pool()
 
 
 def _forget_pool() -> None:
     """In a forked child: the parent's threads are not there, so the pool starts anew."""
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
+    global _pool
+    _pool = _new_pool()
 
 
 os.register_at_fork(after_in_child=_forget_pool)
-
-
-def _calls() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(CALL_THREADS, thread_name_prefix="wayline-call")
-        return _pool
 
 
 async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -147,7 +142,7 @@ async def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     caller's context. A request cancelled meanwhile unwinds once the call has returned, as
     with ``anyio.to_thread``, whose hop cost the event loop about three times this one's
     CPU (80 against 27 us here, measured under uvloop), five hops a streamed run."""
-    job = _calls().submit(contextvars.copy_context().run, functools.partial(fn, *args, **kwargs))
+    job = _pool.submit(contextvars.copy_context().run, functools.partial(fn, *args, **kwargs))
     try:
         return await asyncio.wrap_future(job)
     except asyncio.CancelledError:

@@ -107,7 +107,8 @@ class SchemaContract(Protocol):
     quick_reads: bool
     """Whether a small read waits for no writer and no network, so a server may make it on
     its event loop instead of handing it to a thread (SQLite on a file: its read
-    connections never wait for the writer's fsync; PostgreSQL: a round trip)."""
+    connections never wait for the writer's fsync; not PostgreSQL, where each read is a
+    round trip)."""
 
     def table_names(self) -> list[str]:
         """Every table of the schema (a new table must be metered or declared exempt)."""
