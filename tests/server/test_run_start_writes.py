@@ -1,7 +1,7 @@
 """Accepting a run is one write transaction: the API run's record, its thread's tags and
 the run's input for a worker commit together (``Service.start_run``), so a start waits
 for the store's writer once, not three times behind the workers' step commits; and the
-status a read derives of a finished run is recorded without an fsync of its own."""
+status a read derives of a finished run is recorded by the store's next transaction."""
 
 from __future__ import annotations
 
@@ -63,32 +63,49 @@ def test_a_run_start_is_one_transaction(
         running.stop()
 
 
-def test_a_status_read_off_the_run_is_recorded_without_an_fsync_of_its_own(
+def test_a_status_read_off_the_run_is_recorded_by_the_next_transaction_not_one_of_its_own(
     tmp_path: Path,
 ) -> None:
-    """Reading a finished run records its status (so later reads need not derive it) in a
-    commit at ``synchronous=NORMAL``: lost to a power cut, it is derived again the same."""
+    """Reading a finished run records its status (so later reads need not derive it) in the
+    store's next transaction, whatever begins it: the read itself begins none and waits for
+    no writer. Lost (a crash before that transaction, a power cut), it is derived again."""
     running = start(f"sqlite:///{tmp_path / 'settle.db'}")
     try:
         c = get_sync_client(url=running.url, api_key=running.keys["alice"], timeout=30.0)
         tid = c.threads.create()["thread_id"]
         run = c.runs.create(tid, "slow", input={"n": 0, "until": 1})
         store = running.store
-        until(lambda: getattr(store.get_run("acme", tid), "status", None) == "done", what="done")
-        levels: list[int] = []
+
+        def released() -> bool:  # the worker's last write for it (the lease's release) done
+            done = store.get_run("acme", tid)
+            return done is not None and done.status == "done" and done.lease_owner is None
+
+        until(released, what="the run done and its lease released")
+        began: list[str] = []
         real = store._tx
 
         @contextmanager
         def counted(tenant: str | None = None) -> Iterator[Any]:
+            began.append(threading.current_thread().name)
             with real(tenant) as db:
-                levels.append(db.execute("PRAGMA synchronous").fetchone()[0])
                 yield db
+
+        def recorded() -> str:
+            rows = store._read("SELECT status FROM thread_runs WHERE run_id = ?", (run["run_id"],))
+            return str(rows[0][0])
 
         store._tx = counted
         assert c.runs.get(tid, run["run_id"])["status"] == "success"
-        assert levels == [1]  # one commit, NORMAL: no fsync of its own
+        assert c.runs.get(tid, run["run_id"])["status"] == "success"  # derived again, the same
+        assert [n for n in began if n.startswith("wayline-call")] == []  # the reads began none
+        if not began:  # and no other writer's transaction carried it meanwhile: still queued
+            assert recorded() == "pending" and len(store._later) == 1
+        c.threads.create()  # any write: its transaction carries the queued status
+        assert recorded() == "success" and not store._later
+        before = len(began)
         assert c.runs.get(tid, run["run_id"])["status"] == "success"
-        assert levels == [1]  # recorded: the second read derives nothing and writes nothing
+        assert [n for n in began[before:] if n.startswith("wayline-call")] == []
+        assert not store._later  # recorded: nothing derived, nothing queued
 
         with real("acme") as db:  # the record lost, as a power cut before any fsync would
             db.execute(

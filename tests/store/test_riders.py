@@ -1,6 +1,7 @@
 """Small writes ride on the next durable transaction (``wayline.store.sqlite_riders``):
 one COMMIT for both, the rider's error its own, never on a lease's NORMAL commit, and a
-holder that fails sends its riders to write on their own."""
+holder that fails sends its riders to write on their own; writes nobody waits for
+(``_write_later``) ride on any transaction, bounded in number."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from wayline.errors import StoreError
 from wayline.store.server_tables import ServerTables
 from wayline.store.sqlite import SQLiteStore
+from wayline.store.sqlite_riders import LATER_LIMIT
 
 
 @pytest.fixture
@@ -146,3 +148,33 @@ def test_a_holder_that_fails_sends_its_riders_to_write_alone(store: SQLiteStore)
     assert out == [True]  # written in its own transaction after the holder rolled back
     assert store.rides == 0
     assert _threads(store) == {"t1"}
+
+
+def test_queued_later_writes_are_bounded_and_flushed_on_close(tmp_path: Path) -> None:
+    """``_write_later`` keeps at most ``LATER_LIMIT`` writes (the one that fills the queue
+    writes them all), a failing one is dropped alone, and closing the store writes the rest."""
+    path = tmp_path / "later.db"
+    store = SQLiteStore(str(path))
+    with store._tx() as db:
+        db.execute("CREATE TABLE notes (k INTEGER PRIMARY KEY)")
+
+    def note(k: int) -> Any:
+        return lambda db: db.execute("INSERT INTO notes VALUES (?)", (k,))
+
+    def count() -> int:
+        return int(store._read("SELECT count(*) FROM notes", ())[0][0])
+
+    store._write_later(None, "bad", lambda db: db.execute("INSERT INTO no_such_table VALUES (1)"))
+    for k in range(LATER_LIMIT - 2):
+        store._write_later(None, k, note(k))
+    store._write_later(None, 0, note(0))  # the same key replaces: still LATER_LIMIT - 1 queued
+    assert count() == 0 and len(store._later) == LATER_LIMIT - 1
+    store._write_later(None, "last", note(10_000))  # fills it: all written, the bad one dropped
+    assert count() == LATER_LIMIT - 1 and not store._later
+    store._write_later(None, "closing", note(20_000))
+    store.close()
+    reopened = SQLiteStore(str(path))
+    try:
+        assert int(reopened._read("SELECT count(*) FROM notes", ())[0][0]) == LATER_LIMIT
+    finally:
+        reopened.close()

@@ -579,7 +579,7 @@ class Service:
             after = line.successor(rec)
             status = ended_as(line.entries.get(after.run_id) if after is not None else None)
         if status in FINAL:
-            self.tables.settle_run(who.tenant, rec.run_id, status, derived=True)
+            self.tables.record_settled(who.tenant, rec.run_id, status)
         return status
 
     def list_runs(

@@ -38,7 +38,7 @@ from wayline.graph.types import START, Interrupt
 from wayline.server.bell import Bell, Waiter
 from wayline.server.chat_events import ChatEvents
 from wayline.server.http import call
-from wayline.server.jsonable import interrupt_json, to_jsonable
+from wayline.server.jsonable import dumps_jsonable, interrupt_json
 from wayline.server.run_events import StepEvents
 from wayline.server.views import settled
 from wayline.store.base import Store
@@ -299,7 +299,7 @@ async def _events(
     waiter: Waiter | None,
     fallback: float,
 ) -> AsyncIterator[list[ServerSentEvent]]:
-    yield [ServerSentEvent(_dump({"run_id": run_id, "attempt": 1}), event="metadata")]
+    yield [ServerSentEvent(dumps_jsonable({"run_id": run_id, "attempt": 1}), event="metadata")]
     wait = MIN_POLL if waiter is None else fallback
     rung = True  # what the first read finds is the run so far, not a sign of another writer
     seq = 0
@@ -344,7 +344,7 @@ async def _events(
             for event, payload in sent:
                 seq += 1
                 if seq > after:
-                    encoded = _dump(to_jsonable(payload))
+                    encoded = dumps_jsonable(payload)
                     batch.append(ServerSentEvent(encoded, event=event, id=str(seq)))
         if batch:
             yield batch
@@ -371,9 +371,3 @@ def _nested(kind: str, data: Any, modes: list[str], chat: ChatEvents) -> list[Ev
     if base == "messages":
         return [(f"{event}|{ns}", payload) for event, payload in chat.events(data)]
     return []
-
-
-def _dump(data: Any) -> str:
-    import json
-
-    return json.dumps(data, separators=(",", ":"))

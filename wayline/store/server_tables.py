@@ -271,21 +271,23 @@ class ServerTables:
         params = (step, time.time(), tenant_id, run_id)
         return self._write(self.q.Q_SET_START_STEP, params, tenant_id) == 1
 
-    def settle_run(
-        self, tenant_id: str, run_id: str, status: ThreadRunStatus, *, derived: bool = False
-    ) -> bool:
-        """Record a run's final status once (only a pending or running row changes).
-
-        ``derived``: a status read off the store's own durable rows (the wayline run's, the
-        thread's queue), recorded so later reads need not derive it again. Lost to a power
-        cut, it is derived again, the same, so its commit needs no fsync of its own and
-        rides on the next durable one (``_lease_tx``). A status nothing else records (a
-        cancel) is written durably."""
+    def settle_run(self, tenant_id: str, run_id: str, status: ThreadRunStatus) -> bool:
+        """Record a run's final status once (only a pending or running row changes), durably:
+        a status nothing else records (a cancel)."""
         params = (status, time.time(), tenant_id, run_id)
-        if not derived:
-            return self._write(self.q.Q_SET_RUN_STATUS, params, tenant_id) == 1
-        with self.store._lease_tx(tenant_id) as db:
-            return int(db.execute(self.q.Q_SET_RUN_STATUS, params).rowcount) == 1
+        return self._write(self.q.Q_SET_RUN_STATUS, params, tenant_id) == 1
+
+    def record_settled(self, tenant_id: str, run_id: str, status: ThreadRunStatus) -> None:
+        """Record a final status read off the store's own durable rows (the wayline run's, the
+        thread's queue), so later reads need not derive it again. Lost to a power cut or a
+        crash, it is derived again, the same: so it waits for no commit (on SQLite it rides
+        on the store's next transaction, ``_write_later``) and pays no fsync of its own.
+        Only a pending or running row changes, so a status recorded durably meanwhile stays."""
+        params = (status, time.time(), tenant_id, run_id)
+        query = self.q.Q_SET_RUN_STATUS
+        self.store._write_later(
+            tenant_id, ("settle", tenant_id, run_id), lambda db: db.execute(query, params)
+        )
 
     def reopen(self, tenant_id: str, run_id: str) -> bool:
         """Let a cancelled wayline run take new input (its committed steps stay)."""

@@ -6,7 +6,7 @@ one mixin per record family; nothing here knows which database it talks to."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from importlib import resources
 from types import SimpleNamespace
@@ -153,6 +153,13 @@ class SQLCore:
         ride on the durable transaction in flight (``wayline.store.sqlite_riders``)."""
         with self._tx(tenant) as db:
             return fn(db)
+
+    def _write_later(self, tenant: str | None, key: Hashable, fn: Callable[[Any], Any]) -> None:
+        """``fn(db)`` for a write nothing durable depends on (a status derived again the
+        same if lost): here at once, in a lease's transaction; SQLite queues it for its next
+        transaction instead (``wayline.store.sqlite_riders``). ``key``: what replaces it."""
+        with self._lease_tx(tenant) as db:
+            fn(db)
 
     def _lease_tx(self, tenant: str | None = None) -> AbstractContextManager[Any]:
         """A transaction that moves only a lease (claim, heartbeat, release): the backend may

@@ -18,6 +18,7 @@ OS crash. Measured on the 2-vCPU dev machine (2026-11-30): one-row WAL commits a
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -101,6 +102,7 @@ class SQLiteStore(SQLiteRiders, SQLiteWakes, SQLStore):
         self._stopping = threading.Event()
         self._riders: list[Rider] = []
         self._riders_mutex = threading.Lock()
+        self._later: dict[Any, Any] = {}
         self._durable = True
         """False inside a lease's transaction (NORMAL): no rider may count on its fsync."""
         self._idle_readers: list[sqlite3.Connection] = []
@@ -291,6 +293,9 @@ class SQLiteStore(SQLiteRiders, SQLiteWakes, SQLStore):
     def close(self) -> None:
         self._stop_wakes()
         with self._lock:
+            if self._later and not self._closed:
+                with contextlib.suppress(StoreError):  # what they record is derived again
+                    self._flush_later()
             with self._pool_lock:
                 self._closed = True
                 idle, self._idle_readers = self._idle_readers, []
