@@ -198,15 +198,25 @@ class _Recorded(RunWatch):
         return super().poll()
 
 
-def _reads_of_a_held_run(store_url: str) -> tuple[list[bool], list[int]]:
+def _reads_of_a_held_run(
+    store_url: str, *, after_a_run: bool = False
+) -> tuple[list[bool], list[int]]:
+    """Whether each read of a held run's stream was on the loop, and the values it sent;
+    ``after_a_run``: on a thread an earlier run left steps on (its state is reconstructed)."""
     running = start(store_url, stream_fallback=FALLBACK)
     graphs.HOLD.clear()
     try:
         c = get_sync_client(url=running.url, api_key=running.keys["alice"], timeout=30.0)
         tid = c.threads.create()["thread_id"]
+        begun = -1
+        if after_a_run:
+            c.runs.wait(tid, "slow", input={"n": 0, "until": 1})
+            earlier = running.store.get_run("acme", tid)
+            assert earlier is not None and earlier.step > 0
+            begun = earlier.step
         c.runs.create(tid, "slow", input={"n": 0, "until": STEPS, "hold": True})
         graph = compiled(running.store)["slow"]
-        watch = _Recorded(running.store, graph, "acme", tid, -1, show_start=False)
+        watch = _Recorded(running.store, graph, "acme", tid, begun, show_start=False)
         watch.on_loop = []
         bell: Bell = running.app.state.service.bell
 
@@ -229,12 +239,23 @@ def _reads_of_a_held_run(store_url: str) -> tuple[list[bool], list[int]]:
 
 
 def test_a_sqlite_streams_later_reads_are_made_on_the_event_loop(tmp_path: Path) -> None:
-    """The first read (the state so far) goes to a thread; each read after it, of the steps
-    since, is made on the loop: a hop to a thread cost more than those reads."""
-    on_loop, values = _reads_of_a_held_run(f"sqlite:///{tmp_path / 'loop.db'}")
+    """On a thread with steps, the first read (the state so far, reconstructed) goes to a
+    thread; each read after it, of the steps since, is made on the loop: a hop to a thread
+    cost more than those reads."""
+    on_loop, values = _reads_of_a_held_run(f"sqlite:///{tmp_path / 'loop.db'}", after_a_run=True)
     assert values == list(range(STEPS + 1))
     assert len(on_loop) >= 2
     assert on_loop[0] is False and all(on_loop[1:])
+
+
+def test_a_sqlite_stream_on_a_new_thread_reads_on_the_loop_from_the_first(
+    tmp_path: Path,
+) -> None:
+    """A run that began a thread has no state to reconstruct: its first read is as small
+    as the later ones, and made on the loop too."""
+    on_loop, values = _reads_of_a_held_run(f"sqlite:///{tmp_path / 'new.db'}")
+    assert values == list(range(STEPS + 1))
+    assert len(on_loop) >= 2 and all(on_loop)
 
 
 def test_a_postgres_streams_reads_all_go_to_a_thread(pg_base_url: str) -> None:

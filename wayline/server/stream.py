@@ -123,11 +123,14 @@ class RunWatch:
 
     def quick(self) -> bool:
         """Whether the next read may be made on the event loop: a read of the steps since
-        the last one (the state so far is in hand) from a store whose reads wait for no
-        writer. Measured (``bench/server.py``'s load, 8 clients x 40 runs, in-process
-        workers, three alternated pairs): the hop to a thread cost the server about 1.2 ms
-        of CPU a run, 11-14% of its throughput, more than the reads themselves."""
-        return self.light and self.channels is not None and self.store.quick_reads
+        the last one (the state so far is in hand, or the run began a new thread: nothing
+        to reconstruct) from a store whose reads wait for no writer. Measured
+        (``bench/server.py``'s load, 8 clients x 40 runs, in-process workers, three
+        alternated pairs): the hop to a thread cost the server about 1.2 ms of CPU a run,
+        11-14% of its throughput, more than the reads themselves."""
+        if not (self.light and self.store.quick_reads):
+            return False
+        return self.channels is not None or (self.step < 0 and self.starts is None)
 
     def bounded(self) -> bool:
         """Whether the run has started (a queued one may not have); its end, once a run
