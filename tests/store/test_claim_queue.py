@@ -1,5 +1,4 @@
-"""The claim among many runs, by counts: one transaction of three statements and no read
-(an idle slot's scan on SQLite: reads alone when there is nothing to claim),
+"""The claim among many runs, by counts: one transaction of three statements and no read,
 every access to ``runs`` through an index (queued and waiting runs are not scanned), and
 the order: expired leases first, then the oldest released or queued run."""
 
@@ -79,10 +78,6 @@ class _Statements:
         self.count.statements += 1
         return self.db.execute(query, params)
 
-    def executemany(self, query: str, rows: Any) -> Any:
-        self.count.statements += 1
-        return self.db.executemany(query, rows)
-
 
 def test_a_claim_is_one_transaction_of_three_statements(store: Store) -> None:
     """Queued input of stopped runs moved to their inboxes (none here: one read of an
@@ -95,29 +90,6 @@ def test_a_claim_is_one_transaction_of_three_statements(store: Store) -> None:
     assert run.run_id == "q00000" and run.status == "running" and token == run.fencing_token
     assert run.inbox == b"x"  # the whole row came back with the claim: no read after it
     assert (count.transactions, count.statements, count.reads) == (1, 3, 0)
-
-
-def test_an_idle_slot_scans_by_reads_alone_and_a_busy_one_claims_at_once(store: Store) -> None:
-    """A slot whose last scan found nothing scans again by reads alone where reads wait for
-    no writer (an SQLite file): a start wakes every idle slot, and each took the write lock
-    to find nothing. A slot whose last scan claimed a run claims the next in one
-    transaction, with no read before it (a worker draining a queue)."""
-    assert store.claim_next(owner="w", lease_seconds=30, graphs=[G]) is None  # idle now
-    count = _Count(store)
-
-    def since(before: tuple[int, int]) -> tuple[int, int]:
-        return count.transactions - before[0], count.reads - before[1]
-
-    assert store.claim_next(owner="w", lease_seconds=30, graphs=[G]) is None
-    reads_first = bool(getattr(store, "quick_reads", False))
-    assert since((0, 0)) == ((0, 2) if reads_first else (1, 0))  # candidates, queued inputs
-    _fill(store, queued=2, waiting=0)
-    before = (count.transactions, count.reads)
-    assert store.claim_next(owner="w", lease_seconds=30, graphs=[G]) is not None
-    assert since(before) == ((1, 1) if reads_first else (1, 0))  # idle: it read first
-    before = (count.transactions, count.reads)
-    assert store.claim_next(owner="w", lease_seconds=30, graphs=[G]) is not None
-    assert since(before) == (1, 0)  # it had just claimed: straight to the transaction
 
 
 def test_the_claim_reads_runs_by_index_only(store: Store) -> None:

@@ -342,7 +342,7 @@ class RunsSQL(QueueSQL):
         wait behind the queue), else the oldest new run or one waiting to resume or retry. A
         run of a version (or a shape) this worker lacks is left for one that has it. Returns
         the run and the new fencing token."""
-        idle = self._work.scanning()  # a notice from here on ends this slot's next wait
+        self._work.scanning()  # a notice from here on ends this slot's next wait
         if not graphs:
             return None
         now = time.time()
@@ -356,20 +356,16 @@ class RunsSQL(QueueSQL):
                 times = [now] * (branch.count(self.placeholder) - 5)
                 params += [name, version, fingerprint, *times, tenant_id, tenant_id]
         query = self.q.Q_CLAIM_CANDIDATE.format(branches=" UNION ALL ".join(branches))
-        if idle and self.quick_reads and not self._claimable(query, params, tenant_id, now):
-            return None  # still idle
         with self._lease_tx(tenant_id) as db:
             # a stopped run's queued input goes into its inbox first: claimable below. Losing
             # this to a power cut (SQLite NORMAL) loses nothing: the input stays queued.
             self.promote_in(db, tenant_id, now)
             row = db.execute(query, params).fetchone()
-            if row is not None:
-                tenant, run_id, taken = row
-                take = (owner, now + lease_seconds, now, tenant, run_id)
-                row = db.execute(self.q.Q_CLAIM_TAKE, take).fetchone()
-        self._work.found(row is not None)
-        if row is None:
-            return None
+            if row is None:
+                return None
+            tenant, run_id, taken = row
+            take = (owner, now + lease_seconds, now, tenant, run_id)
+            row = db.execute(self.q.Q_CLAIM_TAKE, take).fetchone()
         try:
             run = self._run(row)  # the whole row came back with the claim: no read after it
         except CorruptionError as exc:  # its queued input is damaged: visible, not retried
@@ -380,20 +376,6 @@ class RunsSQL(QueueSQL):
         if taken:  # from a holder whose lease expired: what follows is a recovery
             run = dataclasses.replace(run, taken_over=True)
         return run, run.fencing_token
-
-    def _claimable(
-        self, query: str, params: Sequence[Any], tenant_id: str | None, now: float
-    ) -> bool:
-        """Whether the claim's transaction would find anything: a candidate, or a stopped
-        run's queued input to move into its inbox (read-only, where reads wait for no
-        writer: SQLite). Asked by a slot whose last scan found nothing (a slot draining a
-        queue claims at once): a start wakes every idle slot of the process, and each took
-        the write lock to find nothing, behind the step commits and holding them up. What
-        commits after this read wakes the slot again (``WorkSignal``: its scan began
-        before the read; the notice is sent once the start committed)."""
-        if self._read(query, params, tenant_id):
-            return True
-        return bool(self._read(self.q.Q_QUEUE_HEADS, (now, tenant_id, tenant_id), tenant_id))
 
     def next_expiry(
         self, *, graphs: Sequence[tuple[str, str, str]], tenant_id: str | None = None

@@ -39,11 +39,9 @@ class SQLiteWakes:
     _stopping: threading.Event
 
     def _notify(self, db: Any) -> None:
-        """Once the transaction commits (``_send_notices``): this process's idle slots wake,
-        and other processes' by datagram. Not before: a slot woken while the transaction
-        is open would scan before the run is there to see (its scan reads before it
-        writes, ``RunsSQL.claim_next``), and a transaction rolled back wakes nobody."""
-        self._notices.append(("work", b"w"))
+        self._work.notify()  # workers in this process wake now
+        if self._wake is not None:
+            self._notices.append(("work", b"w"))
 
     def _announce(self, db: Any, runs: Sequence[tuple[str, str]]) -> None:
         if self.announce and self._wake is not None:
@@ -51,8 +49,6 @@ class SQLiteWakes:
                 self._notices.append(("runs", f"{tenant_id}\0{run_id}".encode()))
 
     def _send_notices(self, notices: Sequence[Notice]) -> None:
-        if any(kind == "work" for kind, _ in notices):
-            self._work.notify()  # workers in this process wake now
         if self._wake is None:
             return
         mine = self._mine()

@@ -32,16 +32,9 @@ class WorkSignal:
             else:
                 self._cond.notify(slots)
 
-    def scanning(self) -> bool:
-        """This thread scans for work now: a notice from here on ends its next ``wait``.
-        Returns whether its last scan found nothing (an idle slot: the notice that woke it
-        may be one another slot answers first)."""
+    def scanning(self) -> None:
+        """This thread scans for work now: a notice from here on ends its next ``wait``."""
         self._seen.generation = self._generation
-        return bool(getattr(self._seen, "idle", False))
-
-    def found(self, anything: bool) -> None:
-        """What this thread's scan found (``scanning`` returns it at the next scan)."""
-        self._seen.idle = not anything
 
     def wait(self, timeout: float) -> None:
         """Until a notice this thread's last scan did not see, or ``timeout`` passes (a
