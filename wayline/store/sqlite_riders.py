@@ -18,9 +18,12 @@ reads need not derive it again) does not even wait for the lock: ``_write_later`
 and returns, and the store's next transaction of any kind runs it before its COMMIT. A
 ``GET`` of a finished run (the SDK sends one after every stream) used to pay a transaction
 of its own for that status, behind the workers' step commits. Measured with
-``bench/server.py``'s load (8 clients x 40 runs, in-process workers, six alternated pairs,
-medians), with one hop to a thread for that ``GET`` instead of two: the server's CPU went
-from 7.4 to 6.7 ms a run (123.5 to 135.6 runs/s), and from 8.4 to 7.9 in a second set.
+``bench/server.py``'s load (8 clients, in-process workers, alternated pairs, medians): the
+first sets showed the server's CPU a run going from 7.4 to 6.7 ms and 8.4 to 7.9 ms; later
+sets against the same base (10 pairs x 40 runs, 6 x 60; with a claim change since reverted)
+showed no difference (7.17 / 7.22,
+6.94 / 6.90 ms): on the 2-core machine the gain, if any, is within its noise. What stays is
+that a read begins no transaction and waits for no writer.
 """
 
 from __future__ import annotations
