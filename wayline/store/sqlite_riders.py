@@ -21,9 +21,9 @@ of its own for that status, behind the workers' step commits. Measured with
 ``bench/server.py``'s load (8 clients, in-process workers, alternated pairs, medians): the
 first sets showed the server's CPU a run going from 7.4 to 6.7 ms and 8.4 to 7.9 ms; later
 sets against the same base (10 pairs x 40 runs, 6 x 60; with a claim change since reverted)
-showed no difference (7.17 / 7.22,
-6.94 / 6.90 ms): on the 2-core machine the gain, if any, is within its noise. What stays is
-that a read begins no transaction and waits for no writer.
+showed no difference (7.17 / 7.22, 6.94 / 6.90 ms): on the 2-core machine the gain, if
+any, is within its noise. What stays is that a read begins no transaction and waits for no
+writer.
 """
 
 from __future__ import annotations
