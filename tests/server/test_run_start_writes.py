@@ -114,3 +114,24 @@ def test_a_status_read_off_the_run_is_recorded_by_the_next_transaction_not_one_o
         assert c.runs.get(tid, run["run_id"])["status"] == "success"  # derived again
     finally:
         running.stop()
+
+
+def test_a_status_read_off_the_run_on_postgres_is_recorded_at_once(pg_base_url: str) -> None:
+    """PostgreSQL has no transaction in flight to carry it: the read records the status
+    in a lease's transaction of its own, and the row says so as soon as the read returns."""
+    running = start(schema_url(pg_base_url))
+    try:
+        c = get_sync_client(url=running.url, api_key=running.keys["alice"], timeout=30.0)
+        tid = c.threads.create()["thread_id"]
+        run = c.runs.create(tid, "slow", input={"n": 0, "until": 1})
+        store = running.store
+        until(lambda: getattr(store.get_run("acme", tid), "status", None) == "done", what="done")
+        assert c.runs.get(tid, run["run_id"])["status"] == "success"
+        rows = store._read(
+            "SELECT status FROM thread_runs WHERE tenant_id = %s AND run_id = %s",
+            ("acme", run["run_id"]),
+            "acme",
+        )
+        assert [r[0] for r in rows] == ["success"]
+    finally:
+        running.stop()

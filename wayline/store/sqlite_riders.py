@@ -114,12 +114,7 @@ class SQLiteRiders:
         with self._riders_mutex:
             later, self._later = self._later, {}
         for fn in later.values():
-            db.execute("SAVEPOINT wayline_later")
-            try:
-                fn(db)
-            except Exception:
-                db.execute("ROLLBACK TO SAVEPOINT wayline_later")
-            db.execute("RELEASE SAVEPOINT wayline_later")
+            _in_savepoint(db, fn)  # an error is dropped: what it records is derived again
 
     def _seat_riders(self, db: sqlite3.Connection) -> list[Rider]:
         """Before a COMMIT: run what ``_write_later`` queued (any transaction), and the
@@ -133,13 +128,9 @@ class SQLiteRiders:
             riders, self._riders = self._riders, []
         me = threading.get_ident()
         for rider in riders:
-            db.execute("SAVEPOINT wayline_rider")
-            try:
-                rider.result = rider.fn(db)
-            except Exception as exc:
-                db.execute("ROLLBACK TO SAVEPOINT wayline_rider")
+            rider.result, exc = _in_savepoint(db, rider.fn)
+            if exc is not None:
                 rider.error = self._rider_error(exc) if isinstance(exc, sqlite3.Error) else exc
-            db.execute("RELEASE SAVEPOINT wayline_rider")
             if rider.thread != me:
                 self.rides += 1
         return riders
@@ -149,3 +140,17 @@ class SQLiteRiders:
         for rider in riders:
             rider.alone = not committed
             rider.done.set()
+
+
+def _in_savepoint(
+    db: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any]
+) -> tuple[Any, Exception | None]:
+    """``fn(db)`` under a savepoint of its own: its error rolls back its statements alone."""
+    db.execute("SAVEPOINT wayline_rider")
+    try:
+        result, error = fn(db), None
+    except Exception as exc:
+        db.execute("ROLLBACK TO SAVEPOINT wayline_rider")
+        result, error = None, exc
+    db.execute("RELEASE SAVEPOINT wayline_rider")
+    return result, error
