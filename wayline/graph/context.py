@@ -207,13 +207,14 @@ class NodeContext(dict[str, Any]):
         ledger: EffectLedger | None = None,
     ) -> None:
         super().__init__(config)
-        fields = zip(
-            ("run_id", "tenant", "node", "step", "task_id", "config", "ledger"),
-            (run_id, tenant, node, step, task_id, config, ledger),
-            strict=True,
-        )
-        for name, value in fields:
-            object.__setattr__(self, name, value)
+        setter = object.__setattr__  # read-only to nodes (``__setattr__``); one a task
+        setter(self, "run_id", run_id)
+        setter(self, "tenant", tenant)
+        setter(self, "node", node)
+        setter(self, "step", step)
+        setter(self, "task_id", task_id)
+        setter(self, "config", config)
+        setter(self, "ledger", ledger)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"NodeContext.{name} is read-only")

@@ -38,8 +38,9 @@ class _Request:
     run_id: str
     token: int
     batch: CommitBatch
-    wake: threading.Lock = dataclasses.field(default_factory=threading.Lock)
-    """Held while the request waits: released once, when it is done or must lead."""
+    wake: threading.Lock | None = None
+    """Held while the request waits: released once, when it is done or must lead. Made
+    only for a request that queues behind a leader (one that leads at once never waits)."""
     done: bool = False
     error: BaseException | None = None
     then: _Request | None = None
@@ -77,17 +78,19 @@ class GroupCommit:
 
     def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
         request = _Request(tenant_id, run_id, token, batch)
-        request.wake.acquire()
         with self._mutex:
             self._queue.append(request)
             self.stats.commits += 1
             follow = self._leading
+            if follow:
+                wake = request.wake = threading.Lock()
+                wake.acquire()
             self._leading = True
         if follow:
-            request.wake.acquire()  # until a leader committed it, or handed it the lead
+            wake.acquire()  # until a leader committed it, or handed it the lead
             if request.done:
                 if request.then is not None:
-                    request.then.wake.release()
+                    _wake(request.then)
                 return _outcome(request)
         group: list[_Request] = []
         try:
@@ -108,9 +111,9 @@ class GroupCommit:
                 for r in group:
                     r.done = True
                 if others:
-                    others[0].wake.release()  # which wakes the next, and so on
+                    _wake(others[0])  # which wakes the next, and so on
                 if self._queue:
-                    self._queue[0].wake.release()  # the next in line leads the next group
+                    _wake(self._queue[0])  # the next in line leads the next group
                 else:
                     self._leading = False
         return _outcome(request)
@@ -141,6 +144,12 @@ class GroupCommit:
         except BaseException as exc:  # the transaction itself failed: nothing of it committed
             for r in group:
                 r.error = r.error or exc
+
+
+def _wake(request: _Request) -> None:
+    """Release a queued request (only one that queued behind a leader is ever woken)."""
+    assert request.wake is not None
+    request.wake.release()
 
 
 def _outcome(request: _Request) -> None:

@@ -24,8 +24,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
 
@@ -51,6 +49,8 @@ class WriterTurns:
     def __init__(self, path: str, timeout: float) -> None:
         self.fd: int | None = None
         self.depth = 0
+        self._locked = False
+        """The outermost turn holds the lock file's ``flock`` (False: no lock file)."""
         self.timeout = timeout
         """Seconds a writer waits for another process's turn to end (the busy timeout)."""
         self.key = "" if path == ":memory:" or fcntl is None else f"{path}-wayline-lock"
@@ -67,14 +67,20 @@ class WriterTurns:
                 self.key = ""  # SQLite's locking alone, as without fcntl
         return self.fd
 
-    @contextmanager
-    def turn(self) -> Iterator[None]:
-        if self.depth or self._open() is None:
+    def turn(self) -> WriterTurns:
+        """This handle's turn, as a context manager (re-entrant: a nested turn of the same
+        handle takes nothing). A plain object, not a generator: it is entered twice on
+        every step commit (the group commit's turn, the transaction's nested one), and a
+        ``@contextmanager`` cost 1-2 us of a worker's ~140 us of CPU a step each time."""
+        return self
+
+    def __enter__(self) -> None:
+        if self.depth:
             self.depth += 1
-            try:
-                yield
-            finally:
-                self.depth -= 1
+            return
+        fd = self._open()
+        if fd is None:
+            self.depth = 1
             return
         me = threading.get_ident()
         with self._guard:
@@ -84,19 +90,21 @@ class WriterTurns:
                     "database while this thread holds one on another: it would wait for "
                     "itself; use one store handle for both"
                 )
-        fd = self.fd
-        assert fd is not None
         self._take(fd)
         with self._guard:
             self._holders[self.key] = me
         self.depth = 1
-        try:
-            yield
-        finally:
-            self.depth = 0
-            with self._guard:
-                self._holders.pop(self.key, None)
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        self._locked = True
+
+    def __exit__(self, *exc: object) -> None:
+        self.depth -= 1
+        if self.depth or not self._locked:
+            return
+        self._locked = False
+        with self._guard:
+            self._holders.pop(self.key, None)
+        assert self.fd is not None
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
 
     def _take(self, fd: int) -> None:
         try:
