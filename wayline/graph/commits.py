@@ -4,7 +4,6 @@ durable byte of a step goes out here, through the loop's commit sink."""
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -197,5 +196,13 @@ def staged_copy(
     return staged
 
 
-def _loop(mixin: object) -> RunLoop:
-    return typing.cast("RunLoop", mixin)
+if TYPE_CHECKING:
+
+    def _loop(mixin: object) -> RunLoop:
+        """The mixin as the ``RunLoop`` it is part of (for the type checker)."""
+        ...
+
+else:
+
+    def _loop(mixin):  # no ``typing.cast`` call at run time: it runs several times a step
+        return mixin

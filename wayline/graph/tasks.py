@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import typing
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -309,8 +308,16 @@ def node_delay(policy: RetryPolicy, attempt: int) -> float:
     return interval + random.uniform(0, 1) if policy.jitter else interval
 
 
-def _loop(mixin: object) -> RunLoop:
-    return typing.cast("RunLoop", mixin)
+if TYPE_CHECKING:
+
+    def _loop(mixin: object) -> RunLoop:
+        """The mixin as the ``RunLoop`` it is part of (for the type checker)."""
+        ...
+
+else:
+
+    def _loop(mixin):  # no ``typing.cast`` call at run time: it runs several times a step
+        return mixin
 
 
 def _as_written(pushed: list[tuple[str, Any]]) -> Any:

@@ -43,8 +43,8 @@ class WriterTurns:
 
     _holders: ClassVar[dict[str, int]] = {}
     """Lock file -> the thread of this process holding its turn: a thread asking for a turn
-    it already holds through another handle would wait for itself forever."""
-    _guard: ClassVar[threading.Lock] = threading.Lock()
+    it already holds through another handle would wait for itself forever. Read and written
+    one operation at a time (each atomic under the GIL): the check is this thread's own."""
 
     def __init__(self, path: str, timeout: float) -> None:
         self.fd: int | None = None
@@ -83,16 +83,14 @@ class WriterTurns:
             self.depth = 1
             return
         me = threading.get_ident()
-        with self._guard:
-            if self._holders.get(self.key) == me:
-                raise StoreError(
-                    "a write transaction was opened on a second handle of this SQLite "
-                    "database while this thread holds one on another: it would wait for "
-                    "itself; use one store handle for both"
-                )
+        if self._holders.get(self.key) == me:  # one dict operation: atomic under the GIL
+            raise StoreError(
+                "a write transaction was opened on a second handle of this SQLite "
+                "database while this thread holds one on another: it would wait for "
+                "itself; use one store handle for both"
+            )
         self._take(fd)
-        with self._guard:
-            self._holders[self.key] = me
+        self._holders[self.key] = me
         self.depth = 1
         self._locked = True
 
@@ -101,8 +99,7 @@ class WriterTurns:
         if self.depth or not self._locked:
             return
         self._locked = False
-        with self._guard:
-            self._holders.pop(self.key, None)
+        self._holders.pop(self.key, None)
         assert self.fd is not None
         fcntl.flock(self.fd, fcntl.LOCK_UN)
 
