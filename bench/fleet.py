@@ -8,8 +8,9 @@
    steps), one run through ``invoke`` in sync mode (what a worker at concurrency 1 should
    reach), and an in-process ``Worker`` (threads, placed as ``wayline worker --concurrency
    C`` places them: on one CPU, the least busy, ``WorkerConfig.cpus="auto"``) at
-   concurrency 1, 4, 8, 16 draining R runs of ``fleet_graph.fleet`` (20 node steps + the
-   input step = 21 commits a run) queued beforehand with ``Wayline.start``. Timed from
+   concurrency 1, 4, 8, 16 draining R runs of ``fleet_graph.fleet`` (50 node steps + the
+   input step = 51 commits a run, the workload of issue 31's goals) queued beforehand with
+   ``Wayline.start``. Timed from
    ``Worker.run`` to the last run's final commit (the latest ``updated_at``); concurrency
    8 again with the worker's threads left to the OS (``--cpus all``), and at 1 and 8 with
    ``fleet_graph.effects`` (an effect in every node step; steps/s counts node and input
@@ -50,8 +51,8 @@
    claim, and the RSS of a worker process holding nothing after claiming and finishing runs
    among them.
 
-``--quick``: R = 64, 1 round, n = 100, scale 20,000 / 2,000. Default: R = 256, 3 rounds,
-n = 300. Writes bench/results/fleet.json.
+``--quick``: R = 32, 1 round, n = 100, scale 20,000 / 2,000. Default: R = 128 (issue 31's 128
+runs x 50 steps), 3 rounds, n = 300. Writes bench/results/fleet.json.
 """
 
 from __future__ import annotations
@@ -709,7 +710,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.pg_processes:
         PG_PROCESSES = tuple(int(x) for x in args.pg_processes.split(","))
     only = set(args.only.split(","))
-    runs, rounds, n = (64, 1, 100) if args.quick else (256, 3, 300)
+    runs, rounds, n = (32, 1, 100) if args.quick else (128, 3, 300)
     queued, waiting = (20_000, 2_000) if args.quick else (100_000, 10_000)
     results: dict[str, Any] = {
         "settings": {"runs": runs, "rounds": rounds, "n": n, "steps_per_run": fg.STEPS + 1},

@@ -1,7 +1,8 @@
 """The graph ``bench/fleet.py`` drains with workers: ``wayline worker bench/fleet_graph.py:fleet``.
 
 One trivial node looping on itself for ``STEPS`` node steps (``{"n": 0}`` in, ``{"n": STEPS}``
-out; with the input step, ``STEPS + 1`` commits a run). Every node execution records
+out; with the input step, ``STEPS + 1`` commits a run): 50, the runs issue 31 set its goals
+on (128 runs x 50 steps a worker process). Every node execution records
 ``(run_id, n, time.time())`` as it starts: in ``STARTS`` (in-process workers) and, when
 ``$WAYLINE_FLEET_LOG`` names a directory, in ``fleet-PID.log`` there (worker processes).
 With durability sync a node starts only after the previous step's commit returned, so the
@@ -19,7 +20,7 @@ from typing import Any, TypedDict
 
 from wayline import END, START, NodeContext, StateGraph
 
-STEPS = 20
+STEPS = 50
 STARTS: list[tuple[str, int, float]] = []
 _LOG_DIR = os.environ.get("WAYLINE_FLEET_LOG")
 _log_lock = threading.Lock()
