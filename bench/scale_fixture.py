@@ -81,10 +81,11 @@ def claim_plan(store: SQLStore, graphs: list[tuple[str, str, str]]) -> str:
         query = store.q.Q_CLAIM_CANDIDATE.format(graphs=clause, lock="")
         return _plan(store, query, [*graphs[0][:2], time.time(), time.time(), None, None])
     branches = [
-        f"SELECT * FROM ({b.format(lock='')}) AS b{i}"
+        f"SELECT * FROM ({b.format(lock='', peek=getattr(store, 'claim_peek', 1))}) AS b{i}"
         for i, b in enumerate(store.q.Q_CLAIM_BRANCHES)
     ]
-    query = store.q.Q_CLAIM_CANDIDATE.format(branches=" UNION ALL ".join(branches))
+    peek = getattr(store, "claim_peek", 1)  # older trees: LIMIT 1, no {peek}
+    query = store.q.Q_CLAIM_CANDIDATE.format(branches=" UNION ALL ".join(branches), peek=peek)
     now = time.time()
     params: list[Any] = []
     for b in store.q.Q_CLAIM_BRANCHES:

@@ -98,10 +98,11 @@ def test_the_claim_reads_runs_by_index_only(store: Store) -> None:
     _fill(store, queued=3000, waiting=1000)
     ph = store.placeholder
     branches = [
-        f"SELECT * FROM ({b.format(lock='')}) AS b{i}"
+        f"SELECT * FROM ({b.format(lock='', peek=store.claim_peek)}) AS b{i}"
         for i, b in enumerate(store.q.Q_CLAIM_BRANCHES)
     ]
-    query = store.q.Q_CLAIM_CANDIDATE.format(branches=" UNION ALL ".join(branches))
+    joined = " UNION ALL ".join(branches)
+    query = store.q.Q_CLAIM_CANDIDATE.format(branches=joined, peek=store.claim_peek)
     now = time.time()
     params: list[Any] = []
     for b in store.q.Q_CLAIM_BRANCHES:

@@ -83,7 +83,7 @@ def test_a_write_rides_the_open_transaction_to_its_commit(store: SQLiteStore) ->
         begun.append(threading.current_thread().name)
         return real(tenant)
 
-    store._tx = counted  # type: ignore[method-assign,assignment]
+    store._tx = counted  # type: ignore[method-assign]
     release, holder, errors = _holding(store, lambda: store._tx("acme"), lambda: None)
     rider, out = _rider(lambda: tables.insert_thread("acme", "t1", {}))
     _queued(store, 1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -138,4 +139,88 @@ def test_a_stopping_worker_does_not_sit_out_its_poll(tmp_path: Path) -> None:
     finally:
         worker.stop()
         thread.join(70)
+        store.close()
+
+
+class _Waiting:
+    """Slots of one store waiting for work in threads of their own, as idle worker slots do
+    (each scanned first); 60-second timeouts, so a wait that ended within the tests'
+    deadlines was ended by a notice. ``asked`` records how many slots each notice of the
+    store's own asked to wake (None: every one)."""
+
+    def __init__(self, store: SQLiteStore, slots: int, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.store = store
+        self.woke: list[int] = []
+        self.asked: list[int | None] = []
+        self._lock = threading.Lock()
+        notify = store._work.notify
+
+        def recorded(slots: int | None = None) -> None:
+            self.asked.append(slots)
+            notify(slots)
+
+        monkeypatch.setattr(store._work, "notify", recorded)
+        for i in range(slots):
+            threading.Thread(target=self._wait, args=(i,), daemon=True).start()
+        _until(lambda: store._work.waiting() == slots, "the slots to wait")
+
+    def _wait(self, i: int) -> None:
+        self.store._work.scanning()
+        self.store.wait_for_work(60.0)
+        with self._lock:
+            self.woke.append(i)
+
+
+def _until(done: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.005)
+
+
+def _enqueue(store: SQLiteStore, run_id: str) -> None:
+    store.enqueue("default", run_id, b"input", graph_name="g", graph_version="1", durability="sync")
+
+
+def test_a_start_wakes_one_waiting_slot_not_every_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each idle slot a start woke scanned for work under the write lock and found nothing
+    but the one run: with four slots and one client, three wasted claims a start."""
+    store = SQLiteStore(str(tmp_path / "one.db"))
+    try:
+        slots = _Waiting(store, 3, monkeypatch)
+        _enqueue(store, "r1")
+        assert slots.asked == [1]  # one slot, not all three
+        _until(lambda: len(slots.woke) == 1, "a slot to wake")
+        _enqueue(store, "r2")  # the next start wakes the next slot
+        assert slots.asked == [1, 1]
+        _until(lambda: len(slots.woke) == 2, "a second slot to wake")
+        assert store._work.waiting() == 1  # the third waits on: nothing asked for it
+    finally:
+        store.close()
+
+
+def test_a_claim_that_sees_more_work_wakes_one_more_slot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs started while no slot waited (every slot busy) wake nobody later; the claim that
+    finds two claimable runs takes one and wakes one idle slot for the other; the claim of
+    the last wakes nobody."""
+    store = SQLiteStore(str(tmp_path / "peek.db"))
+    try:
+        _enqueue(store, "r1")
+        _enqueue(store, "r2")
+        slots = _Waiting(store, 2, monkeypatch)
+        graphs = [("g", "1", "")]
+        first = store.claim_next(owner="busy", lease_seconds=30.0, graphs=graphs)
+        assert first is not None and first[0].run_id == "r1"
+        assert slots.asked == [1]
+        _until(lambda: len(slots.woke) == 1, "the claim to wake a slot")
+        last = store.claim_next(owner="busy", lease_seconds=30.0, graphs=graphs)
+        assert last is not None and last[0].run_id == "r2"
+        assert store.claim_next(owner="busy", lease_seconds=30.0, graphs=graphs) is None
+        assert slots.asked == [1]  # the claim of the last run saw no more: nobody woken
+        assert store._work.waiting() == 1
+    finally:
         store.close()

@@ -493,7 +493,7 @@ class PostgresStore(SQLStore):
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL read failed: {exc}") from exc
 
-    def _notify(self, db: Executor) -> None:
+    def _notify(self, db: Executor, *, one: bool = False) -> None:
         db.execute("SELECT pg_notify(%s, '')", (self._channel,))  # delivered at commit
 
     def _announce(self, db: Executor, runs: Sequence[tuple[str, str]]) -> None:

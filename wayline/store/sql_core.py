@@ -184,8 +184,9 @@ class SQLCore:
         """Name the tenant of the next statements where the backend enforces tenancy itself
         (PostgreSQL row-level security); a group transaction spans several tenants."""
 
-    def _notify(self, db: Executor) -> None:
-        """Wake idle workers (PostgreSQL: NOTIFY; SQLite workers poll)."""
+    def _notify(self, db: Executor, *, one: bool = False) -> None:
+        """Wake idle workers (PostgreSQL: NOTIFY; SQLite: this process's slots, and others'
+        by datagram); ``one``: the transaction made one run claimable."""
 
     def _announce(self, db: Executor, runs: Sequence[tuple[str, str]]) -> None:
         """Tell other processes, with the transaction, that ``runs`` moved (PostgreSQL with

@@ -70,7 +70,7 @@ class QueueSQL(SQLCore):
         params = (tenant_id, run_id, label, stored, crc_, time.time(), tenant_id, run_id)
         seq = int(db.execute(q.Q_QUEUE_INPUT, params).fetchone()[0])
         db.execute(q.Q_PUT_METER, (tenant_id, run_id, -1, "run_queue", "inbox", len(stored)))
-        self._notify(db)
+        self._notify(db, one=True)
         return seq
 
     def queued_inputs(self, tenant_id: str, run_id: str) -> list[QueuedInput]:
@@ -99,6 +99,6 @@ class QueueSQL(SQLCore):
                 continue
             db.execute(q.Q_PROMOTE_ENTRY, (now, step, status, tenant, run_id, seq))
             moved += 1
-        if moved:
-            self._notify(db)
+        if moved:  # inside a claim, whose peek wakes a slot for each run it leaves
+            self._notify(db, one=True)
         return moved

@@ -265,7 +265,7 @@ class RunsSQL(QueueSQL):
         if engine != "wayline":
             db.execute(self.q.Q_SET_ENGINE, (engine, tenant_id, run_id, engine))
             row = None  # read back with its engine
-        self._notify(db)
+        self._notify(db, one=True)
         return row
 
     def _insert_run(
@@ -356,10 +356,12 @@ class RunsSQL(QueueSQL):
             # a stopped run's queued input goes into its inbox first: claimable below. Losing
             # this to a power cut (SQLite NORMAL) loses nothing: the input stays queued.
             self.promote_in(db, tenant_id, now)
-            row = db.execute(query, params).fetchone()
-            if row is None:
+            found = db.execute(query, params).fetchall()
+            if not found:
                 return None
-            tenant, run_id, taken = row
+            if len(found) > 1:  # more work than this claim: the next idle slot, not all
+                self._work.notify(1)
+            tenant, run_id, taken = found[0]
             take = (owner, now + lease_seconds, now, tenant, run_id)
             row = db.execute(self.q.Q_CLAIM_TAKE, take).fetchone()
         try:
@@ -368,6 +370,7 @@ class RunsSQL(QueueSQL):
             token = int(dict(zip(self.q.RUN_COLUMN_NAMES, row, strict=True))["fencing_token"])
             self.note_error(tenant, run_id, token=token, error=str(exc), status="failed")
             self.release(tenant, run_id, token)
+            self._work.notify(1)  # the work this slot was woken for may be still there
             raise
         if taken:  # from a holder whose lease expired: what follows is a recovery
             run = dataclasses.replace(run, taken_over=True)
@@ -397,6 +400,12 @@ class RunsSQL(QueueSQL):
 
     claim_lock = ""
     """Row lock suffix of the claim query (PostgreSQL: FOR UPDATE SKIP LOCKED)."""
+    claim_peek = 1
+    """Candidates the claim query returns. SQLite: 2, so a claim that sees more work wakes
+    one more idle slot (its starts wake one slot each, not every idle slot: with four slots
+    and one client, each start woke three slots to scan and find nothing, under the write
+    lock). PostgreSQL: 1, since ``SKIP LOCKED`` would lock the second row and hide it from
+    the other workers' claims for the length of this one."""
 
     def _claim_query(self, graphs: tuple[tuple[str, ...], ...]) -> tuple[str, list[int]]:
         """The claim query for these graphs, built once a store (a worker claims with the
@@ -409,10 +418,11 @@ class RunsSQL(QueueSQL):
         times: list[int] = []
         for _ in graphs:
             for branch in self.q.Q_CLAIM_BRANCHES:
-                sql = branch.format(lock=self.claim_lock)
+                sql = branch.format(lock=self.claim_lock, peek=self.claim_peek)
                 branches.append(f"SELECT * FROM ({sql}) AS b{len(branches)}")
                 times.append(branch.count(self.placeholder) - 5)
-        query = self.q.Q_CLAIM_CANDIDATE.format(branches=" UNION ALL ".join(branches))
+        joined = " UNION ALL ".join(branches)
+        query = self.q.Q_CLAIM_CANDIDATE.format(branches=joined, peek=self.claim_peek)
         if len(built) < 64:  # a few graph sets a store; never an unbounded cache
             built[graphs] = query, times
         return query, times
@@ -447,7 +457,7 @@ class RunsSQL(QueueSQL):
             params = (wake_at, wake_at, error, time.time(), tenant_id, run_id, token)
             if db.execute(self.q.Q_SCHEDULE_RETRY, params).rowcount != 1:
                 raise LeaseLost(run_id, token)
-            self._notify(db)
+            self._notify(db, one=True)
             self._announce(db, ((tenant_id, run_id),))
         observe.moved(((tenant_id, run_id),))
 
@@ -475,7 +485,7 @@ class RunsSQL(QueueSQL):
             now = time.time()
             cur = db.execute(self.q.Q_REQUEUE, (now, now, tenant_id, run_id))
             if cur.rowcount == 1:
-                self._notify(db)
+                self._notify(db, one=True)
             return cur.rowcount == 1
 
     def get_run(self, tenant_id: str, run_id: str) -> RunRecord | None:

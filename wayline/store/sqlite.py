@@ -58,6 +58,7 @@ class SQLiteStore(SQLiteRiders, SQLiteWakes, SQLStore):
     dialect = "sqlite"
     q_meta_exists = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'wayline_meta'"
     q_tables = Q_TABLES
+    claim_peek = 2  # a claim that sees more work wakes another slot (``RunsSQL.claim_peek``)
 
     def _put_deltas(self, db: Executor, rows: Sequence[tuple[Any, ...]]) -> None:
         """With the commit's time (``Q_INSERT_DELTA_TIMED``)."""

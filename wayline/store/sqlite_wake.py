@@ -38,8 +38,10 @@ class SQLiteWakes:
     _work: WorkSignal
     _stopping: threading.Event
 
-    def _notify(self, db: Any) -> None:
-        self._work.notify()  # workers in this process wake now
+    def _notify(self, db: Any, *, one: bool = False) -> None:
+        """``one``: the transaction makes one run claimable, so one idle slot of this process
+        wakes (a claim that finds more wakes the next: ``claim_peek``), not all of them."""
+        self._work.notify(1 if one else None)  # workers in this process wake now
         if self._wake is not None:
             self._notices.append(("work", b"w"))
 

@@ -64,23 +64,23 @@ Q_CLAIM_BRANCHES = [
 WHERE graph_name = ? AND graph_version = ? AND fingerprint = ? AND status = 'running'
     AND lease_expires_at < ?
     AND {_CLAIM_FILTER}
-ORDER BY updated_at LIMIT 1{{lock}}""",
+ORDER BY updated_at LIMIT {{peek}}{{lock}}""",
     f"""SELECT tenant_id, run_id, 1 AS tier, updated_at AS k, 0 AS taken FROM runs
 WHERE graph_name = ? AND graph_version = ? AND fingerprint = ? AND status = 'running'
     AND lease_expires_at IS NULL
     AND {_CLAIM_FILTER}
-ORDER BY updated_at LIMIT 1{{lock}}""",
+ORDER BY updated_at LIMIT {{peek}}{{lock}}""",
     f"""SELECT tenant_id, run_id, CASE WHEN lease_expires_at IS NULL THEN 1 ELSE 0 END AS tier,
     queued_at AS k, CASE WHEN lease_expires_at IS NULL THEN 0 ELSE 1 END AS taken FROM runs
 WHERE graph_name = ? AND graph_version = ? AND fingerprint = ? AND status = 'pending'
     AND queued_at <= ?
     AND (lease_expires_at IS NULL OR lease_expires_at < ?) AND {_CLAIM_FILTER}
-ORDER BY queued_at LIMIT 1{{lock}}""",
+ORDER BY queued_at LIMIT {{peek}}{{lock}}""",
     f"""SELECT tenant_id, run_id, 0 AS tier, wake_at AS k, 0 AS taken FROM runs
 WHERE graph_name = ? AND graph_version = ? AND fingerprint = ? AND status = 'interrupted'
     AND wake_at <= ?
     AND {_CLAIM_FILTER}
-ORDER BY wake_at LIMIT 1{{lock}}""",
+ORDER BY wake_at LIMIT {{peek}}{{lock}}""",
 ]
 """The claimable runs of one graph version, each kind found by an index in the order it is
 claimed: leases that expired (``runs_claimable``: the expired range, few rows), runs
@@ -101,7 +101,7 @@ once its ``wake_at`` is due
 (measured with 100,000 queued and 10,000 waiting: 37 ms a claim on SQLite with one scan
 over all runs, 0.19 ms this way; bench/fleet.py)."""
 Q_CLAIM_CANDIDATE = """
-SELECT tenant_id, run_id, taken FROM ({branches}) AS c ORDER BY tier, k LIMIT 1
+SELECT tenant_id, run_id, taken FROM ({branches}) AS c ORDER BY tier, k LIMIT {peek}
 """
 """A run whose lease expired (its worker died) goes first: it has waited a lease already,
 and its ``updated_at`` is its last commit, later than every run queued before that. Ordered
