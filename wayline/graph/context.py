@@ -207,7 +207,7 @@ class NodeContext(dict[str, Any]):
         ledger: EffectLedger | None = None,
     ) -> None:
         super().__init__(config)
-        setter = object.__setattr__  # read-only to nodes (``__setattr__``); one a task
+        setter = object.__setattr__  # ``__setattr__`` refuses nodes; made for every task
         setter(self, "run_id", run_id)
         setter(self, "tenant", tenant)
         setter(self, "node", node)
