@@ -502,6 +502,25 @@ class CommitBatch:
             or self.wake
         )
 
+    def plain(self) -> bool:
+        """Whether the batch writes nothing but its deltas and its run row (created,
+        fenced, its inbox taken): a plain step, most of a worker's commits, whose other rows
+        a commit skips with this one test. A field added here that writes rows of its own
+        belongs in this list (``tests/unit/test_commit_batch.py`` checks every field)."""
+        return not (
+            self.snapshots
+            or self.segments
+            or self.blobs
+            or self.pending
+            or self.interrupts
+            or self.clear_pending_through is not None
+            or self.audit
+            or self.versions is not None
+            or self.effects
+            or self.memory
+            or self.wake is not None
+        )
+
     def meter(self) -> list[MeterRow]:
         """Meter rows for the records that get them: not deltas and snapshots (each of
         their rows carries its own breakdown, so a step commit writes no meter row), and

@@ -191,7 +191,7 @@ class StepsSQL(RunsSQL, EffectsSQL):
         snapshots: list[tuple[Any, ...]] = []
         meter: list[tuple[Any, ...]] = []
         for key, token, batch in fenced:
-            if _plain(batch):
+            if batch.plain():
                 continue  # its delta and run row are written: most of a worker's commits
             tenant_id = key[0]
             if batch.clear_pending_through is not None:
@@ -407,23 +407,6 @@ def _carried_meter(ident: tuple[str, str, str, int], sizes: str) -> list[MeterRo
         return [MeterRow(step, str(tbl), str(ch), int(n)) for tbl, ch, n in items]
 
     return json_column(ident, sizes, "its byte counts (sizes)", rows)
-
-
-def _plain(batch: CommitBatch) -> bool:
-    """A batch with no rows but its deltas and its run row's update (a plain step)."""
-    return not (
-        batch.pending
-        or batch.interrupts
-        or batch.audit
-        or batch.snapshots
-        or batch.segments
-        or batch.blobs
-        or batch.effects
-        or batch.memory
-        or batch.versions is not None
-        or batch.wake is not None
-        or batch.clear_pending_through is not None
-    )
 
 
 def _re(record: Any, **changes: Any) -> Any:
