@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
-from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -19,6 +18,7 @@ from wayline.control.keys import Principal
 from wayline.server.http import ApiError, call, principal, read_json, reply
 from wayline.server.multitask import NOT_STARTED
 from wayline.server.service import RunStart, Service, page
+from wayline.server.sse import EventStream
 from wayline.server.stream import RunWatch, open_watch, reads_emitted, run_meta, sse_events
 from wayline.store.server_tables import ThreadRunRecord
 
@@ -193,7 +193,7 @@ async def runs_stream(request: Request) -> Response:
     )
     if rec.kwargs.get("on_disconnect") == "cancel":
         events = _cancel_on_disconnect(request, events, rec.thread_id, rec.run_id)
-    return EventSourceResponse(
+    return EventStream(
         events, headers={**_locations(start, "/stream"), "Cache-Control": "no-store"}
     )
 
@@ -275,7 +275,7 @@ async def run_join_stream(request: Request) -> Response:
     watch.meta = run_meta(rec, assistant.name)
     last = request.headers.get("last-event-id", "")
     base = f"/threads/{tid}/runs/{rid}"
-    return EventSourceResponse(
+    return EventStream(
         sse_events(
             watch,
             rid,

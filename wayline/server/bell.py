@@ -128,6 +128,8 @@ class Bell:
         """Waits of closed waiters by what ended them: ``rung`` (the run moved), ``timer``."""
         self.stops: list[Callable[[], None]] = []
         """How to stop what rings it (listeners installed by ``create_app``)."""
+        self.closing = False
+        """The server is stopping: streams end at their next wake-up (``close_streams``)."""
 
     def subscribe(self, tenant: str, run_id: str) -> Waiter:
         """A waiter for the run, on the running event loop (call from a coroutine)."""
@@ -157,6 +159,16 @@ class Bell:
             return
         with self._lock:
             woken = [w for key in runs for w in self._waiters.get(key, ())]
+        for waiter in woken:
+            waiter.ring()
+
+    def close_streams(self) -> None:
+        """From any thread, as the server begins to stop: wake every waiter, and have each
+        stream end (a client reconnects to its ``Location`` with ``Last-Event-ID`` and
+        misses nothing) rather than hold the shutdown until its grace period runs out."""
+        self.closing = True
+        with self._lock:
+            woken = [w for waiters in self._waiters.values() for w in waiters]
         for waiter in woken:
             waiter.ring()
 

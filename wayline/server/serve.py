@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import ipaddress
 from collections.abc import Mapping
+from types import FrameType
 
 from wayline.errors import WaylineError
 from wayline.graph.compiled import CompiledGraph
@@ -42,8 +43,24 @@ def serve(
             "use --host 127.0.0.1, or create keys (wayline keys create) and drop --dev"
         )
     app = create_app(store, graphs, config)
+    bell = app.state.service.bell
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            bell.close_streams()  # open streams end now, not when the grace period runs out
+            super().handle_exit(sig, frame)
+
     settle_heap()
-    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+    options = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5
+    )
+    server = Server(options)
+    server.run()
+    if not server.started:  # uvicorn logged why (the port taken, most often)
+        raise WaylineError(
+            f"could not serve on {host}:{port} (uvicorn's error is above): "
+            "free the port or pass another with --port"
+        )
 
 
 def settle_heap() -> None:

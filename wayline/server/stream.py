@@ -25,11 +25,11 @@ Without a bell, the stream polls that way from the start.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
-from sse_starlette.event import ServerSentEvent
 
 from wayline.graph.algo import apply_step, values_of
 from wayline.graph.checkpoint import BlobCache, decode_results, reconstruct
@@ -40,6 +40,7 @@ from wayline.server.chat_events import ChatEvents
 from wayline.server.http import call
 from wayline.server.jsonable import dumps_jsonable, interrupt_json
 from wayline.server.run_events import StepEvents
+from wayline.server.sse import PING, PING_EVERY, encode_event
 from wayline.server.views import settled
 from wayline.store.base import Store
 from wayline.store.server_tables import ThreadRunRecord
@@ -267,6 +268,7 @@ async def sse_events(
     subgraphs: bool = False,
     bell: Bell | None = None,
     fallback: float = MAX_POLL,
+    ping_every: float = PING_EVERY,
 ) -> AsyncIterator[bytes]:
     """The SSE stream: ``metadata`` first, then the events of the asked modes (and errors).
     LangGraph's server sends no ``end`` event; the stream just closes. ``subgraphs``
@@ -279,15 +281,23 @@ async def sse_events(
     events after n: ``after``.
 
     ``bell``: what wakes the stream when its run moves (the module docstring), with a read
-    every ``fallback`` seconds for moves nobody announces; None: poll.
+    every ``fallback`` seconds for moves nobody announces; None: poll. The stream ends
+    early, for its client to reconnect, when the bell closes its streams (the server is
+    stopping); a ping goes out after ``ping_every`` seconds without an event.
 
     Yields the encoded events of each read as one chunk, one write to the client however
     many steps the read found (a send through the response costs the event loop about as
     much as encoding the event)."""
     waiter = bell.subscribe(watch.tenant, watch.thread_id) if bell is not None else None
+    quiet_since = time.monotonic()
     try:
         async for batch in _events(watch, run_id, modes, after, subgraphs, waiter, fallback):
-            yield b"".join(event.encode() for event in batch)
+            if batch:
+                quiet_since = time.monotonic()
+                yield "".join(batch).encode()
+            elif time.monotonic() - quiet_since >= ping_every:
+                quiet_since = time.monotonic()
+                yield PING
     finally:
         if waiter is not None:
             waiter.close()
@@ -301,8 +311,9 @@ async def _events(
     subgraphs: bool,
     waiter: Waiter | None,
     fallback: float,
-) -> AsyncIterator[list[ServerSentEvent]]:
-    yield [ServerSentEvent(dumps_jsonable({"run_id": run_id, "attempt": 1}), event="metadata")]
+) -> AsyncIterator[list[str]]:
+    """Each read's encoded events (an empty list: a read that found none, for pings)."""
+    yield [encode_event("metadata", dumps_jsonable({"run_id": run_id, "attempt": 1}))]
     wait = MIN_POLL if waiter is None else fallback
     rung = True  # what the first read finds is the run so far, not a sign of another writer
     seq = 0
@@ -311,12 +322,15 @@ async def _events(
     watch.steps = steps.debug or steps.events
     while True:
         if waiter is not None:
+            if waiter.bell.closing:
+                return  # the server is stopping: the client reconnects to where it was
             waiter.clear()  # a move from here on wakes the next wait
         if watch.quick():  # the steps since the last read: a few small rows
             read = _read(watch)
         else:  # the first read (the state so far) or a store whose reads wait
             read = await call(_read, watch)  # one hop to a thread for both reads
         if read is None:  # queued: nothing to send until it starts
+            yield []
             if waiter is not None:
                 await waiter.wait(wait)
             else:
@@ -326,7 +340,7 @@ async def _events(
         events = read
         if watch.done:
             events.append((FINISH, None))
-        batch: list[ServerSentEvent] = []
+        batch: list[str] = []
         for kind, data in events:
             if kind == ATTEMPT:
                 sent: list[Event] = [("metadata", {"run_id": run_id, "attempt": data})]
@@ -347,10 +361,8 @@ async def _events(
             for event, payload in sent:
                 seq += 1
                 if seq > after:
-                    encoded = dumps_jsonable(payload)
-                    batch.append(ServerSentEvent(encoded, event=event, id=str(seq)))
-        if batch:
-            yield batch
+                    batch.append(encode_event(event, dumps_jsonable(payload), str(seq)))
+        yield batch
         if watch.done:
             break
         if waiter is None:
