@@ -262,3 +262,36 @@ def test_a_postgres_streams_reads_all_go_to_a_thread(pg_base_url: str) -> None:
     on_loop, values = _reads_of_a_held_run(schema_url(pg_base_url))
     assert values == list(range(STEPS + 1))
     assert len(on_loop) >= 2 and not any(on_loop)
+
+
+def test_a_stream_reads_the_threads_queue_only_when_its_run_row_moves(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Whether a run queued behind took the thread on needs a claim of the run's row, so a
+    stream asks the queue at its first read and when the row's token or status moved (the
+    claim, the end), not at each of its reads."""
+    running = start(f"sqlite:///{tmp_path / 'queue.db'}", stream_fallback=FALLBACK)
+    svc = running.app.state.service
+    asked: list[str] = []
+    reads: list[int] = []
+    queued_end = svc.queued_end
+
+    def counted_queued_end(*args: Any) -> Any:
+        asked.append(threading.current_thread().name)
+        return queued_end(*args)
+
+    poll = RunWatch.poll
+
+    def counted_poll(self: RunWatch) -> Any:
+        reads.append(self.step)
+        return poll(self)
+
+    monkeypatch.setattr(svc, "queued_end", counted_queued_end)
+    monkeypatch.setattr(RunWatch, "poll", counted_poll)
+    try:
+        values = _stream(running.url, running.keys["alice"])
+        assert [v["n"] for v in values] == list(range(STEPS + 1))
+        assert len(reads) >= STEPS  # the slow graph's steps come one read each, or about
+        assert 1 <= len(asked) <= 3  # the first read, the claim, the end
+    finally:
+        running.stop()

@@ -160,7 +160,7 @@ class LangGraphWatch(RunWatch):
     light = False  # each read rebuilds the steps' snapshots: kept off the event loop
 
     def poll(self) -> list[tuple[str, Any]]:
-        run = self.store.get_run(self.tenant, self.thread_id)
+        run = self.run_now()
         if run is None:
             self.done = True
             return [("error", {"error": "RunNotFoundError", "message": "the thread was deleted"})]
