@@ -22,7 +22,7 @@ from wayline.ids import RunRef
 from wayline.server.assistant_book import AssistantBook, merged_config
 from wayline.server.bell import Bell
 from wayline.server.http import ApiError
-from wayline.server.multitask import NOT_STARTED, ended_as, line_of, strategy
+from wayline.server.multitask import NOT_STARTED, Line, ended_as, line_of, strategy
 from wayline.server.registry import Assistant, Registry, UnknownAssistant
 from wayline.server.rollback import rollback
 from wayline.server.stream import recorded_modes
@@ -285,6 +285,7 @@ class Service:
             busy = (run is not None and not settled(run)) or bool(line.waiting)
             if multitask == "interrupt" and run is not None and busy:
                 run = self._interrupt(who, thread_id, run)
+                line = line_of(self.store, self.tables, who.tenant, thread_id)
             elif multitask == "rollback" and run is not None and busy:
                 run = rollback(
                     self.store,
@@ -295,8 +296,9 @@ class Service:
                     bell=self.bell,
                     fallback=self.stream_fallback,
                 )
+                line = line_of(self.store, self.tables, who.tenant, thread_id)
             queued = multitask == "enqueue" and busy  # behind the runs before it, in order
-            self._check_free(who, thread_id, run, assistant, queued=queued)
+            self._check_free(who, thread_id, run, assistant, line, queued=queued)
             # no input and no command continues the thread (past a breakpoint, say); its
             # stream, as a resume's, opens with the state it continues from
             continued = command is None and body.get("input") is None
@@ -404,12 +406,14 @@ class Service:
         thread_id: str,
         run: RunRecord | None,
         assistant: Assistant,
+        line: Line,
         *,
         queued: bool = False,
     ) -> None:
         """Refuse a run the thread cannot take now (``queued``: it waits its turn, so only
-        what would refuse it then refuses it now)."""
-        latest = self.latest_started(who, thread_id)
+        what would refuse it then refuses it now). ``line``: the thread's, read under its
+        lock."""
+        latest = line.latest_started()
         if latest is not None and latest.status not in FINAL:
             self.current_status(who, latest)
         if run is None:
@@ -422,7 +426,7 @@ class Service:
             )
         if queued:
             return
-        if not settled(run) or self._queued(who, thread_id):
+        if not settled(run) or line.waiting:
             raise ApiError(
                 409,
                 f"Thread {thread_id} is busy with a run ({run.status}); join it or cancel "

@@ -118,8 +118,8 @@ class RunWatch:
         """A queued run's: the step it began after, once its input reached the thread."""
         self.ends: Callable[[], int | None] | None = None
         """The step a run queued behind this one took the thread on from (None: none yet)."""
-        self._ends_mark: tuple[int, str] | None = None
-        """The run row's (fencing token, status) when ``ends`` was last asked."""
+        self._ends_token: int | None = None
+        """The run row's fencing token when ``ends`` was last asked."""
 
     light = True
     """Whether a read after the first reads only the new steps' rows (a subclass that
@@ -148,16 +148,17 @@ class RunWatch:
 
     def run_now(self) -> RunRecord | None:
         """The thread's run row, and this run's end set once a run queued behind it took
-        the thread on. That needs a claim of the row (the later run's steps commit under
-        it), so the thread's queue is read again only when the row's fencing token or
-        status moved since the last look: not at every read (it was one more statement on
-        the event loop at each, and about a tenth of the loop's time)."""
+        the thread on. That needs a claim of the row (a queued input is promoted inside a
+        claim, and the later run's steps commit under it), so the thread's queue is read
+        again only when the row's fencing token moved since the last look: not at every
+        read (it was one more statement on the event loop at each, and about a tenth of
+        the loop's time)."""
         run = self.store.get_run(self.tenant, self.thread_id)
-        if run is not None and self.end_step is None and self.ends is not None:
-            mark = (run.fencing_token, run.status)
-            if mark != self._ends_mark:
-                self._ends_mark = mark
-                self.end_step = self.ends()
+        if run is None or self.end_step is not None or self.ends is None:
+            return run
+        if run.fencing_token != self._ends_token:
+            self._ends_token = run.fencing_token
+            self.end_step = self.ends()
         return run
 
     def poll(self) -> list[Event]:
