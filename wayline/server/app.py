@@ -108,21 +108,29 @@ class KeyAuth:
         try:
             if not key and self.config.dev:
                 who = DEV_PRINCIPAL
-            else:
-                who = await call(self.principal, key.decode() if key else None)
+            else:  # a key looked up lately answers on the loop; else one hop for the read
+                text = key.decode() if key else None
+                hit = self.cached(text)
+                who = hit if hit is not None else await call(self.principal, text)
         except AuthError as exc:
             await error_response(exc)(scope, receive, send)
             return
         scope.setdefault("state", {})["principal"] = who
         await self.app(scope, receive, send)
 
+    def cached(self, key: str | None) -> Principal | None:
+        """The key's principal if it was looked up less than ``key_cache_seconds`` ago."""
+        if not key:
+            return None
+        with self._lock:
+            hit = self._cache.get(key)
+        return hit[1] if hit is not None and hit[0] > time.monotonic() else None
+
     def principal(self, key: str | None) -> Principal:
         now = time.monotonic()
-        if key:
-            with self._lock:
-                hit = self._cache.get(key)
-            if hit is not None and hit[0] > now:
-                return hit[1]
+        hit = self.cached(key)
+        if hit is not None:
+            return hit
         who = authenticate(self.tables, key)
         with self._lock:
             if len(self._cache) > 10_000:

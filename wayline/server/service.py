@@ -568,6 +568,15 @@ class Service:
     def run_view(self, who: Principal, rec: ThreadRunRecord) -> dict[str, Any]:
         return run_json(rec, self.current_status(who, rec))
 
+    def ended_view(self, who: Principal, thread_id: str, run_id: str) -> dict[str, Any] | None:
+        """``run_view`` of a run recorded as ended, from reads alone (None: not ended, or
+        not found: ``run_view`` answers, and may record how it ended)."""
+        thread = self.tables.get_thread(who.tenant, thread_id)
+        rec = self.tables.get_run(who.tenant, thread_id, run_id) if thread else None
+        if rec is None or rec.status not in FINAL:
+            return None
+        return run_json(rec, rec.status)
+
     def current_status(self, who: Principal, rec: ThreadRunRecord) -> str:
         if rec.status in FINAL:
             return rec.status
