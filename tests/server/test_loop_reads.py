@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from harness import as_dict, start
+from harness import as_dict, start, until
 from langgraph_sdk import get_sync_client
 
 from wayline.server import api, app, http
@@ -39,6 +40,11 @@ def test_an_ended_runs_record_is_read_on_the_loop(
         done = c.runs.wait(done_tid, "slow", input={"n": 0, "until": 2})
         assert as_dict(done)["n"] == 2
         ended_id = c.runs.list(done_tid)[0]["run_id"]
+        tables = running.app.state.service.tables
+        until(  # how it ended is recorded (a worker's commit, or the server's own write)
+            lambda: tables.get_run("acme", done_tid, ended_id).status == "success",
+            what="the run's end to be recorded",
+        )
         hops = _counting(monkeypatch)
         assert c.runs.get(done_tid, ended_id)["status"] == "success"
         assert hops == []  # neither the key (cached) nor the ended run's record
@@ -59,5 +65,36 @@ def test_a_key_not_looked_up_lately_is_read_in_a_thread(
         hops = _counting(monkeypatch)
         assert c.threads.get(tid)["thread_id"] == tid
         assert "principal" in hops  # no cache: every request looks its key up
+    finally:
+        running.stop()
+
+
+def test_a_stream_that_saw_its_run_end_records_how_it_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """So the ``GET`` the SDK sends after each stream reads it on the loop. The stream is
+    read with plain HTTP here (the SDK's own ``GET`` would record it too)."""
+    running = start(f"sqlite:///{tmp_path / 'record.db'}", key_cache_seconds=60.0)
+    try:
+        key = running.keys["alice"]
+        c = get_sync_client(url=running.url, api_key=key)
+        tid = c.threads.create()["thread_id"]
+        body = {"assistant_id": "slow", "input": {"n": 0, "until": 2}, "stream_mode": "values"}
+        with httpx.stream(
+            "POST",
+            f"{running.url}/threads/{tid}/runs/stream",
+            json=body,
+            headers={"x-api-key": key},
+            timeout=30,
+        ) as r:
+            run_id = r.headers["location"].split("/")[-2]
+            lines = list(r.iter_lines())
+        assert sum(line.startswith("event: values") for line in lines) == 3
+        c.threads.create()  # a write: it carries what waited for the store's next commit
+        recorded = running.app.state.service.tables.get_run("acme", tid, run_id)
+        assert recorded is not None and recorded.status == "success"
+        hops = _counting(monkeypatch)
+        assert c.runs.get(tid, run_id)["status"] == "success"
+        assert hops == []
     finally:
         running.stop()

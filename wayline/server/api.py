@@ -303,6 +303,8 @@ def _bound(watch: RunWatch, svc: Service, who: Principal, rec: ThreadRunRecord) 
     if rec.start_step == NOT_STARTED:
         watch.starts = lambda: svc.start_step(who, rec)
     watch.ends = lambda: svc.queued_end(who, rec)
+    if svc.store.quick_reads:  # SQLite: recording how it ended queues a write for the
+        watch.ended = lambda run: svc.record_end(who, rec, run)  # next commit, no wait
 
 
 async def run_cancel(request: Request) -> Response:

@@ -568,6 +568,14 @@ class Service:
     def run_view(self, who: Principal, rec: ThreadRunRecord) -> dict[str, Any]:
         return run_json(rec, self.current_status(who, rec))
 
+    def record_end(self, who: Principal, rec: ThreadRunRecord, run: RunRecord) -> None:
+        """From a stream that saw its run stop while it held the thread: how it ended,
+        recorded as ``current_status`` would (``record_settled``: no commit waited for),
+        so the ``GET`` of the run the SDK sends next reads it (``ended_view``)."""
+        status = run_status(rec, run, latest=True)
+        if status in FINAL:
+            self.tables.record_settled(who.tenant, rec.run_id, status)
+
     def ended_view(self, who: Principal, thread_id: str, run_id: str) -> dict[str, Any] | None:
         """``run_view`` of a run recorded as ended, from reads alone (None: not ended, or
         not found: ``run_view`` answers, and may record how it ended)."""

@@ -118,6 +118,9 @@ class RunWatch:
         """A queued run's: the step it began after, once its input reached the thread."""
         self.ends: Callable[[], int | None] | None = None
         """The step a run queued behind this one took the thread on from (None: none yet)."""
+        self.ended: Callable[[RunRecord], None] | None = None
+        """Told the run's row once the run stopped holding the thread (no later run took
+        it on), as the stream ends."""
         self._ends_token: int | None = None
         """The run row's fencing token when ``ends`` was last asked."""
 
@@ -204,6 +207,8 @@ class RunWatch:
             self.done = True  # a later run took the thread on from here
         elif settled(run) and self.step >= run.step:
             self.done = True
+            if self.ended is not None:
+                self.ended(run)
             # a step that committed no delta (it paused on an interrupt) may have emitted
             events.extend(event for _, event in self._emitted(run.step + 1))
             events.extend(self._ending(run.status, run.error, run.step))
