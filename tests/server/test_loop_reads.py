@@ -1,6 +1,8 @@
-"""What the event loop answers without a hop to a thread (``wayline.server.http.call``): an
-ended run's record on SQLite (the SDK asks for it after every stream), and a key looked up
-less than ``key_cache_seconds`` ago. Counted by wrapping ``call``, which still runs."""
+"""What the server answers without work it need not do. On the event loop, without a hop to
+a thread (``wayline.server.http.call``): an ended run's record on SQLite (the SDK asks for
+it after every stream), and a key looked up less than ``key_cache_seconds`` ago. Without
+reading back: a thread it just created. Counted by wrapping the real calls, which still
+run."""
 
 from __future__ import annotations
 
@@ -96,5 +98,32 @@ def test_a_stream_that_saw_its_run_end_records_how_it_ended(
         hops = _counting(monkeypatch)
         assert c.runs.get(tid, run_id)["status"] == "success"
         assert hops == []
+    finally:
+        running.stop()
+
+
+def test_a_new_thread_is_answered_as_created_without_reading_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    running = start(f"sqlite:///{tmp_path / 'new.db'}")
+    try:
+        c = get_sync_client(url=running.url, api_key=running.keys["alice"])
+        store, tables = running.store, running.app.state.service.tables
+        reads: list[str] = []
+        for owner, name in ((store, "get_run"), (store, "queued_inputs"), (tables, "get_thread")):
+            real = getattr(owner, name)
+
+            def counted(*args: Any, _real: Any = real, _name: str = name) -> Any:
+                reads.append(_name)
+                return _real(*args)
+
+            monkeypatch.setattr(owner, name, counted)
+        made = c.threads.create(metadata={"n": 1, "tags": ("a", "b")})
+        assert reads == []
+        read_back = c.threads.get(made["thread_id"])
+        assert reads  # the GET reads it
+        assert made == read_back  # the same thread, field for field
+        given = c.threads.create(thread_id="mine")  # an id of the caller's: read back
+        assert given == c.threads.get("mine")
     finally:
         running.stop()

@@ -6,6 +6,7 @@ run, and reading a state reconstructs it from the store.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -85,13 +86,18 @@ class Service:
     # -- threads ----------------------------------------------------------------------
 
     def create_thread(self, who: Principal, body: dict[str, Any]) -> dict[str, Any]:
-        thread_id = body.get("thread_id") or str(uuid.uuid4())
+        given = body.get("thread_id")
+        thread_id = given or str(uuid.uuid4())
         if not isinstance(thread_id, str):
             raise ApiError(422, f"thread_id must be a string, not {thread_id!r}")
         metadata = _object(body, "metadata")
-        created = self.tables.insert_thread(who.tenant, thread_id, metadata)
+        now = time.time()
+        created = self.tables.insert_thread(who.tenant, thread_id, metadata, now=now)
         if not created and body.get("if_exists") != "do_nothing":
             raise ApiError(409, f"Thread {thread_id} already exists")
+        if created and not given:  # a new id has no run and no queue: no reads to say so
+            stored = json.loads(json.dumps(metadata))  # as a read would give it back
+            return thread_json(ThreadRecord(who.tenant, thread_id, stored, now, now), None, None)
         return self.thread_view(who, thread_id)
 
     def thread(self, who: Principal, thread_id: str) -> ThreadRecord:

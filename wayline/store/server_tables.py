@@ -170,9 +170,11 @@ class ServerTables:
 
     # -- threads ----------------------------------------------------------------------
 
-    def insert_thread(self, tenant_id: str, thread_id: str, metadata: dict[str, Any]) -> bool:
-        """False when the thread exists already."""
-        now = time.time()
+    def insert_thread(
+        self, tenant_id: str, thread_id: str, metadata: dict[str, Any], *, now: float | None = None
+    ) -> bool:
+        """False when the thread exists already. ``now``: its creation time (default: now)."""
+        now = time.time() if now is None else now
         params = (tenant_id, thread_id, json.dumps(metadata), now, now)
         return self._write(self.q.Q_INSERT_THREAD, params, tenant_id) == 1
 
