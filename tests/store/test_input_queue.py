@@ -6,7 +6,7 @@ and purge takes the queue with the run."""
 from __future__ import annotations
 
 from wayline.store.base import Store
-from wayline.store.records import CommitBatch, DeltaRecord, RunStatus, RunUpdate
+from wayline.store.records import CommitBatch, DeltaRecord, RunProgress, RunStatus, RunUpdate
 
 T = "tenant-a"
 G = [("g", "1", "")]
@@ -88,3 +88,37 @@ def test_a_cancelled_run_takes_its_queued_input_and_purge_removes_the_queue(
     store.queue_input(T, "r1", b"third", label="api-3")
     store.purge_run(T, "r1")
     assert store.queued_inputs(T, "r1") == []
+
+
+def _progress_matches_the_row(store: Store, run_id: str = "r1") -> RunProgress:
+    run, progress = store.get_run(T, run_id), store.run_progress(T, run_id)
+    assert run is not None and progress is not None
+    assert progress == RunProgress(
+        run.status, run.step, run.error, run.fencing_token, run.inbox is not None
+    )
+    return progress
+
+
+def test_run_progress_is_the_rows_status_step_token_and_whether_input_waits(
+    store: Store,
+) -> None:
+    """``run_progress``, the narrow read a stream makes each time its run moves, agrees
+    with the whole row through a run's life: input waiting, claimed, finished, queued input
+    moved in, failed."""
+    assert store.run_progress(T, "nothing") is None
+    store.enqueue(T, "r1", b"first", graph_name="g", graph_version="1", durability="sync")
+    assert _progress_matches_the_row(store).input_waiting  # a start waits in the inbox
+    claimed = store.claim_next(owner="w1", lease_seconds=30, graphs=G)
+    assert claimed is not None
+    assert _progress_matches_the_row(store).fencing_token == claimed[1]
+    store.queue_input(T, "r1", b"second", label="api-2")
+    _finish(store, claimed[1], 3)
+    done = _progress_matches_the_row(store)
+    assert (done.status, done.step, done.input_waiting) == ("done", 3, False)
+    assert store.promote_queued() == 1  # the queued input moves in: waiting again
+    assert _progress_matches_the_row(store).input_waiting
+    again = store.claim_next(owner="w1", lease_seconds=30, graphs=G)
+    assert again is not None
+    store.note_error(T, "r1", token=again[1], error="ValueError: no", status="failed")
+    failed = _progress_matches_the_row(store)
+    assert (failed.status, failed.error) == ("failed", "ValueError: no")

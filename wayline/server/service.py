@@ -40,7 +40,7 @@ from wayline.server.views import (
 )
 from wayline.store.assistant_tables import AssistantTables
 from wayline.store.base import Store
-from wayline.store.records import RunRecord
+from wayline.store.records import RunProgress, RunRecord
 from wayline.store.server_tables import ServerTables, ThreadRecord, ThreadRunRecord
 from wayline.store.sql_core import Executor
 
@@ -574,7 +574,7 @@ class Service:
     def run_view(self, who: Principal, rec: ThreadRunRecord) -> dict[str, Any]:
         return run_json(rec, self.current_status(who, rec))
 
-    def record_end(self, who: Principal, rec: ThreadRunRecord, run: RunRecord) -> None:
+    def record_end(self, who: Principal, rec: ThreadRunRecord, run: RunProgress) -> None:
         """From a stream that saw its run stop while it held the thread: how it ended,
         recorded as ``current_status`` would (``record_settled``: no commit waited for),
         so the ``GET`` of the run the SDK sends next reads it (``ended_view``)."""

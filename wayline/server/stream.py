@@ -43,7 +43,7 @@ from wayline.server.run_events import StepEvents
 from wayline.server.sse import PING, PING_EVERY, encode_event
 from wayline.server.views import settled
 from wayline.store.base import Store
-from wayline.store.records import RunRecord
+from wayline.store.records import RunProgress
 from wayline.store.server_tables import ThreadRunRecord
 from wayline.worker.emitted import ATTEMPT, EMITTED_MODES
 
@@ -118,7 +118,7 @@ class RunWatch:
         """A queued run's: the step it began after, once its input reached the thread."""
         self.ends: Callable[[], int | None] | None = None
         """The step a run queued behind this one took the thread on from (None: none yet)."""
-        self.ended: Callable[[RunRecord], None] | None = None
+        self.ended: Callable[[RunProgress], None] | None = None
         """Told the run's row once the run stopped holding the thread (no later run took
         it on), as the stream ends."""
         self._ends_token: int | None = None
@@ -149,14 +149,14 @@ class RunWatch:
             self.starts = None
         return True
 
-    def run_now(self) -> RunRecord | None:
-        """The thread's run row, and this run's end set once a run queued behind it took
-        the thread on. That needs a claim of the row (a queued input is promoted inside a
-        claim, and the later run's steps commit under it), so the thread's queue is read
-        again only when the row's fencing token moved since the last look: not at every
-        read (it was one more statement on the event loop at each, and about a tenth of
-        the loop's time)."""
-        run = self.store.get_run(self.tenant, self.thread_id)
+    def run_now(self) -> RunProgress | None:
+        """Where the thread's run is (a narrow read of its row), and this run's end set
+        once a run queued behind it took the thread on. That needs a claim of the row (a
+        queued input is promoted inside a claim, and the later run's steps commit under
+        it), so the thread's queue is read again only when the row's fencing token moved
+        since the last look: not at every read (it was one more statement on the event
+        loop at each, and about a tenth of the loop's time)."""
+        run = self.store.run_progress(self.tenant, self.thread_id)
         if run is None or self.end_step is not None or self.ends is None:
             return run
         if run.fencing_token != self._ends_token:

@@ -18,7 +18,7 @@ from typing import Any
 from wayline.graph.types import StateSnapshot
 from wayline.interop.lg_paths import lg_path
 from wayline.server.jsonable import interrupt_json, iso, to_jsonable
-from wayline.store.records import RunRecord
+from wayline.store.records import RunProgress, RunRecord
 from wayline.store.server_tables import ThreadRecord, ThreadRunRecord, ThreadRunStatus
 
 __all__ = [
@@ -48,11 +48,11 @@ def checkpoint_step(cid: str) -> int | None:
         return None
 
 
-def settled(run: RunRecord) -> bool:
+def settled(run: RunRecord | RunProgress) -> bool:
     """Stopped until someone acts: nothing queued, nobody running it."""
     if run.status == "cancelled":
         return True
-    return run.status in ("done", "interrupted", "failed", "parked") and run.inbox is None
+    return run.status in ("done", "interrupted", "failed", "parked") and not run.input_waiting
 
 
 def thread_status(run: RunRecord | None) -> str:
@@ -65,7 +65,9 @@ def thread_status(run: RunRecord | None) -> str:
     )
 
 
-def run_status(rec: ThreadRunRecord, run: RunRecord | None, *, latest: bool) -> ThreadRunStatus:
+def run_status(
+    rec: ThreadRunRecord, run: RunRecord | RunProgress | None, *, latest: bool
+) -> ThreadRunStatus:
     """The API run's status now; final ones are recorded by the caller."""
     if rec.status in FINAL:
         return rec.status
@@ -74,7 +76,7 @@ def run_status(rec: ThreadRunRecord, run: RunRecord | None, *, latest: bool) -> 
     if run.status == "cancelled":
         return "interrupted"
     if not settled(run):
-        return "pending" if run.inbox is not None else "running"
+        return "pending" if run.input_waiting else "running"
     return "error" if run.status in ("failed", "parked") else "success"
 
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from wayline.errors import CorruptionError, LeaseConflictError, LeaseLost, RunNotFoundError
 from wayline.store import observe
 from wayline.store.payloads import json_column
-from wayline.store.records import RunRecord, RunStatus
+from wayline.store.records import RunProgress, RunRecord, RunStatus
 from wayline.store.sql_core import Executor
 from wayline.store.sql_fence import classes_json
 from wayline.store.sql_queue import QueueSQL, inbox_ident
@@ -47,6 +47,11 @@ class RunsContract(Protocol):
         ...
 
     def get_run(self, tenant_id: str, run_id: str) -> RunRecord | None: ...
+
+    def run_progress(self, tenant_id: str, run_id: str) -> RunProgress | None:
+        """The run's status, step, error and fencing token, and whether input waits: one
+        narrow read of its row (None: no such run)."""
+        ...
 
     def list_runs(
         self,
@@ -491,6 +496,13 @@ class RunsSQL(QueueSQL):
     def get_run(self, tenant_id: str, run_id: str) -> RunRecord | None:
         rows = self._read(self.q.Q_GET_RUN, (tenant_id, run_id), tenant=tenant_id)
         return self._run(rows[0]) if rows else None
+
+    def run_progress(self, tenant_id: str, run_id: str) -> RunProgress | None:
+        rows = self._read(self.q.Q_RUN_PROGRESS, (tenant_id, run_id), tenant=tenant_id)
+        if not rows:
+            return None
+        status, step, error, token, waiting = rows[0]
+        return RunProgress(status, int(step), error, int(token), bool(waiting))
 
     def list_runs(
         self,

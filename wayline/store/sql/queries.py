@@ -173,6 +173,10 @@ UPDATE runs SET status = 'pending', attempts = 0, wake_at = NULL, updated_at = ?
 WHERE tenant_id = ? AND run_id = ? AND (status IN ('failed', 'parked')) IS TRUE
 """
 Q_GET_RUN = f"SELECT {_RUN_COLUMNS} FROM runs WHERE tenant_id = ? AND run_id = ?"
+Q_RUN_PROGRESS = """
+SELECT status, step, error, fencing_token, inbox IS NOT NULL FROM runs
+WHERE tenant_id = ? AND run_id = ?
+"""
 Q_LIST_RUNS = f"""
 SELECT {_RUN_COLUMNS} FROM runs
 WHERE tenant_id = ? AND (CAST(? AS TEXT) IS NULL OR status = ?)
