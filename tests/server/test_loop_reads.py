@@ -127,3 +127,23 @@ def test_a_new_thread_is_answered_as_created_without_reading_it_back(
         assert given == c.threads.get("mine")
     finally:
         running.stop()
+
+
+def test_a_streamed_runs_requests_match_the_first_routes(tmp_path: Path) -> None:
+    """A request is matched against the app's routes in turn: the three a streamed run
+    makes (create the thread, stream the run, the SDK's read of it) are the first three."""
+    from starlette.routing import Match
+
+    running = start(f"sqlite:///{tmp_path / 'routes.db'}")
+    try:
+        routes = running.app.routes
+        for method, path in (
+            ("POST", "/threads"),
+            ("POST", "/threads/t1/runs/stream"),
+            ("GET", "/threads/t1/runs/r1"),
+        ):
+            scope = {"type": "http", "method": method, "path": path, "root_path": ""}
+            tried = [r.matches(scope)[0] for r in routes]
+            assert Match.FULL in tried[:3], (method, path)
+    finally:
+        running.stop()

@@ -324,9 +324,13 @@ async def ok(request: Request) -> Response:
 
 
 def routes() -> list[BaseRoute]:
+    """The platform's routes, first among the app's and the busiest first: a request is
+    matched against each route in turn (a streamed run makes three requests: these)."""
     return [
-        Route("/ok", ok, methods=["GET"]),
         Route("/threads", threads_create, methods=["POST"]),
+        Route("/threads/{tid}/runs/stream", runs_stream, methods=["POST"]),
+        Route("/threads/{tid}/runs/{rid}", run_get, methods=["GET"]),
+        Route("/ok", ok, methods=["GET"]),
         Route("/threads/search", threads_search, methods=["POST"]),
         Route("/threads/count", threads_count, methods=["POST"]),
         Route("/threads/{tid}", thread_get, methods=["GET"]),
@@ -340,8 +344,6 @@ def routes() -> list[BaseRoute]:
         Route("/threads/{tid}/runs", runs_create, methods=["POST"]),
         Route("/threads/{tid}/runs", runs_list, methods=["GET"]),
         Route("/threads/{tid}/runs/wait", runs_wait, methods=["POST"]),
-        Route("/threads/{tid}/runs/stream", runs_stream, methods=["POST"]),
-        Route("/threads/{tid}/runs/{rid}", run_get, methods=["GET"]),
         Route("/threads/{tid}/runs/{rid}/join", run_join, methods=["GET"]),
         Route("/threads/{tid}/runs/{rid}/stream", run_join_stream, methods=["GET"]),
         Route("/threads/{tid}/runs/{rid}/cancel", run_cancel, methods=["POST"]),

@@ -217,7 +217,7 @@ def create_app(
                     getattr(getattr(store, "inner", store), "rides", 0),
                 )
 
-    routes = crons.routes() + api.routes() + operator.routes() + data_routes.routes()
+    routes = api.routes() + crons.routes() + operator.routes() + data_routes.routes()
     routes += store_routes.routes()  # /store/*: long-term memory (wayline.memory)
     routes += assistant_routes.routes() + info_route.routes()
     if config.ui:
