@@ -222,10 +222,10 @@ async def run_get(request: Request) -> Response:
     who.require("read")
     svc = _svc(request)
     tid, rid = request.path_params["tid"], request.path_params["rid"]
-    if svc.store.quick_reads:  # two indexed reads that wait for no writer: no hop for
-        ended = svc.ended_view(who, tid, rid)  # an ended run (what the SDK asks after
-        if ended is not None:  # each stream); a live one's status may settle it: a write
-            return reply(ended)
+    if svc.store.quick_reads:  # SQLite: an ended run's record is two indexed reads that
+        ended = svc.ended_view(who, tid, rid)  # wait for no writer, made here (the SDK
+        if ended is not None:  # reads the run after every stream); a live run's status is
+            return reply(ended)  # worked out in a thread, as it may record how it ended
     return reply(await call(lambda: svc.run_view(who, svc.run_record(who, tid, rid))))
 
 
