@@ -3,6 +3,7 @@ process, over a real store; and the keys the tests act with."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
@@ -10,9 +11,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import uvicorn
 from graphs import compiled
 from starlette.applications import Starlette
@@ -83,6 +86,19 @@ def start(store_url: str, *, port: int = 0, **config: Any) -> Running:
             raise RuntimeError("the test server did not start")
         time.sleep(0.01)
     return Running(f"http://127.0.0.1:{port}", store, keys, server, thread, app)
+
+
+@contextlib.contextmanager
+def raw_stream(
+    server: Running, body: dict[str, Any], key: str = "alice"
+) -> Iterator[tuple[str, httpx.Response]]:
+    """A new thread and a run streamed on it over plain HTTP, as ``key``: (the thread's id,
+    the open response). Unlike the SDK's stream, nothing is asked of the run after it."""
+    headers = {"x-api-key": server.keys[key]}
+    tid = httpx.post(f"{server.url}/threads", json={}, headers=headers).json()["thread_id"]
+    url = f"{server.url}/threads/{tid}/runs/stream"
+    with httpx.stream("POST", url, json=body, headers=headers, timeout=30) as response:
+        yield tid, response
 
 
 def make_cron_due(server: Running, cron_id: str) -> None:

@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
-from harness import as_dict, start, until
+from harness import as_dict, raw_stream, start, until
 from langgraph_sdk import get_sync_client
 
 from wayline.server import api, app, http
@@ -43,7 +42,7 @@ def test_an_ended_runs_record_is_read_on_the_loop(
         assert as_dict(done)["n"] == 2
         ended_id = c.runs.list(done_tid)[0]["run_id"]
         tables = running.app.state.service.tables
-        until(  # how it ended is recorded (a worker's commit, or the server's own write)
+        until(  # listing it recorded how it ended: the held run's next commit carries that
             lambda: tables.get_run("acme", done_tid, ended_id).status == "success",
             what="the run's end to be recorded",
         )
@@ -78,17 +77,9 @@ def test_a_stream_that_saw_its_run_end_records_how_it_ended(
     read with plain HTTP here (the SDK's own ``GET`` would record it too)."""
     running = start(f"sqlite:///{tmp_path / 'record.db'}", key_cache_seconds=60.0)
     try:
-        key = running.keys["alice"]
-        c = get_sync_client(url=running.url, api_key=key)
-        tid = c.threads.create()["thread_id"]
+        c = get_sync_client(url=running.url, api_key=running.keys["alice"])
         body = {"assistant_id": "slow", "input": {"n": 0, "until": 2}, "stream_mode": "values"}
-        with httpx.stream(
-            "POST",
-            f"{running.url}/threads/{tid}/runs/stream",
-            json=body,
-            headers={"x-api-key": key},
-            timeout=30,
-        ) as r:
+        with raw_stream(running, body) as (tid, r):
             run_id = r.headers["location"].split("/")[-2]
             lines = list(r.iter_lines())
         assert sum(line.startswith("event: values") for line in lines) == 3

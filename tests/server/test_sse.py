@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 from graphs import compiled
-from harness import HERE, start, until
+from harness import HERE, raw_stream, start, until
 from langgraph_sdk import get_sync_client
 
 import wayline
@@ -46,16 +46,9 @@ def test_closing_the_streams_ends_them_and_a_reconnect_misses_nothing(tmp_path: 
     try:
         key = running.keys["alice"]
         c = get_sync_client(url=running.url, api_key=key)
-        tid = c.threads.create()["thread_id"]
         lines: list[str] = []
         bell: Bell = running.app.state.service.bell
-        with httpx.stream(
-            "POST",
-            f"{running.url}/threads/{tid}/runs/stream",
-            json=LONG,
-            headers={"x-api-key": key},
-            timeout=30,
-        ) as r:
+        with raw_stream(running, LONG) as (tid, r):
             location = r.headers["location"]
             values = 0
             for line in r.iter_lines():
@@ -161,17 +154,9 @@ def test_a_quiet_stream_is_pinged(tmp_path: Path) -> None:
 def test_a_gone_client_lets_go_of_its_stream(tmp_path: Path) -> None:
     running = start(f"sqlite:///{tmp_path / 'gone.db'}")
     try:
-        key = running.keys["alice"]
-        c = get_sync_client(url=running.url, api_key=key)
-        tid = c.threads.create()["thread_id"]
+        c = get_sync_client(url=running.url, api_key=running.keys["alice"])
         bell: Bell = running.app.state.service.bell
-        with httpx.stream(
-            "POST",
-            f"{running.url}/threads/{tid}/runs/stream",
-            json=LONG,
-            headers={"x-api-key": key},
-            timeout=30,
-        ) as r:
+        with raw_stream(running, LONG) as (tid, r):
             run_id = r.headers["location"].split("/")[-2]
             for line in r.iter_lines():
                 if line.startswith("event: values"):
