@@ -155,7 +155,7 @@ class RunWatch:
         queued input is promoted inside a claim, and the later run's steps commit under
         it), so the thread's queue is read again only when the row's fencing token moved
         since the last look: not at every read (it was one more statement on the event
-        loop at each, and about a tenth of the loop's time)."""
+        loop at each, 8% of the loop's samples under ``bench/server.py``'s load)."""
         run = self.store.run_progress(self.tenant, self.thread_id)
         if run is None or self.end_step is not None or self.ends is None:
             return run
