@@ -96,17 +96,11 @@ def test_the_claim_reads_runs_by_index_only(store: Store) -> None:
     if not isinstance(store, SQLStore):
         return
     _fill(store, queued=3000, waiting=1000)
-    ph = store.placeholder
-    branches = [
-        f"SELECT * FROM ({b.format(lock='', peek=store.claim_peek)}) AS b{i}"
-        for i, b in enumerate(store.q.Q_CLAIM_BRANCHES)
-    ]
-    joined = " UNION ALL ".join(branches)
-    query = store.q.Q_CLAIM_CANDIDATE.format(branches=joined, peek=store.claim_peek)
+    query, times = store._claim_query((G,))  # the query a claim runs, as it runs it
     now = time.time()
     params: list[Any] = []
-    for b in store.q.Q_CLAIM_BRANCHES:
-        params += [*G, *[now] * (b.count(ph) - 5), None, None]
+    for count in times:
+        params += [*G, *[now] * count, None, None]
     if store.dialect == "sqlite":
         plan = [str(r[-1]) for r in store._read("EXPLAIN QUERY PLAN " + query, params)]
         assert not [p for p in plan if p.startswith("SCAN runs")], plan

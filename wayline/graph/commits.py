@@ -11,6 +11,7 @@ from wayline.graph.algo import TaskResult, apply_step, fold_writes, sorted_resul
 from wayline.graph.channels import Channel
 from wayline.graph.checkpoint import encode_results, state_digest, write_snapshot
 from wayline.graph.interrupts import Asked, ask
+from wayline.graph.mixin import as_loop
 from wayline.graph.wakeups import wake_time
 from wayline.store.memory_records import MemoryWrite
 from wayline.store.records import (
@@ -25,7 +26,7 @@ from wayline.store.records import (
 )
 
 if TYPE_CHECKING:
-    from wayline.graph.loop import Event, RunLoop
+    from wayline.graph.loop import Event
     from wayline.graph.tasks import Folded, TaskOutcome
     from wayline.graph.types import Interrupt
 
@@ -41,7 +42,7 @@ class StepCommits:
         folded: Folded | None = None,
         memory: list[MemoryWrite] | None = None,
     ) -> None:
-        loop = _loop(self)
+        loop = as_loop(self)
         ordered = sorted_results(results)
         step = loop.step + 1
         threshold = loop.graph.blob_threshold
@@ -90,7 +91,7 @@ class StepCommits:
         loop.unfinished.committed()
 
     def _save_pending(self, outcomes: list[TaskOutcome]) -> None:
-        loop = _loop(self)
+        loop = as_loop(self)
         records = []
         blobs: list[BlobRecord] = []
         memory: list[MemoryWrite] = []
@@ -113,7 +114,7 @@ class StepCommits:
             loop.sink.submit(CommitBatch(pending=records, blobs=blobs, memory=memory))
 
     def _suspend(self, outcomes: list[TaskOutcome]) -> Iterator[Event]:
-        loop = _loop(self)
+        loop = as_loop(self)
         asked = [Asked(o.task.step, o.task.id, o.task.spec.name, o.interrupts) for o in outcomes]
         records, audit, raised = ask(
             loop.tenant_id, loop.run_id, asked, loop.unfinished.interrupts, loop.codec
@@ -148,7 +149,7 @@ class StepCommits:
     def pause(self) -> None:
         """Stop at a breakpoint (``interrupt_before``/``interrupt_after``): the run waits,
         interrupted, with its next tasks unchanged; ``invoke(None, config)`` continues it."""
-        loop = _loop(self)
+        loop = as_loop(self)
         nodes = tuple(t.name for t in loop.next_tasks)
         loop.sink.submit(
             CommitBatch(
@@ -166,7 +167,7 @@ class StepCommits:
         error: str | None = None,
         audit: Sequence[AuditRecord] = (),
     ) -> None:
-        loop = _loop(self)
+        loop = as_loop(self)
         nodes = tuple(t.name for t in loop.next_tasks)
         loop.sink.submit(
             CommitBatch(
@@ -178,7 +179,7 @@ class StepCommits:
 
     def _taking_inbox(self) -> bool:
         """Whether this commit is the one that consumes the applied inbox (only the first)."""
-        loop = _loop(self)
+        loop = as_loop(self)
         taking, loop.take_inbox = loop.take_inbox, False
         return taking
 
@@ -194,15 +195,3 @@ def staged_copy(
         if key in channels and staged[key] is channels[key]:
             staged[key] = channels[key].copy()
     return staged
-
-
-if TYPE_CHECKING:
-
-    def _loop(mixin: object) -> RunLoop:
-        """The mixin as the ``RunLoop`` it is part of (for the type checker)."""
-        ...
-
-else:
-
-    def _loop(mixin):  # no ``typing.cast`` call at run time: it runs several times a step
-        return mixin

@@ -19,6 +19,7 @@ from wayline.graph.cache import FullKey, node_key
 from wayline.graph.calling import node_call
 from wayline.graph.channels import Channel
 from wayline.graph.context import NodeContext, TaskScope, is_scoped
+from wayline.graph.mixin import as_loop
 from wayline.graph.node import split_output
 from wayline.graph.run_config import node_config
 from wayline.graph.types import Command, Interrupt
@@ -27,7 +28,6 @@ from wayline.metrics import timed_call
 from wayline.store.memory_records import MemoryWrite
 
 if TYPE_CHECKING:
-    from wayline.graph.loop import RunLoop
     from wayline.graph.node import NodeSpec
 
 __all__ = ["ExecTask", "Folded", "TaskOutcome", "TaskSteps", "defer_split", "node_delay"]
@@ -86,7 +86,7 @@ class TaskSteps:
 
     def task_for(self, spec: TaskSpec, step: int) -> ExecTask | None:
         """The task of ``spec`` at ``step`` (None: it finished before, its writes are kept)."""
-        loop = _loop(self)
+        loop = as_loop(self)
         task_id = derive_id(loop.tenant_id, loop.run_id, step, *spec.path)
         if task_id in loop.unfinished.pending:
             return None  # finished before a crash or an interrupt: its writes are kept
@@ -120,7 +120,7 @@ class TaskSteps:
 
     def memory_view(self, scope: TaskScope) -> Any:
         """The long-term memory store a task sees (``wayline.memory.step``), or None."""
-        loop = _loop(self)
+        loop = as_loop(self)
         if loop.graph.memory_store is None:
             return None
         if loop._memory is None:
@@ -135,7 +135,7 @@ class TaskSteps:
 
     def node_call(self, task: ExecTask) -> tuple[Any, tuple[Any, ...]]:
         """The callable and arguments for a task; the driver calls them in the task scope."""
-        loop = _loop(self)
+        loop = as_loop(self)
         call = node_call(loop, task)
         probe.emit("task_start", loop.tenant_id, loop.run_id, task.step, task.spec.name, task.id)
         is_async = loop.graph.nodes[task.spec.name].is_async
@@ -145,7 +145,7 @@ class TaskSteps:
         """The failure an earlier execution of this task recorded before its node's error
         handler ran (the handler then crashed, or the process died): LangGraph resumes the
         handler, not the node. None: the node runs."""
-        loop = _loop(self)
+        loop = as_loop(self)
         ledger = task.ctx.ledger
         if loop.graph.nodes[task.spec.name].error_handler is None or ledger is None:
             return None
@@ -155,7 +155,7 @@ class TaskSteps:
 
     def record_failure(self, task: ExecTask, exc: Exception) -> None:
         """Record that the node failed for good, before its error handler runs."""
-        loop = _loop(self)
+        loop = as_loop(self)
         ledger = task.ctx.ledger
         if loop.graph.nodes[task.spec.name].error_handler is not None and ledger is not None:
             ledger.record(NODE_FAILED, lambda: f"{type(exc).__name__}: {exc}")
@@ -164,7 +164,7 @@ class TaskSteps:
         """``interrupt_before=["__error_handler__<node>"]``: once the node failed for good
         (recorded), the step pauses before its handler; continuing the run runs the
         handler on the recorded failure (``failed_before``), not the node again."""
-        loop = _loop(self)
+        loop = as_loop(self)
         handler = loop.graph.nodes[task.spec.name].error_handler
         if handler is None or handler.name not in loop.breaks_before:
             return None
@@ -175,7 +175,7 @@ class TaskSteps:
     ) -> tuple[Any, tuple[Any, ...], bool] | None:
         """The node's error handler for a failure (None: it has none): the callable, its
         arguments, and whether it is a coroutine function."""
-        loop = _loop(self)
+        loop = as_loop(self)
         handler = loop.graph.nodes[task.spec.name].error_handler
         if handler is None:
             return None
@@ -185,7 +185,7 @@ class TaskSteps:
 
     def outcome(self, task: ExecTask, output: Any) -> TaskOutcome:
         """Turn a node's return value into its writes, routing included (runs branches)."""
-        loop = _loop(self)
+        loop = as_loop(self)
         name = task.spec.name
         probe.emit("task_finish", loop.tenant_id, loop.run_id, task.step, name, task.id)
         update, goto = split_output(output, name)
@@ -220,7 +220,7 @@ class TaskSteps:
 
     def cache_key(self, task: ExecTask, arg: Any) -> FullKey | None:
         """The node cache's key of this call (None: not cached)."""
-        loop = _loop(self)
+        loop = as_loop(self)
         policy = loop.graph.nodes[task.spec.name].cache
         if policy is None or loop.graph.cache is None:
             return None
@@ -229,7 +229,7 @@ class TaskSteps:
     def from_cache(self, task: ExecTask, key: FullKey | None) -> TaskOutcome | None:
         """The task's outcome from the node cache, if it holds one: the cached output
         becomes the task's writes, committed with its step like any output."""
-        loop = _loop(self)
+        loop = as_loop(self)
         if key is None:
             return None
         hit = loop.graph.cache.get([key])
@@ -240,7 +240,7 @@ class TaskSteps:
         return outcome
 
     def to_cache(self, task: ExecTask, key: FullKey | None, output: Any) -> None:
-        loop = _loop(self)
+        loop = as_loop(self)
         if key is not None:
             policy = loop.graph.nodes[task.spec.name].cache
             loop.graph.cache.set({key: (output, policy.ttl)})
@@ -258,7 +258,7 @@ class TaskSteps:
     def retry_delay(self, task: ExecTask, exc: Exception, attempt: int) -> float | None:
         """Seconds to wait before running a failed task again, or None to give up; the
         task starts over with the same interrupt indexes and effect keys."""
-        loop = _loop(self)
+        loop = as_loop(self)
         policies = loop.graph.nodes[task.spec.name].policies()
         policy = next((p for p in policies if p.matches(exc)), None)  # the first that applies
         if policy is None or attempt >= policy.max_attempts:
@@ -277,7 +277,7 @@ class TaskSteps:
         """Save a finished peer's writes as it finishes (invariant 5): durable at once in
         sync mode, within the writer's lag bound in async mode. Exit mode keeps nothing
         until the run stops, by definition."""
-        loop = _loop(self)
+        loop = as_loop(self)
         if outcome.result is None or not loop.multi_task_step or loop.durability == "exit":
             return
         try:
@@ -306,18 +306,6 @@ def node_delay(policy: RetryPolicy, attempt: int) -> float:
         policy.max_interval, policy.initial_interval * policy.backoff_factor ** (attempt - 1)
     )
     return interval + random.uniform(0, 1) if policy.jitter else interval
-
-
-if TYPE_CHECKING:
-
-    def _loop(mixin: object) -> RunLoop:
-        """The mixin as the ``RunLoop`` it is part of (for the type checker)."""
-        ...
-
-else:
-
-    def _loop(mixin):  # no ``typing.cast`` call at run time: it runs several times a step
-        return mixin
 
 
 def _as_written(pushed: list[tuple[str, Any]]) -> Any:

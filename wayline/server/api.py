@@ -20,6 +20,7 @@ from wayline.server.multitask import NOT_STARTED
 from wayline.server.service import RunStart, Service, page
 from wayline.server.sse import EventStream
 from wayline.server.stream import RunWatch, open_watch, reads_emitted, run_meta, sse_events
+from wayline.server.views import FINAL, run_json
 from wayline.store.server_tables import ThreadRunRecord
 
 __all__ = ["routes"]
@@ -222,11 +223,15 @@ async def run_get(request: Request) -> Response:
     who.require("read")
     svc = _svc(request)
     tid, rid = request.path_params["tid"], request.path_params["rid"]
-    if svc.store.quick_reads:  # SQLite: an ended run's record is two indexed reads that
-        ended = svc.ended_view(who, tid, rid)  # wait for no writer, made here (the SDK
-        if ended is not None:  # reads the run after every stream); a live run's status is
-            return reply(ended)  # worked out in a thread, as it may record how it ended
-    return reply(await call(lambda: svc.run_view(who, svc.run_record(who, tid, rid))))
+    if not svc.store.quick_reads:
+        return reply(await call(lambda: svc.run_view(who, svc.run_record(who, tid, rid))))
+    # SQLite: the record is two indexed reads that wait for no writer, made here (the SDK
+    # reads the run after every stream); a live run's status is worked out in a thread, as
+    # working it out may record how it ended
+    rec = svc.run_record(who, tid, rid)
+    if rec.status in FINAL:
+        return reply(run_json(rec, rec.status))
+    return reply(await call(svc.run_view, who, rec))
 
 
 async def runs_list(request: Request) -> Response:

@@ -577,19 +577,10 @@ class Service:
     def record_end(self, who: Principal, rec: ThreadRunRecord, run: RunProgress) -> None:
         """From a stream that saw its run stop while it held the thread: how it ended,
         recorded as ``current_status`` would (``record_settled``: no commit waited for),
-        so the ``GET`` of the run the SDK sends next reads it (``ended_view``)."""
+        so the ``GET`` of the run the SDK sends next reads it (``api.run_get``)."""
         status = run_status(rec, run, latest=True)
         if status in FINAL:
             self.tables.record_settled(who.tenant, rec.run_id, status)
-
-    def ended_view(self, who: Principal, thread_id: str, run_id: str) -> dict[str, Any] | None:
-        """``run_view`` of a run recorded as ended, from reads alone (None: not ended, or
-        not found: ``run_view`` answers, and may record how it ended)."""
-        thread = self.tables.get_thread(who.tenant, thread_id)
-        rec = self.tables.get_run(who.tenant, thread_id, run_id) if thread else None
-        if rec is None or rec.status not in FINAL:
-            return None
-        return run_json(rec, rec.status)
 
     def current_status(self, who: Principal, rec: ThreadRunRecord) -> str:
         if rec.status in FINAL:

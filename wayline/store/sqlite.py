@@ -331,20 +331,12 @@ class _Transaction:
         try:
             try:
                 if exc is not None:
-                    _rollback(db)
-                    if isinstance(exc, sqlite3.Error):
-                        raise _write_error(
-                            exc, store.path, "write failed and was rolled back"
-                        ) from exc
+                    _abandon(store, exc)
                     return  # the body's error goes on
                 try:
                     riders = store._seat_riders(db)  # small writes waiting for this COMMIT
                 except BaseException as error:
-                    _rollback(db)
-                    if isinstance(error, sqlite3.Error):
-                        raise _write_error(
-                            error, store.path, "write failed and was rolled back"
-                        ) from error
+                    _abandon(store, error)
                     raise
                 try:
                     db.execute("COMMIT")
@@ -361,6 +353,14 @@ class _Transaction:
             store._turn.__exit__()
         if notices:  # committed (an error left above): other processes may hear of it
             store._send_notices(notices)
+
+
+def _abandon(store: SQLiteStore, exc: BaseException) -> None:
+    """Roll the transaction back after ``exc``; SQLite's own error comes out as the store's
+    (any other is left for the caller to raise)."""
+    _rollback(store._db)
+    if isinstance(exc, sqlite3.Error):
+        raise _write_error(exc, store.path, "write failed and was rolled back") from exc
 
 
 def _rollback(db: sqlite3.Connection) -> None:
