@@ -14,21 +14,23 @@
    ``Worker.run`` to the last run's final commit (the latest ``updated_at``); concurrency
    8 again with the worker's threads left to the OS (``--cpus all``), and at 1 and 8 with
    ``fleet_graph.effects`` (an effect in every node step; steps/s counts node and input
-   steps as elsewhere, commits/tx counts effect records too). Then
-   ``wayline worker --processes 2`` at concurrency 4 and 8 (8 and 16 slots), each process
-   on a CPU of its own (``--cpus auto``, the default), and at concurrency 4 with the CPUs
-   left to the OS (``--cpus all``), the runs queued before the command starts, timed from
-   the first node start to the last commit; and so is ``wayline serve --workers 8`` (its
-   in-process workers; the API is not used), placed (``--cpus auto``, the default) and
-   left to the OS. Beside each: step commits per transaction (``Worker.group.stats``: each write
-   transaction is one fsync), and p50/p99 step latency (the gap between two node starts
-   of one run: the previous step's commit wait included). Goal at concurrency 8 (8 slots):
-   >= 2x the raw rate, capped at half the engine's rate.
+   steps as elsewhere, commits/tx counts effect records too). Then ``wayline worker
+   --concurrency 8`` with its default options (``--processes auto``: on two CPUs, two
+   processes of 4 slots, each on a CPU of its own), the same with the CPUs left to the OS
+   (``--cpus all``), with ``--processes 1`` (the default before 2026-12-07: one process of
+   8 slots on one CPU), and ``--concurrency 16``, the runs queued before the command
+   starts, timed from the first node start to the last commit; and so is ``wayline serve
+   --workers 8`` (its in-process workers; the API is not used), placed (``--cpus auto``,
+   the default) and left to the OS. Beside each: step commits per transaction
+   (``Worker.group.stats``: each write transaction is one fsync), and p50/p99 step latency
+   (the gap between two node starts of one run: the previous step's commit wait
+   included). Goal at concurrency 8 (8 slots): >= 2x the raw rate, capped at half the
+   engine's rate.
 2. PostgreSQL (an embedded server started here, ``synchronous_commit=on``): the raw one-row
    commit rate, the engine alone (one run of ``fleet_graph``, ``invoke``, exit, 1,000
-   steps), and one ``wayline worker --processes P`` command, P = 1, 2, 4 (``--cpus auto``:
-   several, each process on a CPU of its own; one, on the least busy CPU), at
-   ``--concurrency 8`` each, with its default options, draining R runs a process queued
+   steps), and one ``wayline worker --processes P --concurrency 8P`` command, P = 1, 2, 4
+   (``--cpus auto``: several, each process on a CPU of its own; one, on the least busy
+   CPU), 8 slots a process, its other options the defaults, draining R runs a process queued
    before it starts, timed from the first node start to the last commit; and at P = 1 and
    4 the same runs started while the workers idle, timed from the first ``start`` (one
    client's start rate, and each start's notice waking a slot in every process, are then
@@ -82,10 +84,16 @@ REPO = Path(wayline.__file__).resolve().parent.parent
 """Where the ``wayline`` this script imported lives: worker processes run the same code."""
 GRAPH_FILE = c.BENCH_DIR / "fleet_graph.py"
 CONCURRENCY = (1, 4, 8, 16)
-SQLITE_PROCESSES = ((2, 4, "auto"), (2, 4, "all"), (2, 8, "auto"))
-"""``wayline worker --processes P --concurrency C --cpus X`` cells on SQLite: P x C slots;
-``auto`` (the default) puts each process on a CPU of its own, ``all`` leaves them to the
-OS (``wayline.worker.affinity``)."""
+SQLITE_COMMANDS: tuple[tuple[int, str, int | None], ...] = (
+    (8, "auto", None),
+    (8, "all", None),
+    (8, "auto", 1),
+    (16, "auto", None),
+)
+"""``wayline worker --concurrency C --cpus X [--processes P]`` cells on SQLite, C slots in
+all: the command's defaults (``--processes auto``: a process a CPU, each with 4 slots or
+more; ``--cpus auto``: each process on a CPU of its own), the same left to the OS
+(``all``), one process (the default before 2026-12-07), and 16 slots."""
 LEFT_TO_OS = 8
 """The in-process worker at this concurrency also runs with its threads left to the OS
 (``--cpus all``)."""
@@ -177,10 +185,10 @@ def sqlite_section(tmp: Path, runs: int, rounds: int) -> dict[str, Any]:
     arms.append((f"c{LEFT_TO_OS}os", lambda: worker_cell(tmp, LEFT_TO_OS, runs, None)))
     for conc in EFFECT_CONCURRENCY:
         arms.append((f"e{conc}", lambda conc=conc: worker_cell(tmp, conc, runs, graph=fg.effects)))
-    for procs, conc, cpus in SQLITE_PROCESSES:
+    for conc, cpus, procs in SQLITE_COMMANDS:
         arms.append(
             (
-                f"p{procs}c{conc}{cpus}",
+                _command_cell(conc, cpus, procs),
                 lambda procs=procs, conc=conc, cpus=cpus: process_cell(
                     tmp,
                     c.wayline_url(tmp / f"procs-{uuid.uuid4().hex[:6]}.db"),
@@ -218,6 +226,22 @@ def sqlite_section(tmp: Path, runs: int, rounds: int) -> dict[str, Any]:
     return samples
 
 
+def _command_cell(concurrency: int, cpus: str, processes: int | None) -> str:
+    return f"cmd{concurrency}{cpus}" + ("" if processes is None else f"p{processes}")
+
+
+def _command_label(concurrency: int, cpus: str, processes: int | None) -> str:
+    """``wayline worker --concurrency 8 (2 processes x 4, a CPU each)``."""
+    from wayline.cli.worker_processes import process_count, split_slots
+
+    count = processes or process_count("auto", concurrency, cpus)
+    given = "" if processes is None else f" --processes {processes}"
+    given += "" if cpus == "auto" else f" --cpus {cpus}"
+    slots = "/".join(sorted({str(n) for n in split_slots(concurrency, count)}))
+    where = ", on one CPU" if count == 1 and cpus == "auto" else PLACED[cpus]
+    return f"wayline worker --concurrency {concurrency}{given} ({count} x {slots}{where})"
+
+
 def _brief(x: Any) -> str:
     if isinstance(x, dict):
         return ", ".join(f"{k}={v:,.2f}" for k, v in x.items())
@@ -247,8 +271,7 @@ def sqlite_table(samples: dict[str, list[Any]]) -> dict[str, Any]:
         (f"e{n}", f"worker, concurrency {n}, an effect a step", 0) for n in EFFECT_CONCURRENCY
     ]
     cells_by_label += [
-        (f"p{p}c{n}{cpus}", f"{p} worker processes x concurrency {n}{PLACED[cpus]}", p * n)
-        for p, n, cpus in SQLITE_PROCESSES
+        (_command_cell(n, cpus, p), _command_label(n, cpus, p), n) for n, cpus, p in SQLITE_COMMANDS
     ]
     cells_by_label += [
         (f"s{LEFT_TO_OS}{cpus}", f"wayline serve, {LEFT_TO_OS} in-process workers{where}", 0)
@@ -325,8 +348,9 @@ def wal_fsyncs(base: str) -> int | None:
 
 
 class Proc:
-    """One ``wayline worker`` command (``processes`` > 1: its ``--processes``, one parent
-    supervising that many worker processes, all writing to ``log``)."""
+    """One ``wayline worker --concurrency C --processes P`` command (P > 1: one parent
+    supervising P worker processes that share the C slots, all writing to ``log``; P None:
+    the command's default, ``--processes auto``)."""
 
     def __init__(
         self,
@@ -334,10 +358,12 @@ class Proc:
         log: Path,
         concurrency: int,
         side: Path,
-        processes: int = 1,
+        processes: int | None = 1,
         cpus: str = "auto",
         serve: bool = False,
     ) -> None:
+        from wayline.cli.worker_processes import process_count
+
         cli = [sys.executable, "-m", "wayline.cli.main"]
         if serve:  # its in-process workers; the API is not used
             cmd = [*cli, "serve", f"fleet={GRAPH_FILE}:fleet", "--db", url, "--dev"]
@@ -345,9 +371,9 @@ class Proc:
         else:
             cmd = [*cli, "worker", f"{GRAPH_FILE}:fleet", "--db", url]
             cmd += ["--concurrency", str(concurrency)]
-            cmd += ["--processes", str(processes)] if processes > 1 else []
+            cmd += [] if processes is None else ["--processes", str(processes)]
         cmd += ["--cpus", cpus]
-        self.processes = processes
+        self.processes = processes or process_count("auto", concurrency, cpus)
         env = {**os.environ, "COLUMNS": "400", "WAYLINE_FLEET_LOG": str(side)}
         self.log = log
         with open(log, "wb") as out:
@@ -382,7 +408,7 @@ class Proc:
 def process_cell(
     tmp: Path,
     url: str,
-    processes: int,
+    processes: int | None,
     concurrency: int,
     runs: int,
     base: str | None = None,
@@ -393,7 +419,8 @@ def process_cell(
     serve: bool = False,
 ) -> dict[str, Any]:
     """``processes`` worker processes at ``concurrency`` each (started as that many
-    ``wayline worker`` commands, or as one with ``--processes``; ``serve``: one ``wayline
+    ``wayline worker`` commands, or as one with ``--processes``; None: one command with
+    ``concurrency`` slots in all and its default processes; ``serve``: one ``wayline
     serve`` with that many in-process workers) draining ``runs`` runs started while they
     are idle, timed from the first start; or, ``queued_first``, queued before the workers
     start, as the in-process cells, timed from the first node start. ``base``: the
@@ -403,10 +430,10 @@ def process_cell(
     client = Wayline(store)
     side = Path(tempfile.mkdtemp(dir=tmp, prefix="side-"))
     logs = Path(tempfile.mkdtemp(dir=tmp, prefix="logs-"))
-    each, commands = (processes, 1) if one_command else (1, processes)
+    each, commands = (processes, 1) if one_command or processes is None else (1, processes)
     ids = [client.start(app, {"n": 0}, run_id=f"r{i}") for i in range(runs)] if queued_first else []
     procs = [
-        Proc(url, logs / f"w-{processes}-{i}.log", concurrency, side, each, cpus, serve)
+        Proc(url, logs / f"w-{i}.log", concurrency * (each or 1), side, each, cpus, serve)
         for i in range(commands)
     ]
     try:

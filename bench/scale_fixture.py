@@ -175,7 +175,7 @@ def worker_rss(url: str, seconds: float = 8.0) -> tuple[float, float]:
         "worker",
         f"{c.BENCH_DIR / 'fleet_graph.py'}:fleet",
     ]
-    cmd += ["--db", url, "--concurrency", "8", "--poll", "0.05"]
+    cmd += ["--db", url, "--concurrency", "8", "--processes", "1", "--poll", "0.05"]
     log = Path(c.RESULTS_DIR.parent / "results" / f"scale-worker-{uuid.uuid4().hex[:6]}.log")
     log.parent.mkdir(exist_ok=True)
     with open(log, "wb") as out:

@@ -145,11 +145,13 @@ def test_a_graph_that_cannot_load_is_one_line_not_a_traceback(tmp_path: Path) ->
         assert len(done.stdout.strip().splitlines()) <= 3  # one line, however rich wraps it
     # With --processes the first worker process to fail says why, the command stops the
     # other (which may not have got as far) and fails with the first one's code.
-    several = run_cli(
-        "worker", str(tmp_path / "missing.py") + ":graph", "--db", url, "--processes", "2"
-    )
+    spec = str(tmp_path / "missing.py") + ":graph"
+    several = run_cli("worker", spec, "--db", url, "--processes", "2", "--concurrency", "2")
     assert several.returncode == 2, several.stdout + several.stderr
     assert "no file" in several.stdout and "Traceback" not in several.stdout + several.stderr
+    # more processes than slots: said before any process starts
+    crowded = run_cli("worker", spec, "--db", url, "--processes", "3", "--concurrency", "2")
+    one_clear_line(crowded, 2, "--processes 3 with --concurrency 2", "--concurrency 3 or more")
 
 
 def test_approve_needs_an_explicit_decision(tmp_path: Path) -> None:

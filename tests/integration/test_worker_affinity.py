@@ -115,7 +115,8 @@ def test_an_auto_placed_worker_runs_every_slot_on_the_one_cpu_it_chose(tmp_path:
 
 
 def test_the_command_places_a_lone_worker_and_spreads_several() -> None:
-    from wayline.cli.main import _cpu_list, _place_workers
+    from wayline.cli.worker_processes import cpu_list as _cpu_list
+    from wayline.cli.worker_processes import place_workers as _place_workers
 
     assert _place_workers("auto", 1) == ["auto"]
     assert _place_workers("all", 1) == [None]

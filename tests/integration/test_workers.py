@@ -132,6 +132,33 @@ def test_one_worker_command_runs_several_processes_and_stops_them_all(
     assert log.read_bytes().count(b"stopped after") == 2
 
 
+def test_by_default_a_command_shares_its_slots_among_a_process_a_cpu(
+    tmp_path: Path, side: Path, procs: list[Any]
+) -> None:
+    """``--processes auto``: --concurrency 8 is two processes of 4 slots on two CPUs (one of
+    8 on one): the command's total is what it was told."""
+    url = f"sqlite:///{tmp_path / 'auto.db'}"
+    log = side / "parent.log"
+    cmd = [sys.executable, "-m", "wayline.cli.main", "worker", GRAPHS, "--db", url]
+    cmd += ["--poll", "0.05", "--concurrency", "8"]
+    with open(log, "wb") as out:
+        parent = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    procs.append(parent)
+    expected = min(len(allowed_cpus()) or os.cpu_count() or 1, 2)
+    wait_until(
+        lambda: log.read_bytes().count(b"serving") == expected or parent.poll() is not None,
+        "the worker processes",
+    )
+    said = " ".join(log.read_text().split())  # rich may wrap a long line
+    assert re.findall(r"\(concurrency (\d+)", said) == [str(8 // expected)] * expected, said
+    client = Wayline(url)
+    ids = [client.start(app_for(url), INPUT, run_id=f"a{i}") for i in range(12)]
+    each_done_and_each_step_once(client, url, side, ids)
+    parent.send_signal(signal.SIGTERM)
+    assert parent.wait(timeout=30) == 0
+    assert log.read_bytes().count(b"stopped after") == expected
+
+
 def test_a_killed_workers_run_is_finished_by_another(
     url: str, side: Path, procs: list[Any]
 ) -> None:

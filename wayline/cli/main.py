@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -216,18 +216,22 @@ def worker(
         typer.Argument(help="Graphs to serve, as module:attribute (or file.py:attr)."),
     ] = None,
     db: DbOption = DEFAULT_DB,
-    concurrency: Annotated[int, typer.Option(help="Runs executed at once.")] = 1,
+    concurrency: Annotated[
+        int,
+        typer.Option(min=1, help="Runs executed at once, by the command's processes together."),
+    ] = 1,
     lease: Annotated[float, typer.Option(help="Lease seconds (heartbeat every third).")] = 30.0,
     poll: Annotated[float, typer.Option(help="Idle poll interval, seconds.")] = 1.0,
     tenant: Annotated[str | None, typer.Option(help="Serve only this tenant.")] = None,
     processes: Annotated[
-        int,
+        str,
         typer.Option(
-            min=1,
-            help="Worker processes, each with --concurrency slots: one process runs Python "
-            "on one core at a time, so CPU-light graphs go faster with one per core.",
+            help="Worker processes sharing the --concurrency slots: one process runs Python "
+            "on one core at a time, so graphs that compute go faster with one per core. "
+            "'auto': one a CPU the worker may use, while each gets 4 slots or more "
+            "(--concurrency 8 on two CPUs: two processes of 4).",
         ),
-    ] = 1,
+    ] = "auto",
     cpus: Annotated[
         str,
         typer.Option(
@@ -282,23 +286,34 @@ def worker(
     from wayline.cli.loading import check_importable, load_engine
     from wayline.cli.logs import log_to_stderr
     from wayline.cli.signals import stop_on_signals
+    from wayline.cli.worker_processes import (
+        cpu_list,
+        place_workers,
+        process_count,
+        run_processes,
+        split_slots,
+    )
     from wayline.worker import Worker, WorkerConfig
     from wayline.worker.affinity import pin_this_thread
     from wayline.worker.notify import WebhookNotifier
 
     require_scope("execute", "run a worker")
     with reported(2):
-        placed = _place_workers(cpus, processes)
-    if processes > 1:
-        options = ["--db", db, "--concurrency", str(concurrency), "--lease", str(lease)]
-        options += ["--poll", str(poll)] + (["--tenant", tenant] if tenant else [])
+        count = process_count(processes, concurrency, cpus)
+        placed = place_workers(cpus, count)
+    if count > 1:
+        options = ["--db", db, "--lease", str(lease), "--poll", str(poll), "--processes", "1"]
+        options += ["--tenant", tenant] if tenant else []
         options += ["--verify-rate", str(verify_rate), "--metrics-every", str(metrics_every)]
         options += (
             ["--webhook", webhook, "--webhook-secret", webhook_secret or ""] if webhook else []
         )
         options += ["--config", config_file] if config_file else []  # each reads it again
-        each = [[*explicit, *options, "--cpus", _cpu_list(place)] for place in placed]
-        raise typer.Exit(_worker_processes(each))
+        each = [
+            [*explicit, *options, "--concurrency", str(slots), "--cpus", cpu_list(place)]
+            for place, slots in zip(placed, split_slots(concurrency, count), strict=True)
+        ]
+        raise typer.Exit(run_processes(SESSION["scope"], each))
     pinned = placed[0]
     if isinstance(pinned, frozenset):  # the whole process: threads the store starts
         pin_this_thread(pinned)  # inherit it
@@ -361,96 +376,6 @@ def _app_graphs(config_file: str | None) -> tuple[list[str], Any]:
     with reported(2):
         memory = app_config.memory()
     return list(app_config.graphs.values()), memory
-
-
-Placed = frozenset[int] | int | Literal["auto"] | None
-"""Where one worker process runs (``wayline.worker.affinity``): on fixed CPUs; placed on one
-CPU that changes when others keep it busy (``wayline.worker.placement``), starting on the
-CPU given (an int) or on the least busy (``"auto"``); or left to the OS (None)."""
-
-
-def _place_workers(cpus: str, processes: int) -> list[Placed]:
-    """Where each worker process runs. ``auto`` places each of several processes, starting
-    on an allowed CPU of its own, in turn (``auto:N``, what each is handed: starting on CPU
-    N), and a lone process starting on the least busy CPU; a list pins, each of several
-    processes to one CPU of it in turn. Checked here, once, before any process starts."""
-    from wayline.errors import ConfigError
-    from wayline.worker.affinity import allowed_cpus, check_cpus, parse_cpus
-
-    if cpus == "all":
-        return [None] * processes
-    if cpus.startswith("auto:") and processes == 1:
-        first = cpus.removeprefix("auto:")
-        if not first.isdigit():
-            raise ConfigError(f"--cpus {cpus!r}: write auto:N with N a CPU number, or auto")
-        (cpu,) = check_cpus({int(first)})
-        return [cpu]
-    if cpus == "auto":
-        if processes == 1:
-            return ["auto"]
-        if not hasattr(os, "sched_setaffinity"):
-            return [None] * processes
-        ordered = allowed_cpus()
-        if len(ordered) < 2:
-            return [None] * processes  # nothing to spread them over
-        return [ordered[i % len(ordered)] for i in range(processes)]
-    chosen = parse_cpus(cpus)
-    if processes == 1:
-        return [chosen]
-    ordered = sorted(chosen)
-    return [frozenset({ordered[i % len(ordered)]}) for i in range(processes)]
-
-
-def _cpu_list(place: Placed) -> str:
-    """A child process's ``--cpus``."""
-    if place is None:
-        return "all"
-    if place == "auto":
-        return place
-    if isinstance(place, int):
-        return f"auto:{place}"
-    return ",".join(map(str, sorted(place)))
-
-
-def _worker_processes(each: list[list[str]]) -> int:
-    """Run one worker process per argument list in ``each`` until they stop; SIGTERM and
-    SIGINT go to each (a graceful stop: held runs finish their step and are released), and
-    one that fails stops the others, so the command never runs on with part of its workers.
-    The exit code is that of the first to fail (0 when none did)."""
-    import signal
-    import subprocess
-    import sys
-    import threading
-
-    from wayline.worker.worker import SIGNAL_SLICE
-
-    command = [sys.executable, "-m", "wayline.cli.main", "--scope", SESSION["scope"], "worker"]
-    children = [subprocess.Popen([*command, *args]) for args in each]
-    exited = threading.Event()
-
-    def forward(signum: int, _frame: Any) -> None:
-        for child in children:
-            if child.poll() is None:
-                child.send_signal(signum)
-
-    def watch(child: subprocess.Popen[bytes]) -> None:
-        child.wait()
-        exited.set()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, forward)
-    for child in children:
-        threading.Thread(target=watch, args=(child,), daemon=True).start()
-    first_failure = 0
-    while any(child.poll() is None for child in children):
-        exited.wait(SIGNAL_SLICE)  # timed: a signal caught by a watcher thread still runs
-        exited.clear()
-        failed = [child.returncode for child in children if child.returncode]
-        if failed and not first_failure:
-            first_failure = abs(failed[0])
-            forward(signal.SIGTERM, None)
-    failed = [abs(child.returncode) for child in children if child.returncode]
-    return first_failure or (failed[0] if failed else 0)
 
 
 @app.command()
