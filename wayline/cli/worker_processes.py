@@ -30,7 +30,10 @@ SLOTS_A_PROCESS = 4
 """``--processes auto`` starts another process only when each gets at least this many slots.
 A process commits the ready steps of its own slots in one transaction (one fsync), and
 processes take turns at the SQLite file: with fewer slots a process, each turn carries
-fewer steps (``bench/fleet.py`` measures the default against one process)."""
+fewer steps. On a 2-CPU machine (``bench/fleet.py``'s graph, 128 runs of 51 commits, three
+alternated pairs): 8 slots ran 5,900-6,300 steps/s as two processes of 4 against
+4,500-5,000 as one of 8, while 4 slots ran 3,700-4,400 as two of 2 and 3,100-4,300 as one
+of 4: no gain worth a second process."""
 
 Placed = frozenset[int] | int | Literal["auto"] | None
 """Where one worker process runs (``wayline.worker.affinity``): on fixed CPUs; placed on one
