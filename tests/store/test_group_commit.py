@@ -19,6 +19,7 @@ import wayline
 from wayline.errors import EffectRecordChanged, LeaseLost, StoreError, TenantMismatchError
 from wayline.store.base import Store
 from wayline.store.group import GroupCommit
+from wayline.store.payloads import checksum
 from wayline.store.records import CommitBatch, DeltaRecord, EffectRecord, EffectWrite, RunUpdate
 
 T = "tenant-g"
@@ -135,6 +136,39 @@ def test_a_group_statement_is_not_parsed_again_at_every_commit(
             assert errors == [None] * 8
         assert [q for q in parsed if b"deltas" in q] == []
         assert _steps(store, runs) == [2] * 8
+    finally:
+        store.close()
+
+
+def test_a_group_statement_is_prepared_once_whatever_its_values(pg_url: str) -> None:
+    """A statement is prepared once per set of parameter types, and psycopg sends a small
+    int as int4 and a large one as int8: a CRC at random made a new prepared statement (its
+    parse and plans) for the same group. On one connection, 30 groups of 4 runs with CRCs
+    of either size are one prepared statement."""
+    from wayline.store.postgres import PostgresStore
+
+    sep = "&" if "?" in pg_url else "?"
+    store = wayline.connect(f"{pg_url}{sep}pool_size=1")
+    try:
+        runs = _runs(store, 4)
+        large: set[bool] = set()
+        for step in range(30):
+            payload = f"delta {step} {'x' * step}".encode()
+            batch = CommitBatch(
+                deltas=[DeltaRecord(step, payload)], run=RunUpdate("running", step, ("node",))
+            )
+            assert store.commit_many([(T, r, tok, batch) for r, tok in runs]) == [None] * 4
+            large.update(checksum(("deltas", T, r, step), payload) >= 2**31 for r, _ in runs)
+        assert large == {True, False}  # CRCs that fit an int4 and CRCs that do not
+        assert isinstance(store, PostgresStore)
+        pool: Any = store._pool
+        with pool.connection() as conn:
+            plans = conn.execute(
+                "SELECT generic_plans + custom_plans FROM pg_prepared_statements"
+                " WHERE statement LIKE '%INSERT INTO deltas%' AND statement LIKE '%u3 AS%'"
+                " AND statement NOT LIKE '%pg_prepared_statements%'"
+            ).fetchall()
+        assert plans == [(30,)]
     finally:
         store.close()
 
