@@ -3,7 +3,8 @@ runs, and the parent that supervises them.
 
 Python runs one thread of a process at a time, so a worker whose graphs compute rather
 than wait is bound by one core: on SQLite at ``--concurrency 8`` one process spends about
-0.15 ms of CPU a step (the engine's own step is a third of it) and the second core idles.
+0.16 ms of CPU a step (the engine's own step is under a third of it) and the second core
+idles (``bench/README.md``, "The worker command's processes").
 ``--processes auto`` (the default) gives a command one process per CPU it may use, as long
 as each gets ``SLOTS_A_PROCESS`` slots; ``--concurrency`` stays the command's total, so a
 graph that calls a rate-limited model runs as many runs at once as it was told.
