@@ -111,12 +111,13 @@ def test_many_runs_one_transaction_and_a_fixed_number_of_statements(store: Store
     assert statements[8] == statements[2] == (1 if one_trip else 2)
 
 
-def test_a_group_statement_is_not_parsed_again_at_every_commit(
+def test_wide_statements_are_not_parsed_again_at_every_execution(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """PostgreSQL's group statement of 8 runs has 103 parameters: psycopg converts a ``%s``
-    query of more than 50 parameters anew at every execution (150-250 us of the worker's
-    CPU for a group of 4-8), so the statement is numbered (``$1``...) and sent as written."""
+    """PostgreSQL's group statement of 8 runs has 103 parameters, a claim over two graph
+    versions 54: psycopg converts a ``%s`` query of more than 50 parameters anew at every
+    execution (150-250 us of the worker's CPU for a group of 4-8), so such a statement is
+    numbered (``$1``...) and sent as written."""
     import psycopg._queries as queries
 
     store = wayline.connect(pg_url)
@@ -136,6 +137,14 @@ def test_a_group_statement_is_not_parsed_again_at_every_commit(
             assert errors == [None] * 8
         assert [q for q in parsed if b"deltas" in q] == []
         assert _steps(store, runs) == [2] * 8
+        # a claim over two graph versions: 54 parameters
+        graphs = [("g", "1", "f"), ("g", "1", "")]
+        store.create_run(T, "c", graph_name="g", graph_version="1", durability="sync")
+        for _ in range(3):
+            claimed = store.claim_next(owner="w", lease_seconds=30, graphs=graphs, tenant_id=T)
+            assert claimed is not None and claimed[0].run_id == "c"
+            store.release(T, "c", claimed[1])
+        assert parsed == []
     finally:
         store.close()
 
