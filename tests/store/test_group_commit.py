@@ -115,7 +115,7 @@ def test_wide_statements_are_not_parsed_again_at_every_execution(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """PostgreSQL's group statement of 8 runs has 103 parameters, a claim over two graph
-    versions 54: psycopg converts a ``%s`` query of more than 50 parameters anew at every
+    versions 56: psycopg converts a ``%s`` query of more than 50 parameters anew at every
     execution (150-250 us of the worker's CPU for a group of 4-8), so such a statement is
     numbered (``$1``...) and sent as written."""
     import psycopg._queries as queries
@@ -137,7 +137,7 @@ def test_wide_statements_are_not_parsed_again_at_every_execution(
             assert errors == [None] * 8
         assert [q for q in parsed if b"deltas" in q] == []
         assert _steps(store, runs) == [2] * 8
-        # a claim over two graph versions: 54 parameters
+        # a claim over two graph versions: 56 parameters
         graphs = [("g", "1", "f"), ("g", "1", "")]
         store.create_run(T, "c", graph_name="g", graph_version="1", durability="sync")
         for _ in range(3):
