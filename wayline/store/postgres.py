@@ -226,10 +226,9 @@ def group_one_trip(n: int) -> str:
     takes five: BEGIN, the fences, the deltas' COPY (two) and COMMIT. One text per group
     size, each prepared once per connection.
 
-    Its parameters are numbered (``$1``...), for a ``RawCursor``: psycopg caches the
-    conversion of a ``%s`` query only up to 50 parameters, and parsed a group of 4 runs
-    (55) again on every commit, 150-250 us of the worker's CPU a group of 4-8. The deltas
-    are rows of parameters, not arrays: psycopg dumps a scalar in C and an array in Python.
+    Its parameters are numbered, for a ``RawCursor`` (``PSYCOPG_CACHED_PARAMS``: a group of
+    4 runs has 55). The deltas are rows of parameters, not arrays: psycopg dumps a scalar
+    in C and an array in Python.
     Parameters: each run's fence (``fence_params``), then each run's delta row, its CRC
     always as an ``Int8``: psycopg sends a small int as int4 and a large one as int8, and a
     statement is prepared once per set of parameter types (a CRC is either, at random)."""
