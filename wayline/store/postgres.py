@@ -227,7 +227,7 @@ def group_one_trip(n: int) -> str:
     size, each prepared once per connection.
 
     Its parameters are numbered, for a ``RawCursor`` (``PSYCOPG_CACHED_PARAMS``: a group of
-    4 runs has 55). The deltas are rows of parameters, not arrays: psycopg dumps a scalar
+    4 runs has 76). The deltas are rows of parameters, not arrays: psycopg dumps a scalar
     in C and an array in Python.
     Parameters: each run's fence (``fence_params``), then each run's delta row, its CRC
     always as an ``Int8``: psycopg sends a small int as int4 and a large one as int8, and a
