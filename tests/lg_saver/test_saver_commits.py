@@ -209,11 +209,11 @@ def test_postgres_sends_a_steps_statements_in_its_pipeline_without_waiting_for_r
 ) -> None:
     """Each version and write meters itself in its own statement (``WITH ... RETURNING``):
     nothing of a step's transaction runs outside its one pipeline (one round trip)."""
-    from wayline.store import postgres
+    from wayline.store.pg_statements import PgExecutor
 
     outside: Counter[str] = Counter()
     inside: Counter[str] = Counter()
-    plain = postgres._Executor.execute
+    plain = PgExecutor.execute
 
     def execute(self: Any, query: str, params: Sequence[Any] = ()) -> Any:
         counted = inside if self.conn._pipeline is not None else outside
@@ -224,11 +224,11 @@ def test_postgres_sends_a_steps_statements_in_its_pipeline_without_waiting_for_r
         outside.update([" ".join(query.split()[:3])])  # a wait for the rows' results
         return many(self, query, rows)
 
-    many = postgres._Executor.executemany
+    many = PgExecutor.executemany
     store = wayline.connect(pg_url)
     saver = WaylineSaver(store, writes_linger=LONG)
-    monkeypatch.setattr(postgres._Executor, "execute", execute)
-    monkeypatch.setattr(postgres._Executor, "executemany", executemany)
+    monkeypatch.setattr(PgExecutor, "execute", execute)
+    monkeypatch.setattr(PgExecutor, "executemany", executemany)
     out = growing(saver, STEPS).invoke({"log": [], "n": 0}, cfg(), durability="sync")
     monkeypatch.undo()
     assert out["log"] == [item(i) for i in range(STEPS)]

@@ -17,7 +17,8 @@ import psycopg
 
 import wayline
 from wayline.store import sql_rewrite
-from wayline.store.postgres import Q_STEP_ONE_TRIP, PostgresStore, group_one_trip
+from wayline.store.pg_statements import Q_STEP_ONE_TRIP, group_one_trip
+from wayline.store.postgres import PostgresStore
 from wayline.store.sql import assistant_queries, schedule_queries, server_queries
 
 T = "acme"
