@@ -10,8 +10,7 @@ import functools
 import threading
 import time
 import typing
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import (
@@ -28,36 +27,26 @@ from wayline.graph.checkpoint import (
 )
 from wayline.graph.context import coerce_context
 from wayline.graph.driving import (
-    aexecute_live,
     breakpoint_sets,
     configs,
-    execute_live,
-    stops_after,
-    stops_before,
-    task_input,
 )
-from wayline.graph.executing import aexecute, execute, thread_pool
 from wayline.graph.identity import fingerprint_of, shape_json, shape_of
 from wayline.graph.input_checkpoint import input_target
 from wayline.graph.inspection import Inspection, Verification
 from wayline.graph.invoke_modes import alisted_modes, listed_modes
 from wayline.graph.jsonschema import JsonSchemas
 from wayline.graph.loop import RunLoop, default_owner
+from wayline.graph.loop_drivers import LoopDrivers
 from wayline.graph.nested_stream import astream_child, called_from_node, stream_child
 from wayline.graph.run_config import checked_config as _checked_config
 from wayline.graph.run_config import inside_task as _inside_task
 from wayline.graph.run_config import run_ids
 from wayline.graph.run_config import same_run as _same_run
-from wayline.graph.runner import run_task
 from wayline.graph.streaming import (
-    PAUSED,
-    RESUMED,
     EventBus,
     Formatter,
     checkpoint_events,
     parse_modes,
-    task_result,
-    task_start,
 )
 from wayline.graph.subgraph import SubgraphNode, run_child, task_state
 from wayline.graph.subgraph_travel import open_pinned, strip
@@ -80,7 +69,7 @@ DEFAULT_STEP_LIMIT = 10_000
 """LangGraph 1.2 defaults ``recursion_limit`` to 10,007; wayline rounds it."""
 
 
-class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
+class CompiledGraph(LoopDrivers, Inspection, StateUpdates, JsonSchemas, EventStream):
     """A validated graph bound to a store. Thread-safe: one instance serves many runs."""
 
     memory_store: Any = None
@@ -679,121 +668,6 @@ class CompiledGraph(Inspection, StateUpdates, JsonSchemas, EventStream):
             claimed_run=claimed_run,
             committer=committer,
         )
-
-    def run_loop(
-        self,
-        loop: RunLoop,
-        input: Any,
-        *,
-        breakpoints: tuple[frozenset[str], frozenset[str]] | None = None,
-    ) -> Iterator[tuple[str, Any]]:
-        """Drive ``loop`` to its end, yielding (stream mode, chunk); workers call this."""
-        error: BaseException | None = None
-        pool: ThreadPoolExecutor | None = None
-        before, after = breakpoints or (
-            frozenset(self.interrupt_before),
-            frozenset(self.interrupt_after),
-        )
-        resuming = True  # no new input (a worker's queued input counts as input)
-        loop.breaks_before = before
-        bus = (
-            loop.invocation.emit
-            if isinstance(loop.invocation.emit, EventBus) and not loop.invocation.namespace
-            else None
-        )
-        try:
-            for event in loop.begin(input):
-                resuming = resuming and event[0] != "values"
-                yield event
-            if resuming and loop.step >= 0:
-                yield (RESUMED, loop.values())
-            while (tasks := loop.next_step()) is not None:
-                if stops_before(loop, tasks, before, resuming or isinstance(input, Command)):
-                    loop.pause()
-                    yield PAUSED
-                    break
-                yield from loop.cached_events()
-                if isinstance(loop.invocation.emit, EventBus) and loop.invocation.emit.wants_tasks:
-                    for t in tasks:
-                        yield ("tasks", task_start(t, task_input(loop, t), loop.graph.barriers))
-                if bus is not None:  # streams each task's result as it finishes
-                    pool = pool or thread_pool(loop)
-                    outcomes = yield from execute_live(loop, tasks, pool, bus, run_task)
-                else:
-                    if len(tasks) > 1 and pool is None:
-                        pool = thread_pool(loop)
-                    outcomes = execute(loop, tasks, pool)
-                    emit = loop.invocation.emit
-                    if isinstance(emit, EventBus) and emit.wants_tasks:
-                        for o in outcomes:
-                            yield ("tasks", task_result(o))
-                yield from loop.after_step(outcomes)
-                if stops_after(loop, outcomes, after):
-                    loop.pause()
-                    yield PAUSED
-                    break
-            loop.close(None)
-            self._sample_verify(loop)
-        except GeneratorExit:
-            raise
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=True)
-            loop.close(error)
-
-    async def _adrive(
-        self,
-        loop: RunLoop,
-        input: Any,
-        breakpoints: tuple[frozenset[str], frozenset[str]] | None = None,
-    ) -> AsyncGenerator[tuple[str, Any], None]:
-        error: BaseException | None = None
-        before, after = breakpoints or (frozenset(), frozenset())
-        resuming, loop.breaks_before = True, before
-        bus = loop.invocation.emit if isinstance(loop.invocation.emit, EventBus) else None
-        loop.as_finished = True
-        try:
-            for event in loop.begin(input):
-                resuming = resuming and event[0] != "values"
-                yield event
-            if resuming and loop.step >= 0:
-                yield (RESUMED, loop.values())
-            while (tasks := loop.next_step()) is not None:
-                if stops_before(loop, tasks, before, resuming or isinstance(input, Command)):
-                    loop.pause()
-                    yield PAUSED
-                    break
-                for event in loop.cached_events():
-                    yield event
-                if bus is not None and bus.wants_tasks:
-                    for t in tasks:
-                        yield ("tasks", task_start(t, task_input(loop, t), loop.graph.barriers))
-                if bus is None:
-                    outcomes = await aexecute(loop, tasks, self.step_timeout)
-                else:
-                    running = asyncio.ensure_future(aexecute(loop, tasks, self.step_timeout))
-                    async with contextlib.aclosing(aexecute_live(bus, running)) as live:
-                        async for event in live:
-                            yield event
-                    outcomes = running.result()  # each task's result streamed as it finished
-                for event in loop.after_step(outcomes):
-                    yield event
-                if stops_after(loop, outcomes, after):
-                    loop.pause()
-                    yield PAUSED
-                    break
-            loop.close(None)
-            self._sample_verify(loop)
-        except GeneratorExit:
-            raise
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            loop.close(error)
 
 
 def _empty(input: Any) -> bool:

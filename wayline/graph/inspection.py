@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import typing
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +21,7 @@ from wayline.graph.input_checkpoint import (
     step_results,
 )
 from wayline.graph.lg_shape import checkpoint_metadata, snapshot_task_result
+from wayline.graph.mixin import as_graph
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.run_config import run_ids as _ids
 from wayline.graph.schema import ROOT
@@ -73,7 +73,7 @@ class Inspection:
     def get_state(self, config: Mapping[str, Any], *, subgraphs: bool = False) -> StateSnapshot:
         """The state at the run's last committed step (or at ``configurable.step``); with
         ``subgraphs=True`` each task running a subgraph carries the subgraph's state."""
-        graph = _graph(self)
+        graph = as_graph(self)
         asked, config = config, by_namespace(graph, config)
         child = subgraph_named(graph, config)
         if child is not None:  # a subgraph's checkpoint: its own state
@@ -91,7 +91,7 @@ class Inspection:
         return name_children(with_child_states(graph, snapshot))
 
     def _state(self, config: Mapping[str, Any]) -> StateSnapshot:
-        graph = _graph(self)
+        graph = as_graph(self)
         tenant, run_id = _ids(config, create=False)
         run_id = thread_head(graph.store, tenant, run_id, config.get("configurable") or {})
         run = graph.store.get_run(tenant, run_id)
@@ -190,7 +190,7 @@ class Inspection:
     ) -> Iterator[StateSnapshot]:
         """Snapshots from the newest committed step (or the one before ``before``) back
         to the input step; ``filter`` keeps those whose metadata holds its items."""
-        graph = _graph(self)
+        graph = as_graph(self)
         asked, config = config, by_namespace(graph, config)
         child = subgraph_named(graph, config)  # a subgraph's checkpoint: its own history
         found = history(child or graph, config, filter=filter, before=before, limit=limit)
@@ -202,7 +202,7 @@ class Inspection:
     def verify(self, config: Mapping[str, Any]) -> Verification:
         """Reconstruct a finished run from the store and compare it with the digest its
         final commit recorded."""
-        graph = _graph(self)
+        graph = as_graph(self)
         tenant, run_id = _ids(config, create=False)
         run = graph.store.get_run(tenant, run_id)
         if run is None:
@@ -220,7 +220,7 @@ class Inspection:
 
     def _sample_verify(self, loop: RunLoop) -> None:
         """Verify a deterministic sample of finished runs (``compile(verify_sample=...)``)."""
-        graph = _graph(self)
+        graph = as_graph(self)
         if not loop.finished or graph.verify_sample <= 0:
             return
         if int(derive_id(loop.tenant_id, loop.run_id)[:8], 16) >= graph.verify_sample * 2**32:
@@ -253,7 +253,7 @@ class Inspection:
 
     def state_digest(self, config: Mapping[str, Any]) -> str:
         """Digest of the reconstructed current state, comparable with the committed one."""
-        graph = _graph(self)
+        graph = as_graph(self)
         tenant, run_id = _ids(config, create=False)
         run = graph.store.get_run(tenant, run_id)
         if run is None:
@@ -275,7 +275,3 @@ def _saved_at_interrupt(
     askers = {r.task_id for r in asked}
     results = step_results(graph, tenant, run_id, step)
     return {task_id: r for task_id, r in results.items() if task_id not in askers}
-
-
-def _graph(mixin: object) -> CompiledGraph:
-    return typing.cast("CompiledGraph", mixin)

@@ -10,6 +10,7 @@ import typing
 from typing import TYPE_CHECKING, Any
 
 from wayline.errors import GraphError
+from wayline.graph.mixin import as_graph
 from wayline.graph.schema import is_typeddict
 
 if TYPE_CHECKING:
@@ -25,15 +26,15 @@ class JsonSchemas:
     """Mixed into ``CompiledGraph``."""
 
     def get_input_jsonschema(self, config: Any = None) -> Any:
-        graph = _graph(self)
+        graph = as_graph(self)
         return schema_of(graph.builder.input_cls, f"{_title(graph)}Input")
 
     def get_output_jsonschema(self, config: Any = None) -> Any:
-        graph = _graph(self)
+        graph = as_graph(self)
         return schema_of(graph.builder.output_cls, f"{_title(graph)}Output")
 
     def get_context_jsonschema(self) -> Any:
-        graph = _graph(self)
+        graph = as_graph(self)
         cls: Any = graph.context_schema
         if cls is None:
             return None
@@ -97,8 +98,3 @@ def _pydantic() -> Any:
             "JSON schemas of a graph are made by pydantic: pip install 'wayline[pydantic]'"
         ) from None
     return pydantic
-
-
-def _graph(mixin: object) -> CompiledGraph:
-    """The compiled graph this is mixed into (typed for mypy)."""
-    return typing.cast("CompiledGraph", mixin)

@@ -8,7 +8,6 @@ store shared safely by threads, so they need no second implementation that could
 
 from __future__ import annotations
 
-import typing
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -21,6 +20,7 @@ from wayline.graph.input_checkpoint import (
     update_target,
 )
 from wayline.graph.loop import default_owner
+from wayline.graph.mixin import as_graph
 from wayline.graph.run_config import checkpoint_config
 from wayline.graph.run_config import run_ids as _ids
 from wayline.graph.snapshot_source import mark
@@ -64,7 +64,7 @@ class StateUpdates:
         paused run, say), folded through the reducers like any node's writes. With
         ``as_node`` the run continues as if that node had just written them. Returns the
         config of the new step."""
-        graph = _graph(self)
+        graph = as_graph(self)
         return graph.bulk_update_state(config, [[StateUpdate(values, as_node, task_id)]])
 
     def bulk_update_state(
@@ -74,7 +74,7 @@ class StateUpdates:
     ) -> dict[str, Any]:
         """Several steps of updates at once: each superstep's updates fold together into
         one committed step, as parallel nodes' writes do. Returns the last step's config."""
-        graph = _graph(self)
+        graph = as_graph(self)
 
         steps = _input_steps([[StateUpdate(*u) for u in superstep] for superstep in supersteps])
         if not steps:
@@ -132,7 +132,7 @@ class StateUpdates:
         as_node: str | None = None,
         task_id: str | None = None,
     ) -> dict[str, Any]:
-        graph = _graph(self)
+        graph = as_graph(self)
         return graph.update_state(config, values, as_node, task_id)
 
     async def abulk_update_state(
@@ -140,13 +140,13 @@ class StateUpdates:
         config: Mapping[str, Any],
         supersteps: Sequence[Sequence[StateUpdate | tuple[Any, ...]]],
     ) -> dict[str, Any]:
-        graph = _graph(self)
+        graph = as_graph(self)
         return graph.bulk_update_state(config, supersteps)
 
     async def aget_state(
         self, config: Mapping[str, Any], *, subgraphs: bool = False
     ) -> StateSnapshot:
-        graph = _graph(self)
+        graph = as_graph(self)
         return graph.get_state(config, subgraphs=subgraphs)
 
     async def aget_state_history(
@@ -157,7 +157,7 @@ class StateUpdates:
         before: Mapping[str, Any] | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[StateSnapshot]:
-        graph = _graph(self)  # the sync listing's, a subgraph's by its namespace too
+        graph = as_graph(self)  # the sync listing's, a subgraph's by its namespace too
         for snapshot in graph.get_state_history(config, filter=filter, before=before, limit=limit):
             yield snapshot
 
@@ -308,11 +308,6 @@ def _check_superstep(graph: CompiledGraph, updates: Sequence[StateUpdate]) -> No
         raise InvalidUpdateError(
             "several updates in one superstep need an as_node each, so each writes as a node"
         )
-
-
-def _graph(mixin: object) -> CompiledGraph:
-    """The compiled graph this is mixed into (typed for mypy)."""
-    return typing.cast("CompiledGraph", mixin)
 
 
 def _last_writer(graph: CompiledGraph, loop: Any) -> str | None:
