@@ -234,7 +234,7 @@ def _command_label(concurrency: int, cpus: str, processes: int | None) -> str:
     """``wayline worker --concurrency 8 (2 processes x 4, a CPU each)``."""
     from wayline.cli.worker_processes import process_count, split_slots
 
-    count = processes or process_count("auto", concurrency, cpus)
+    count = processes or process_count("auto", concurrency, cpus, "sqlite:///fleet.db")
     given = "" if processes is None else f" --processes {processes}"
     given += "" if cpus == "auto" else f" --cpus {cpus}"
     slots = "/".join(sorted({str(n) for n in split_slots(concurrency, count)}))
@@ -373,7 +373,7 @@ class Proc:
             cmd += ["--concurrency", str(concurrency)]
             cmd += [] if processes is None else ["--processes", str(processes)]
         cmd += ["--cpus", cpus]
-        self.processes = processes or process_count("auto", concurrency, cpus)
+        self.processes = processes or process_count("auto", concurrency, cpus, url)
         env = {**os.environ, "COLUMNS": "400", "WAYLINE_FLEET_LOG": str(side)}
         self.log = log
         with open(log, "wb") as out:

@@ -1,6 +1,7 @@
 """How ``wayline worker`` shares its ``--concurrency`` slots among processes
-(``wayline.cli.worker_processes``): ``auto`` gives a process to each usable CPU while each
-gets ``SLOTS_A_PROCESS`` slots, and the command's total is never changed."""
+(``wayline.cli.worker_processes``): on a SQLite file ``auto`` gives a process to each usable
+CPU while each gets ``SLOTS_A_PROCESS`` slots, on PostgreSQL one, and the command's total is
+never changed."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import pytest
 
 from wayline.cli import worker_processes as wp
 from wayline.errors import ConfigError
+
+DB = "sqlite:///app.db"
 
 
 @pytest.fixture
@@ -20,17 +23,24 @@ def four_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("four_cpus")
 def test_auto_gives_each_usable_cpu_a_process_of_four_slots_or_more() -> None:
     assert wp.SLOTS_A_PROCESS == 4
-    counts = {c: wp.process_count("auto", c, "auto") for c in (1, 4, 7, 8, 11, 12, 16, 64)}
+    counts = {c: wp.process_count("auto", c, "auto", DB) for c in (1, 4, 7, 8, 11, 12, 16, 64)}
     assert counts == {1: 1, 4: 1, 7: 1, 8: 2, 11: 2, 12: 3, 16: 4, 64: 4}
-    assert wp.process_count("auto", 16, "all") == 4  # left to the OS: the same count
-    assert wp.process_count("auto", 16, "auto:2") == 1  # a child its parent placed
+    assert wp.process_count("auto", 16, "all", DB) == 4  # left to the OS: the same count
+    assert wp.process_count("auto", 16, "auto:2", DB) == 1  # a child its parent placed
+
+
+@pytest.mark.usefixtures("four_cpus")
+def test_auto_is_one_process_off_a_sqlite_file() -> None:
+    assert wp.process_count("auto", 16, "auto", "postgresql://u@h/db") == 1
+    assert wp.process_count("auto", 16, "auto", "sqlite:///:memory:") == 1  # its own store
+    assert wp.process_count("4", 16, "auto", "postgresql://u@h/db") == 4  # as given
 
 
 def test_a_cpu_list_bounds_the_processes() -> None:
     from wayline.worker.affinity import allowed_cpus
 
     first = allowed_cpus()[0]
-    assert wp.process_count("auto", 64, str(first)) == 1
+    assert wp.process_count("auto", 64, str(first), DB) == 1
 
 
 def test_slots_are_shared_out_and_add_up_to_the_concurrency() -> None:
@@ -45,9 +55,9 @@ def test_slots_are_shared_out_and_add_up_to_the_concurrency() -> None:
 
 
 def test_a_given_count_is_kept_and_checked() -> None:
-    assert wp.process_count("3", 3, "auto") == 3
+    assert wp.process_count("3", 3, "auto", DB) == 3
     with pytest.raises(ConfigError, match="--processes 4 with --concurrency 2"):
-        wp.process_count("4", 2, "auto")
+        wp.process_count("4", 2, "auto", DB)
     for bad in ("0", "two", "-1"):
         with pytest.raises(ConfigError, match="write a number of processes, or auto"):
-            wp.process_count(bad, 8, "auto")
+            wp.process_count(bad, 8, "auto", DB)

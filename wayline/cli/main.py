@@ -228,8 +228,8 @@ def worker(
         typer.Option(
             help="Worker processes sharing the --concurrency slots: one process runs Python "
             "on one core at a time, so graphs that compute go faster with one per core. "
-            "'auto': one a CPU the worker may use, while each gets 4 slots or more "
-            "(--concurrency 8 on two CPUs: two processes of 4).",
+            "'auto': on a SQLite file, one a CPU the worker may use while each gets 4 slots "
+            "or more (--concurrency 8 on two CPUs: two processes of 4); on PostgreSQL, one.",
         ),
     ] = "auto",
     cpus: Annotated[
@@ -299,7 +299,7 @@ def worker(
 
     require_scope("execute", "run a worker")
     with reported(2):
-        count = process_count(processes, concurrency, cpus)
+        count = process_count(processes, concurrency, cpus, db)
         placed = place_workers(cpus, count)
     if count > 1:
         options = ["--db", db, "--lease", str(lease), "--poll", str(poll), "--processes", "1"]

@@ -5,9 +5,10 @@ Python runs one thread of a process at a time, so a worker whose graphs compute 
 than wait is bound by one core: on SQLite at ``--concurrency 8`` one process spends about
 0.16 ms of CPU a step (the engine's own step is under a third of it) and the second core
 idles (``bench/README.md``, "The worker command's processes").
-``--processes auto`` (the default) gives a command one process per CPU it may use, as long
-as each gets ``SLOTS_A_PROCESS`` slots; ``--concurrency`` stays the command's total, so a
-graph that calls a rate-limited model runs as many runs at once as it was told.
+``--processes auto`` (the default) gives a command on a SQLite file one process per CPU it
+may use, as long as each gets ``SLOTS_A_PROCESS`` slots; ``--concurrency`` stays the
+command's total, so a graph that calls a rate-limited model runs as many runs at once as it
+was told. On PostgreSQL ``auto`` is one process (``AUTO_SPREADS``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Literal
 from wayline.errors import ConfigError
 
 __all__ = [
+    "AUTO_SPREADS",
     "SLOTS_A_PROCESS",
     "Placed",
     "cpu_list",
@@ -36,16 +38,25 @@ alternated pairs): 8 slots ran 5,900-6,300 steps/s as two processes of 4 against
 4,500-5,000 as one of 8, while 4 slots ran 3,700-4,400 as two of 2 and 3,100-4,300 as one
 of 4: no gain worth a second process."""
 
+AUTO_SPREADS = ("sqlite",)
+"""The stores on which ``--processes auto`` starts more than one process. On PostgreSQL,
+with the server on the same two cores, two processes of 4 slots ran 2,656-3,506 steps/s
+against one of 8 at 3,446-3,822 (three alternated rounds, ``bench/fleet.py``'s graph): each
+process groups only its own slots' steps (2.3 commits a transaction against 4.7), and the
+server's work a transaction took what the second core gave. A worker machine apart from
+the database may do better with ``--processes N``; that was not measured."""
+
 Placed = frozenset[int] | int | Literal["auto"] | None
 """Where one worker process runs (``wayline.worker.affinity``): on fixed CPUs; placed on one
 CPU that changes when others keep it busy (``wayline.worker.placement``), starting on the
 CPU given (an int) or on the least busy (``"auto"``); or left to the OS (None)."""
 
 
-def process_count(processes: str, concurrency: int, cpus: str) -> int:
-    """The processes a command starts: ``--processes`` as given (at most one a slot), or
-    for ``auto`` one a CPU that ``--cpus`` allows, each with ``SLOTS_A_PROCESS`` slots or
-    more. Checked before anything starts."""
+def process_count(processes: str, concurrency: int, cpus: str, db: str) -> int:
+    """The processes a command on the store ``db`` starts: ``--processes`` as given (at
+    most one a slot), or for ``auto`` one a CPU that ``--cpus`` allows, each with
+    ``SLOTS_A_PROCESS`` slots or more, on a SQLite file (one elsewhere: ``AUTO_SPREADS``).
+    Checked before anything starts."""
     if processes != "auto":
         if not processes.isdigit() or int(processes) < 1:
             raise ConfigError(f"--processes {processes!r}: write a number of processes, or auto")
@@ -58,6 +69,9 @@ def process_count(processes: str, concurrency: int, cpus: str) -> int:
             )
         return count
     if cpus.startswith("auto:"):  # a child of a command, placed by its parent
+        return 1
+    scheme, _, rest = db.partition("://")
+    if scheme not in AUTO_SPREADS or rest.endswith(":memory:"):  # :memory: lives in one process
         return 1
     return max(1, min(_usable_cpus(cpus), concurrency // SLOTS_A_PROCESS))
 
