@@ -1,5 +1,6 @@
-"""CompiledGraph: invoke, stream and inspect runs. The sync and async drivers differ only
-in how they call nodes; everything else is the shared ``RunLoop``."""
+"""CompiledGraph: invoke, stream and inspect runs. The sync and async drivers that step a
+run's loop (``loop_drivers``) differ only in how they call nodes; everything else is the
+shared ``RunLoop``."""
 
 from __future__ import annotations
 
