@@ -236,8 +236,8 @@ def worker(
         str,
         typer.Option(
             help="CPUs the worker's threads run on (Linux): a list such as 0, 0,2 or 0-3 "
-            "(with --processes, each process takes one of them in turn); 'auto': each "
-            "process on one CPU (with --processes, a CPU of its own; alone, the least "
+            "(of several processes, each takes one of them in turn); 'auto': each "
+            "process on one CPU (of several, each a CPU of its own; alone, the least "
             "busy; auto:N, starting on CPU N), and on another when other programs keep "
             "that one busy; 'all': "
             "wherever the OS schedules them. Slots hand the GIL to each other every step, "
