@@ -46,10 +46,10 @@ class _Counting:
         alone = getattr(store, "_one_statement", None)
         if alone is not None:
 
-            def counted_alone(query: str, params: Any, **how: Any) -> Any:
+            def counted_alone(query: str, params: Any) -> Any:
                 self.transactions += 1
                 self.statements += 1
-                return alone(query, params, **how)
+                return alone(query, params)
 
             store._one_statement = counted_alone
 

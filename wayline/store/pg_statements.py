@@ -33,6 +33,7 @@ __all__ = [
     "group_one_trip",
     "numbered",
     "one_trip",
+    "send",
 ]
 
 QUERIES = load_queries("%s")
@@ -46,21 +47,26 @@ class _Changed:
 PSYCOPG_CACHED_PARAMS = 50
 """psycopg caches its conversion of a ``%s`` query only up to this many parameters and
 parses a wider one again at every execution (its regular expressions: 150-250 us for the
-group commit of 4-8 runs, 82 us for a claim over two graph versions). A wider statement is
-numbered once (``numbered``) and sent as written through a ``RawCursor``."""
+group commit of 4-8 runs, 82 us for a claim over two graph versions). ``send`` numbers a
+wider statement once (``numbered``) and sends it as written through a ``RawCursor``."""
 
 
 @functools.lru_cache(maxsize=256)
-def numbered(query: str) -> str:
-    """``query`` with its ``%s`` placeholders numbered ``$1``, ``$2``... in order."""
+def numbered(query: str) -> str | None:
+    """``query`` with its ``%s`` placeholders numbered ``$1``, ``$2``... in order; None if
+    it has a ``%b`` (a binary parameter, which a raw query cannot ask for) or a ``%%``."""
+    if "%b" in query or "%%" in query:
+        return None
     numbers = itertools.count(1)
     return re.sub("%s", lambda _: f"${next(numbers)}", query)
 
 
-def _wide(query: str, params: Sequence[Any]) -> bool:
-    """Whether to send ``query`` numbered: more parameters than psycopg's cache takes, and
-    only ``%s`` ones (a ``%b`` asks for a binary parameter, which a raw query cannot say)."""
-    return len(params) > PSYCOPG_CACHED_PARAMS and "%b" not in query and "%%" not in query
+def send(conn: psycopg.Connection[Any], query: str, params: Sequence[Any]) -> psycopg.Cursor[Any]:
+    """Execute ``query`` on ``conn``: as written, numbered, when it has more parameters
+    than psycopg's cache takes (``PSYCOPG_CACHED_PARAMS``)."""
+    if len(params) > PSYCOPG_CACHED_PARAMS and (raw := numbered(query)) is not None:
+        return psycopg.RawCursor(conn).execute(raw, params)
+    return conn.execute(query, params)
 
 
 class PgExecutor:
@@ -70,9 +76,7 @@ class PgExecutor:
         self.conn = conn
 
     def execute(self, query: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
-        if _wide(query, params):
-            return psycopg.RawCursor(self.conn).execute(numbered(query), params)
-        return self.conn.execute(query, params)
+        return send(self.conn, query, params)
 
     def executemany(self, query: str, rows: Sequence[Sequence[Any]]) -> _Changed:
         with self.conn.cursor() as cur:
@@ -162,9 +166,8 @@ def group_one_trip(n: int) -> str:
     takes five: BEGIN, the fences, the deltas' COPY (two) and COMMIT. One text per group
     size, each prepared once per connection.
 
-    Its parameters are numbered, for a ``RawCursor`` (``PSYCOPG_CACHED_PARAMS``: a group of
-    4 runs has 76). The deltas are rows of parameters, not arrays: psycopg dumps a scalar
-    in C and an array in Python.
+    It goes out numbered (``send``: a group of 4 runs has 76 parameters). The deltas are
+    rows of parameters, not arrays: psycopg dumps a scalar in C and an array in Python.
     Parameters: each run's fence (``fence_params``), then each run's delta row, its CRC
     always as an ``Int8``: psycopg sends a small int as int4 and a large one as int8, and a
     statement is prepared once per set of parameter types (a CRC is either, at random)."""
@@ -181,7 +184,7 @@ SELECT d.* FROM (VALUES {rows}) AS d(tenant_id, run_id, step, payload, fencing_t
 JOIN fenced f ON f.tenant_id = d.tenant_id AND f.run_id = d.run_id
 RETURNING tenant_id, run_id
 """
-    return numbered(query)
+    return query
 
 
 Q_CREATE_ONE_TRIP = """

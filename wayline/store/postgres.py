@@ -74,6 +74,7 @@ from wayline.store.pg_statements import (
     columns,
     group_one_trip,
     one_trip,
+    send,
 )
 
 if TYPE_CHECKING:
@@ -299,7 +300,7 @@ class PostgresStore(SQLStore):
             deltas.append((t, r, d.step, d.payload, token, d.sizes(), Int8(check)))
         params = (*fences, *itertools.chain.from_iterable(deltas))
         try:
-            _, rows = self._one_statement(group_one_trip(len(items)), params, raw=True)
+            _, rows = self._one_statement(group_one_trip(len(items)), params)
         except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:
             # The server refused a row, so the statement committed nothing: the general
             # path finds the run at fault. Any other failure (a lost connection: the
@@ -313,15 +314,11 @@ class PostgresStore(SQLStore):
         observe.moved([(t, r) for t, r, _, _ in items if (t, r) in done])
         return [None if (t, r) in done else LeaseLost(r, token) for t, r, token, _ in items]
 
-    def _one_statement(
-        self, query: str, params: Sequence[Any], *, raw: bool = False
-    ) -> tuple[int, list[Any]]:
+    def _one_statement(self, query: str, params: Sequence[Any]) -> tuple[int, list[Any]]:
         """One statement as its own transaction (the pool's connections are autocommit):
-        one round trip. Its row count and the rows it returned. ``raw``: the query's
-        parameters are numbered (``$1``...) and psycopg sends it as written."""
+        one round trip. Its row count and the rows it returned."""
         with self._pool.connection() as conn:
-            cur = psycopg.RawCursor(conn) if raw else conn.cursor()
-            cur.execute(query, params)
+            cur = send(conn, query, params)
             return cur.rowcount, cur.fetchall() if cur.description is not None else []
 
     def _put_segments(self, db: Executor, rows: Sequence[tuple[Any, ...]]) -> set[str]:
