@@ -591,7 +591,7 @@ class Service:
             return "pending"  # its input waits for the runs before it
         latest = line.latest_started()
         if latest is not None and latest.run_id == rec.run_id:
-            run = self.store.get_run(who.tenant, rec.thread_id)
+            run = self.store.run_progress(who.tenant, rec.thread_id)
             status = run_status(rec, run, latest=True)
         else:  # a later run took the thread on: how this one ended, when the queue says
             after = line.successor(rec)
