@@ -151,6 +151,8 @@ def test_by_default_a_command_shares_its_slots_among_a_process_a_cpu(
     )
     said = " ".join(log.read_text().split())  # rich may wrap a long line
     assert re.findall(r"\(concurrency (\d+)", said) == [str(8 // expected)] * expected, said
+    if expected > 1:  # the parent says what it started
+        assert "2 worker processes of 4 slots each, one a CPU (--processes auto)" in said
     client = Wayline(url)
     ids = [client.start(app_for(url), INPUT, run_id=f"a{i}") for i in range(12)]
     each_done_and_each_step_once(client, url, side, ids)

@@ -309,10 +309,14 @@ def worker(
             ["--webhook", webhook, "--webhook-secret", webhook_secret or ""] if webhook else []
         )
         options += ["--config", config_file] if config_file else []  # each reads it again
+        slots = split_slots(concurrency, count)
         each = [
-            [*explicit, *options, "--concurrency", str(slots), "--cpus", cpu_list(place)]
-            for place, slots in zip(placed, split_slots(concurrency, count), strict=True)
+            [*explicit, *options, "--concurrency", str(n), "--cpus", cpu_list(place)]
+            for place, n in zip(placed, slots, strict=True)
         ]
+        shares = "/".join(map(str, sorted(set(slots), reverse=True)))
+        how = "one a CPU (--processes auto)" if processes == "auto" else "--processes"
+        console.print(f"{count} worker processes of {shares} slots each, {how}:")
         raise typer.Exit(run_processes(SESSION["scope"], each))
     pinned = placed[0]
     if isinstance(pinned, frozenset):  # the whole process: threads the store starts
