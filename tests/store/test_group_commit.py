@@ -4,6 +4,7 @@ and what a failing run leaves to the others. On every backend (``store`` fixture
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -154,6 +155,7 @@ def test_a_group_statement_is_prepared_once_whatever_its_values(pg_url: str) -> 
     int as int4 and a large one as int8: a CRC at random made a new prepared statement (its
     parse and plans) for the same group. On one connection, 30 groups of 4 runs with CRCs
     of either size are one prepared statement."""
+    from wayline.store.pg_statements import group_one_trip, numbered
     from wayline.store.postgres import PostgresStore
 
     sep = "&" if "?" in pg_url else "?"
@@ -174,12 +176,29 @@ def test_a_group_statement_is_prepared_once_whatever_its_values(pg_url: str) -> 
         with pool.connection() as conn:
             plans = conn.execute(
                 "SELECT generic_plans + custom_plans FROM pg_prepared_statements"
-                " WHERE statement LIKE '%INSERT INTO deltas%' AND statement LIKE '%u3 AS%'"
-                " AND statement NOT LIKE '%pg_prepared_statements%'"
+                " WHERE statement = %s",
+                (numbered(group_one_trip(4)),),
             ).fetchall()
         assert plans == [(30,)]
     finally:
         store.close()
+
+
+def test_the_group_statement_sets_the_columns_the_fenced_update_sets() -> None:
+    """PostgreSQL's group statement writes many runs' rows in one UPDATE of its own text:
+    it must set every column ``Q_FENCE_UPDATE`` sets, and only those."""
+    from wayline.store.pg_statements import QUERIES, group_one_trip
+
+    def assigned(sql: str) -> set[str]:
+        updates = sql[sql.index("UPDATE runs") :]
+        clause = updates[
+            : min(i for i in (updates.find(" FROM g"), updates.find("WHERE")) if i > 0)
+        ]
+        return set(re.findall(r"(?:SET|,)\s+(\w+) =", clause))
+
+    fence = assigned(QUERIES.Q_FENCE_UPDATE)
+    assert {"status", "step", "state_digest", "inbox", "lease_owner"} <= fence
+    assert assigned(group_one_trip(3)) == fence
 
 
 def test_a_stale_token_fails_its_run_alone(store: Store) -> None:

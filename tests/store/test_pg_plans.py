@@ -17,7 +17,7 @@ import psycopg
 
 import wayline
 from wayline.store import sql_rewrite
-from wayline.store.pg_statements import Q_STEP_ONE_TRIP, group_one_trip
+from wayline.store.pg_statements import Q_STEP_ONE_TRIP, group_one_trip, numbered
 from wayline.store.postgres import PostgresStore
 from wayline.store.sql import assistant_queries, schedule_queries, server_queries
 
@@ -99,6 +99,28 @@ def test_every_keyed_lookup_of_a_run_is_a_primary_key_scan_whatever_the_statisti
         with pool.connection() as conn:
             conn.execute("ANALYZE runs")  # and analyzed small: a page or two
         assert _check(store, run_id, tokens[run_id]) == {}
+    finally:
+        store.close()
+
+
+def test_the_group_statement_updates_its_runs_in_one_update_whatever_their_number(
+    pg_url: str,
+) -> None:
+    """PostgreSQL sets up each UPDATE of a statement at every execution: the group commit
+    of 8 runs is one UPDATE of ``runs`` (a primary-key lookup a run), not eight."""
+    store = wayline.connect(pg_url)
+    assert isinstance(store, PostgresStore)
+    pool: Any = store._pool
+    try:
+        with pool.connection() as conn:
+            for n in (2, 8):
+                explained = f"EXPLAIN (GENERIC_PLAN, COSTS OFF) {numbered(group_one_trip(n))}"
+                plan = [row[0] for row in psycopg.ClientCursor(conn).execute(explained)]
+                assert sum("Update on runs" in line for line in plan) == 1, plan
+                scans = re.findall(
+                    r"(?:Seq Scan|Index Scan using \w+|Bitmap Heap Scan) on runs", "\n".join(plan)
+                )
+                assert scans == ["Index Scan using runs_pkey on runs"], plan
     finally:
         store.close()
 

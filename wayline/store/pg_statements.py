@@ -13,9 +13,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import psycopg
+from psycopg.types.numeric import Int8
 
-from wayline.store.records import CommitBatch
+from wayline.store.payloads import checksum
+from wayline.store.records import SETTLED_STATUSES, CommitBatch
 from wayline.store.sql_core import load_queries
+from wayline.store.sql_fence import run_values
 
 __all__ = [
     "COPY_DELTAS",
@@ -31,6 +34,7 @@ __all__ = [
     "PgExecutor",
     "columns",
     "group_one_trip",
+    "group_row",
     "numbered",
     "one_trip",
     "send",
@@ -156,35 +160,60 @@ is its own transaction, so the commit is one round trip instead of four (measure
 2-vCPU dev machine with the embedded server: 4.5 ms a sync step before, see bench/fleet.py)."""
 
 
+_SETTLED = "(" + ", ".join(f"'{status}'" for status in sorted(SETTLED_STATUSES)) + ")"
+_GROUP_ROW = (
+    "(%s::text, %s::text, %s::bigint, %s::text, %s::bigint, %s::text, %s::text, %s::text,"
+    " %s::double precision, %s::bigint, %s::bigint, %s::bytea, %s::text, %s::bigint)"
+)
+
+
 @functools.lru_cache(maxsize=64)
 def group_one_trip(n: int) -> str:
     """``n`` plain step commits (a run row and one delta each, of ``n`` different runs) as
     one statement, its own transaction: each run's row updated where its token still holds
-    (``Q_FENCE_UPDATE``, a primary-key lookup each, whatever the size of ``runs``), and its
-    delta inserted only if it was. The runs returned committed; the others lost their lease.
-    One round trip for the group, where the general path (``wayline.store.sql_group``)
-    takes five: BEGIN, the fences, the deltas' COPY (two) and COMMIT. One text per group
-    size, each prepared once per connection.
+    (what ``Q_FENCE_UPDATE`` sets, a primary-key lookup a run, whatever the size of
+    ``runs``), and its delta inserted only if it was. The runs returned committed; the
+    others lost their lease. One round trip for the group, where the general path
+    (``wayline.store.sql_group``) takes five: BEGIN, the fences, the deltas' COPY (two) and
+    COMMIT. One text per group size, each prepared once per connection.
 
-    It goes out numbered (``send``: a group of 4 runs has 76 parameters). The deltas are
-    rows of parameters, not arrays: psycopg dumps a scalar in C and an array in Python.
-    Parameters: each run's fence (``fence_params``), then each run's delta row, its CRC
-    always as an ``Int8``: psycopg sends a small int as int4 and a large one as int8, and a
-    statement is prepared once per set of parameter types (a CRC is either, at random)."""
-    fence = QUERIES.Q_FENCE_UPDATE.strip()
-    updates = ",\n".join(f"u{i} AS ({fence} RETURNING tenant_id, run_id)" for i in range(n))
-    fenced = " UNION ALL ".join(f"SELECT * FROM u{i}" for i in range(n))
-    typed = "(%s::text, %s::text, %s::bigint, %s::bytea, %s::bigint, %s::text, %s::bigint)"
-    rows = ", ".join([typed] * n)
-    query = f"""
-WITH {updates},
-fenced AS ({fenced})
+    One UPDATE joined to the group's rows (``VALUES``, whose row count the planner knows),
+    not an UPDATE a run: PostgreSQL sets up each UPDATE's executor (its expressions, its
+    result relation) at every execution and plans each in the first ones, and the statement
+    of one UPDATE a run cost the server 25-30% more CPU a step (``bench/README.md``).
+
+    It goes out numbered (``send``: a group of 4 runs has 56 parameters), one row of
+    scalars a run (``group_row``): psycopg dumps a scalar in C and an array in Python."""
+    rows = ", ".join([_GROUP_ROW] * n)
+    return f"""
+WITH g (tenant_id, run_id, token, status, step, next_nodes, error, state_digest, updated_at,
+    take, delta_step, payload, sizes, crc) AS (VALUES {rows}),
+fenced AS (
+    UPDATE runs r SET status = g.status, step = g.step, next_nodes = g.next_nodes,
+        error = g.error, state_digest = COALESCE(g.state_digest, r.state_digest),
+        updated_at = g.updated_at,
+        inbox = CASE WHEN g.take = 1 THEN NULL ELSE r.inbox END,
+        lease_owner = CASE WHEN g.status IN {_SETTLED} THEN NULL ELSE r.lease_owner END,
+        lease_expires_at = CASE WHEN g.status IN {_SETTLED} THEN NULL
+            ELSE r.lease_expires_at END
+    FROM g WHERE r.tenant_id = g.tenant_id AND r.run_id = g.run_id AND r.fencing_token = g.token
+    RETURNING r.tenant_id, r.run_id
+)
 INSERT INTO deltas (tenant_id, run_id, step, payload, fencing_token, sizes, crc)
-SELECT d.* FROM (VALUES {rows}) AS d(tenant_id, run_id, step, payload, fencing_token, sizes, crc)
-JOIN fenced f ON f.tenant_id = d.tenant_id AND f.run_id = d.run_id
+SELECT g.tenant_id, g.run_id, g.delta_step, g.payload, g.token, g.sizes, g.crc
+FROM g JOIN fenced f ON f.tenant_id = g.tenant_id AND f.run_id = g.run_id
 RETURNING tenant_id, run_id
 """
-    return query
+
+
+def group_row(key: tuple[str, str], token: int, batch: CommitBatch, now: float) -> tuple[Any, ...]:
+    """One run's row of ``group_one_trip``: its key and token, what its fenced update sets
+    (``run_values``), and its one delta. The CRC always goes as an ``Int8``: psycopg sends a
+    small int as int4 and a large one as int8, and a statement is prepared once per set of
+    parameter types (a CRC is either, at random)."""
+    (d,) = batch.deltas
+    check = checksum(("deltas", *key, d.step), d.payload)
+    return (*key, token, *run_values(batch, now), d.step, d.payload, d.sizes(), Int8(check))
 
 
 Q_CREATE_ONE_TRIP = """

@@ -20,7 +20,6 @@ checks the plan of every lookup by key, on a table analyzed empty and analyzed s
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import re
@@ -73,6 +72,7 @@ from wayline.store.pg_statements import (
     PgExecutor,
     columns,
     group_one_trip,
+    group_row,
     one_trip,
     send,
 )
@@ -257,7 +257,7 @@ class PostgresStore(SQLStore):
         key = (tenant_id, run_id)
         sealed = self._sealed(tenant_id, run_id, batch)
         (d,) = sealed.deltas
-        check = crc(("deltas", *key, d.step), d.payload)
+        check = Int8(crc(("deltas", *key, d.step), d.payload))  # one type: see group_row
         row = (*key, d.step, d.payload, token, d.sizes(), check)
         if batch.create is None:
             _, fence = fence_params(self.q, key, token, sealed, time.time(), "")
@@ -287,18 +287,12 @@ class PostgresStore(SQLStore):
         if self.rls or self.announce or not plain or not distinct or len(items) < 2:
             return super().commit_many(items)
         started = time.perf_counter()
-        fences: list[Any] = []
-        deltas = []
         now = time.time()
-        for t, r, token, batch in items:
-            sealed = self._sealed(t, r, batch)
-            (d,) = sealed.deltas
-            query, fence = fence_params(self.q, (t, r), token, sealed, now, "")
-            assert query is self.q.Q_FENCE_UPDATE  # the statement's form for each run
-            fences.extend(fence)
-            check = crc(("deltas", t, r, d.step), d.payload)
-            deltas.append((t, r, d.step, d.payload, token, d.sizes(), Int8(check)))
-        params = (*fences, *itertools.chain.from_iterable(deltas))
+        params = [
+            value
+            for t, r, token, batch in items
+            for value in group_row((t, r), token, self._sealed(t, r, batch), now)
+        ]
         try:
             _, rows = self._one_statement(group_one_trip(len(items)), params)
         except (psycopg.errors.IntegrityError, psycopg.errors.DataError) as exc:

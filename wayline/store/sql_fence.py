@@ -14,7 +14,14 @@ from typing import Any
 
 from wayline.store.records import SETTLED_STATUSES, CommitBatch
 
-__all__ = ["classes_json", "created_params", "fence_params", "first_fence", "nodes_json"]
+__all__ = [
+    "classes_json",
+    "created_params",
+    "fence_params",
+    "first_fence",
+    "nodes_json",
+    "run_values",
+]
 
 
 def first_fence(
@@ -39,14 +46,23 @@ def fence_params(
     row's current status when known ("" when known to differ, None when unknown: try the
     cheaper query that keeps it first)."""
     run = batch.run
-    take = 1 if batch.take_inbox else 0
     if run is None:
-        return q.Q_FENCE_TOUCH, (now, take, *key, token)
+        return q.Q_FENCE_TOUCH, (now, 1 if batch.take_inbox else 0, *key, token)
+    new_status, *step = run_values(batch, now)
+    if status is None or status == new_status:
+        return q.Q_FENCE_STEP, (*step, *key, token, new_status)
+    return q.Q_FENCE_UPDATE, (new_status, *step, new_status, new_status, *key, token)
+
+
+def run_values(batch: CommitBatch, now: float) -> tuple[Any, ...]:
+    """What a batch that moves its run sets on the run row, in ``Q_FENCE_UPDATE``'s order:
+    status, step, next nodes (JSON), error, state digest (None keeps the row's), the time,
+    and 1 if it takes the run's inbox (else 0)."""
+    run = batch.run
+    assert run is not None
     nodes = nodes_json(tuple(run.next_nodes))  # a tuple as declared: tuple() returns it
-    step = (run.step, nodes, run.error, run.state_digest, now, take)
-    if status is None or status == run.status:
-        return q.Q_FENCE_STEP, (*step, *key, token, run.status)
-    return q.Q_FENCE_UPDATE, (run.status, *step, run.status, run.status, *key, token)
+    take = 1 if batch.take_inbox else 0
+    return (run.status, run.step, nodes, run.error, run.state_digest, now, take)
 
 
 def created_params(key: tuple[str, str], batch: CommitBatch, now: float) -> tuple[Any, ...]:

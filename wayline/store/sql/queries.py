@@ -228,7 +228,9 @@ UPDATE runs SET status = ?, step = ?, next_nodes = ?, error = ?,
 WHERE tenant_id = ? AND run_id = ? AND fencing_token = ?
 """
 """A status change. A settled run (nobody may claim it) gives its lease up in the same
-transaction, so finishing a run costs no separate release commit (one fsync fewer a run)."""
+transaction, so finishing a run costs no separate release commit (one fsync fewer a run).
+PostgreSQL's group commit sets the same columns for many runs in one UPDATE
+(``pg_statements.group_one_trip``): a change here goes there too."""
 Q_INSERT_DELTA = """
 INSERT INTO deltas (tenant_id, run_id, step, payload, fencing_token, sizes, crc)
 VALUES (?, ?, ?, ?, ?, ?, ?)
