@@ -405,6 +405,31 @@ def _probe_main(spec: dict[str, Any]) -> dict[str, Any]:
 # -- numbers and output -----------------------------------------------------------------
 
 
+def cpu_seconds(procs: list[Any]) -> dict[int, float]:
+    """user + system CPU seconds per pid (psutil processes); gone processes are skipped."""
+    out = {}
+    for p in procs:
+        with contextlib.suppress(Exception):
+            t = p.cpu_times()
+            out[p.pid] = t.user + t.system
+    return out
+
+
+def cpu_delta(before: dict[int, float], after: dict[int, float]) -> float:
+    return sum(after[pid] - before.get(pid, 0.0) for pid in after)
+
+
+def process_tree(pid: int) -> list[Any]:
+    """A process and all its descendants (psutil), for ``cpu_seconds``; none if it is gone."""
+    import psutil  # type: ignore[import-untyped]
+
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
 def median(xs: Sequence[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 

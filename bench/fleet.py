@@ -22,7 +22,9 @@
    starts, timed from the first node start to the last commit; and so is ``wayline serve
    --workers 8`` (its in-process workers; the API is not used), placed (``--cpus auto``,
    the default) and left to the OS. Beside each: step commits per transaction
-   (``Worker.group.stats``: each write transaction is one fsync), and p50/p99 step latency
+   (``Worker.group.stats``: each write transaction is one fsync), CPU a step (a command's
+   processes from their ``serving`` lines to the last run, over the steps committed in that
+   time; an in-process worker: this process over ``Worker.run``), and p50/p99 step latency
    (the gap between two node starts of one run: the previous step's commit wait
    included). Goal at concurrency 8 (8 slots): >= 2x the raw rate, capped at half the
    engine's rate.
@@ -36,7 +38,8 @@
    client's start rate, and each start's notice waking a slot in every process, are then
    in the figure). Goals: one process >= min(2x raw, 0.5x the engine), four >= 1.5x one. WAL
    fsyncs counted by the server (``pg_stat_io``, object ``wal``) over the cell; step
-   commits per transaction as the workers report them when stopped; latency from the
+   commits per transaction as the workers report them when stopped; CPU a step of the
+   worker processes and of the embedded server's (it shares the cores); latency from the
    workers' node logs.
 3. PostgreSQL single run, n steps of the accumulating workload (a ~500-byte item appended
    per step): wayline ``invoke`` sync and exit against LangGraph's ``PostgresSaver`` (plain
@@ -64,6 +67,7 @@ import contextlib
 import itertools
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -106,9 +110,12 @@ placed (``--cpus auto``, the default) and left to the OS."""
 PG_PROCESSES: tuple[int, ...] = (1, 2, 4)
 PG_IDLE: tuple[int, ...] = (1, 4)
 """PostgreSQL cells whose runs are started while the workers idle (beside the queued ones)."""
-CELL_FIGURES = ("steps_s", "commits_per_tx", "p50_ms", "p99_ms")
+CELL_FIGURES = ("steps_s", "commits_per_tx", "cpu_us", "p50_ms", "p99_ms")
 PLACED = {"auto": ", a CPU each", "all": ", CPUs left to the OS"}
 PG_CONCURRENCY = 8
+PG_SERVER_PID: int | None = None
+"""The embedded server's postmaster while it runs (``postgres``): the PostgreSQL cells count
+its processes' CPU. None with ``--pg-url`` (a server elsewhere): not counted."""
 
 
 # -- measurements -------------------------------------------------------------------------
@@ -152,14 +159,32 @@ def worker_cell(
         w.placement.start()  # its CPU, chosen over a short sample before serving, as the
     fg.STARTS.clear()  # command does before it prints that it serves
     t0 = time.time()
+    cpu0 = _own_cpu()
     w.run(max_runs=runs)
+    cpu = _own_cpu() - cpu0
     elapsed = last_commit(store, ids) - t0
     group = getattr(w, "group", None)  # absent before group commit: one commit a transaction
     per_tx = group.stats.per_transaction if group is not None else 1.0
     store.close()
     w.store.close()
     steps = runs * (fg.STEPS + 1)
-    return {"steps_s": steps / elapsed, "commits_per_tx": per_tx, **latencies(fg.STARTS)}
+    return {
+        "steps_s": steps / elapsed,
+        "commits_per_tx": per_tx,
+        "cpu_us": cpu / steps * 1e6,
+        **latencies(fg.STARTS),
+    }
+
+
+def _own_cpu() -> float:
+    """This process's user + system CPU seconds (all its threads: the in-process worker's)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _committed_steps(store: Any, runs: int) -> int:
+    """Step commits the runs have made so far (a run at step s has made s + 1)."""
+    return sum(max(r.step + 1, 0) for r in store.list_runs("default", limit=runs + 1))
 
 
 def engine_alone(tmp: Path, mode: str, n: int = 1000) -> float:
@@ -253,13 +278,13 @@ def sqlite_table(samples: dict[str, list[Any]]) -> dict[str, Any]:
     engine = c.median(samples["engine"])
     goal = min(2 * raw, engine / 2)
     rows = [
-        ["raw one-row fsync'd commits", c.fmt_num(raw), "1.0x", "-", "-", "-", "-", ""],
+        ["raw one-row fsync'd commits", c.fmt_num(raw), "1.0x", "-", "-", "-", "-", "-", ""],
         ["engine alone (invoke, exit)", c.fmt_num(engine), c.fmt_ratio(engine / raw)]
-        + ["-"] * 4
+        + ["-"] * 5
         + [""],
         ["one run, invoke, sync", c.fmt_num(c.median(samples["invoke_sync"]))]
         + [c.fmt_ratio(c.median(samples["invoke_sync"]) / raw)]
-        + ["-"] * 4
+        + ["-"] * 5
         + [""],
     ]
     summary: dict[str, Any] = {"raw": raw, "engine": engine, "goal_c8": goal}
@@ -290,6 +315,7 @@ def sqlite_table(samples: dict[str, list[Any]]) -> dict[str, Any]:
                 c.fmt_ratio(rate / raw),
                 c.fmt_ratio(rate / engine),
                 c.fmt_num(row["commits_per_tx"], 1),
+                c.fmt_num(row["cpu_us"]),
                 c.fmt_num(row["p50_ms"], 2),
                 c.fmt_num(row["p99_ms"], 2),
                 mark,
@@ -297,9 +323,10 @@ def sqlite_table(samples: dict[str, list[Any]]) -> dict[str, Any]:
         )
     c.print_table(
         "SQLite, one file, synchronous=FULL, durability sync (medians)",
-        ["arm", "steps/s", "x raw", "x engine", "commits/tx", "p50 ms", "p99 ms", "goal"],
+        ["arm", "steps/s", "x raw", "x engine", "commits/tx", "CPU us/step", "p50 ms",
+         "p99 ms", "goal"],
         rows,
-    )
+    )  # fmt: skip
     return summary
 
 
@@ -308,6 +335,7 @@ def sqlite_table(samples: dict[str, list[Any]]) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def postgres(tmp: Path, url: str | None) -> Any:
+    global PG_SERVER_PID
     if url:
         yield url
         return
@@ -320,9 +348,11 @@ def postgres(tmp: Path, url: str | None) -> Any:
     pgdata = tmp / "pgdata"
     pgdata.mkdir()
     server = get_server(pgdata, cleanup_mode="delete")
+    PG_SERVER_PID = server.get_pid()
     try:
         yield server.get_uri("postgres")
     finally:
+        PG_SERVER_PID = None
         server.cleanup()
 
 
@@ -441,6 +471,10 @@ def process_cell(
             p.wait_ready()
         if not queued_first:
             time.sleep(0.3)  # idle: past their first empty claim
+        workers = [q for p in procs for q in c.process_tree(p.proc.pid)]
+        server = c.process_tree(PG_SERVER_PID) if base is not None and PG_SERVER_PID else []
+        before = _committed_steps(store, runs) if ids else 0  # queued: some may have begun
+        cpu0, server0 = c.cpu_seconds(workers), c.cpu_seconds(server)
         fsync0 = None if base is None else wal_fsyncs(base)
         t0 = time.time()
         ids = ids or [client.start(app, {"n": 0}, run_id=f"r{i}") for i in range(runs)]
@@ -451,6 +485,8 @@ def process_cell(
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the cell of {processes} worker process(es) did not finish")
             time.sleep(0.2)  # the figure is the last commit's time: polling only ends the wait
+        cpu = c.cpu_delta(cpu0, c.cpu_seconds(workers))
+        server_cpu = c.cpu_delta(server0, c.cpu_seconds(server)) if server else None
         elapsed = last_commit(store, ids) - t0
     finally:
         reported = [p.stop() for p in procs]
@@ -470,9 +506,12 @@ def process_cell(
     commits = sum(r[0] for r in reported if r)
     txs = sum(r[1] for r in reported if r)
     fsyncs = None if fsync0 is None or fsync1 is None else fsync1 - fsync0
+    measured = steps - before
     return {
         "steps_s": steps / elapsed,
         "commits_per_tx": commits / txs if txs else float("nan"),
+        "cpu_us": cpu / measured * 1e6,
+        "server_cpu_us": float("nan") if server_cpu is None else server_cpu / measured * 1e6,
         "steps_per_wal_fsync": steps / fsyncs if fsyncs else float("nan"),
         **latencies(starts),
         **(scans or {}),
@@ -562,7 +601,7 @@ def pg_section(tmp: Path, base: str, runs: int, rounds: int) -> dict[str, Any]:
             print(f"  round {r + 1} pg {arm}: {_brief(cell)}", flush=True)
     raw, engine = c.median(samples["raw"]), c.median(samples["engine"])
     goal = min(2 * raw, engine / 2)
-    dashes = ["-"] * 5 + [""]
+    dashes = ["-"] * 7 + [""]
     rows = [
         ["raw one-row commits (autocommit, logged)", c.fmt_num(raw), "1.0x", *dashes],
         ["engine alone (invoke, exit)", c.fmt_num(engine), c.fmt_ratio(engine / raw), *dashes],
@@ -590,6 +629,8 @@ def pg_section(tmp: Path, base: str, runs: int, rounds: int) -> dict[str, Any]:
                 c.fmt_ratio(row["steps_s"] / engine),
                 c.fmt_num(row["commits_per_tx"], 1),
                 c.fmt_num(row["steps_per_wal_fsync"], 1),
+                c.fmt_num(row["cpu_us"]),
+                c.fmt_num(row["server_cpu_us"]),
                 c.fmt_num(row["p50_ms"], 2),
                 c.fmt_num(row["p99_ms"], 2),
                 mark,
@@ -597,8 +638,8 @@ def pg_section(tmp: Path, base: str, runs: int, rounds: int) -> dict[str, Any]:
         )
     c.print_table(
         f"PostgreSQL, synchronous_commit=on, durability sync, {runs} runs a process (medians)",
-        ["arm", "steps/s", "x raw", "x engine", "commits/tx", "steps/WAL fsync", "p50 ms",
-         "p99 ms", "goal"],
+        ["arm", "steps/s", "x raw", "x engine", "commits/tx", "steps/WAL fsync",
+         "worker CPU us/step", "server CPU us/step", "p50 ms", "p99 ms", "goal"],
         rows,
     )  # fmt: skip
     return {"samples": samples, "summary": summary}

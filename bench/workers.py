@@ -234,34 +234,12 @@ class Backend:
         return f"{self.pg_url}{sep}schema=bw_{re.sub(r'[^a-z0-9_]', '_', label.lower())}_{n}"
 
     def server_processes(self) -> list[Any]:
-        if self.server is None:
-            return []
-        import psutil  # type: ignore[import-untyped]
-
-        try:
-            root = psutil.Process(self.server.get_pid())
-            return [root, *root.children(recursive=True)]
-        except psutil.Error:
-            return []
-
-
-def cpu_seconds(procs: list[Any]) -> dict[int, float]:
-    """user + system CPU seconds per pid (psutil processes); gone processes are skipped."""
-    out = {}
-    for p in procs:
-        with contextlib.suppress(Exception):
-            t = p.cpu_times()
-            out[p.pid] = t.user + t.system
-    return out
-
-
-def cpu_delta(before: dict[int, float], after: dict[int, float]) -> float:
-    return sum(after[pid] - before.get(pid, 0.0) for pid in after)
+        return [] if self.server is None else c.process_tree(self.server.get_pid())
 
 
 def machine_busy_seconds() -> float:
     """CPU seconds every process on the machine has used (all cores), from /proc/stat."""
-    import psutil
+    import psutil  # type: ignore[import-untyped]
 
     t = psutil.cpu_times()
     iowait = getattr(t, "iowait", 0.0)  # Linux only
@@ -303,7 +281,7 @@ def throughput_cell(
         time.sleep(0.3)  # past the workers' first claim attempts
         for rep in range(repeats):
             ids = [f"b{rep}-{i}" for i in range(runs)]
-            w0, s0 = cpu_seconds(ps), cpu_seconds(backend.server_processes())
+            w0, s0 = c.cpu_seconds(ps), c.cpu_seconds(backend.server_processes())
             b0, m0 = time.process_time(), machine_busy_seconds()
             t0 = time.time()
             for run_id in ids:
@@ -321,7 +299,7 @@ def throughput_cell(
                 time.sleep(0.02)
             t_seen = time.time()
             b1 = time.process_time()
-            w1, s1 = cpu_seconds(ps), cpu_seconds(backend.server_processes())
+            w1, s1 = c.cpu_seconds(ps), c.cpu_seconds(backend.server_processes())
             machine = machine_busy_seconds() - m0
             rows = [store.get_run(TENANT, r) for r in ids]
             bad = [r for r in rows if r is None or r.status != "done" or r.step != wg.STEPS]
@@ -338,11 +316,11 @@ def throughput_cell(
                     "runs_per_s": runs / elapsed,
                     "steps_per_s": runs * wg.STEPS / elapsed,
                     "commits_per_s": runs * (wg.STEPS + 1) / elapsed,
-                    "worker_cpu_s": cpu_delta(w0, w1),
-                    "db_server_cpu_s": cpu_delta(s0, s1) if backend.server else None,
+                    "worker_cpu_s": c.cpu_delta(w0, w1),
+                    "db_server_cpu_s": c.cpu_delta(s0, s1) if backend.server else None,
                     "bench_cpu_s": b1 - b0,
                     "machine_cpu_s": machine,
-                    "other_cpu_s": machine - cpu_delta(w0, w1) - cpu_delta(s0, s1) - (b1 - b0),
+                    "other_cpu_s": machine - c.cpu_delta(w0, w1) - c.cpu_delta(s0, s1) - (b1 - b0),
                 }
             )
             time.sleep(0.2)
