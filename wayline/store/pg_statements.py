@@ -16,7 +16,7 @@ import psycopg
 from psycopg.types.numeric import Int8
 
 from wayline.store.payloads import checksum
-from wayline.store.records import SETTLED_STATUSES, CommitBatch
+from wayline.store.records import SETTLED_STATUSES, CommitBatch, DeltaRecord
 from wayline.store.sql_core import load_queries
 from wayline.store.sql_fence import run_values
 
@@ -33,6 +33,7 @@ __all__ = [
     "Q_STEP_ONE_TRIP",
     "PgExecutor",
     "columns",
+    "delta_row",
     "group_one_trip",
     "group_row",
     "numbered",
@@ -162,8 +163,8 @@ is its own transaction, so the commit is one round trip instead of four (measure
 
 _SETTLED = "(" + ", ".join(f"'{status}'" for status in sorted(SETTLED_STATUSES)) + ")"
 _GROUP_ROW = (
-    "(%s::text, %s::text, %s::bigint, %s::text, %s::bigint, %s::text, %s::text, %s::text,"
-    " %s::double precision, %s::bigint, %s::bigint, %s::bytea, %s::text, %s::bigint)"
+    "(%s::text, %s::bigint, %s::text, %s::text, %s::text, %s::double precision, %s::bigint,"
+    " %s::text, %s::text, %s::bigint, %s::bytea, %s::bigint, %s::text, %s::bigint)"
 )
 
 
@@ -186,8 +187,8 @@ def group_one_trip(n: int) -> str:
     scalars a run (``group_row``): psycopg dumps a scalar in C and an array in Python."""
     rows = ", ".join([_GROUP_ROW] * n)
     return f"""
-WITH g (tenant_id, run_id, token, status, step, next_nodes, error, state_digest, updated_at,
-    take, delta_step, payload, sizes, crc) AS (VALUES {rows}),
+WITH g (status, step, next_nodes, error, state_digest, updated_at, take,
+    tenant_id, run_id, delta_step, payload, token, sizes, crc) AS (VALUES {rows}),
 fenced AS (
     UPDATE runs r SET status = g.status, step = g.step, next_nodes = g.next_nodes,
         error = g.error, state_digest = COALESCE(g.state_digest, r.state_digest),
@@ -207,13 +208,19 @@ RETURNING tenant_id, run_id
 
 
 def group_row(key: tuple[str, str], token: int, batch: CommitBatch, now: float) -> tuple[Any, ...]:
-    """One run's row of ``group_one_trip``: its key and token, what its fenced update sets
-    (``run_values``), and its one delta. The CRC always goes as an ``Int8``: psycopg sends a
-    small int as int4 and a large one as int8, and a statement is prepared once per set of
-    parameter types (a CRC is either, at random)."""
+    """One run's row of ``group_one_trip``: what its fenced update sets (``run_values``),
+    then its one delta's row (``delta_row``)."""
     (d,) = batch.deltas
+    return (*run_values(batch, now), *delta_row(key, token, d))
+
+
+def delta_row(key: tuple[str, str], token: int, d: DeltaRecord) -> tuple[Any, ...]:
+    """A delta's row as the one-statement commits send it: tenant, run, step, payload,
+    token, sizes and CRC. The CRC always goes as an ``Int8``: psycopg sends a small int as
+    int4 and a large one as int8, and a statement is prepared once per set of parameter
+    types (a CRC is either, at random)."""
     check = checksum(("deltas", *key, d.step), d.payload)
-    return (*key, token, *run_values(batch, now), d.step, d.payload, d.sizes(), Int8(check))
+    return (*key, d.step, d.payload, token, d.sizes(), Int8(check))
 
 
 Q_CREATE_ONE_TRIP = """

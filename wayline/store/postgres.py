@@ -41,7 +41,6 @@ from wayline.errors import (
 )
 from wayline.store import observe
 from wayline.store.memory_sql import MEMORY_TABLES
-from wayline.store.payloads import checksum as crc
 from wayline.store.pg_listen import NoticeRelay
 from wayline.store.records import CommitBatch
 from wayline.store.sql_core import Executor, split_statements
@@ -52,7 +51,6 @@ from wayline.store.urls import redact_url
 try:
     import psycopg
     from psycopg.rows import dict_row
-    from psycopg.types.numeric import Int8
     from psycopg_pool import ConnectionPool
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise StoreURLError(
@@ -71,6 +69,7 @@ from wayline.store.pg_statements import (
     QUERIES,
     PgExecutor,
     columns,
+    delta_row,
     group_one_trip,
     group_row,
     one_trip,
@@ -84,9 +83,8 @@ __all__ = ["PostgresStore"]
 
 log = logging.getLogger("wayline.store")
 
-_QUERIES = QUERIES
 RLS_TABLES = (
-    *_QUERIES.RUN_TABLES,
+    *QUERIES.RUN_TABLES,
     "blobs",
     "subject_keys",
     "threads",
@@ -144,7 +142,7 @@ def _prepare_threshold(value: str | None) -> int | None:
 class PostgresStore(SQLStore):
     """The store on a PostgreSQL database, shared by any number of processes."""
 
-    q = _QUERIES
+    q = QUERIES
     placeholder = "%s"
     dialect = "postgres"
     q_meta_exists = """
@@ -257,8 +255,7 @@ class PostgresStore(SQLStore):
         key = (tenant_id, run_id)
         sealed = self._sealed(tenant_id, run_id, batch)
         (d,) = sealed.deltas
-        check = Int8(crc(("deltas", *key, d.step), d.payload))  # one type: see group_row
-        row = (*key, d.step, d.payload, token, d.sizes(), check)
+        row = delta_row(key, token, d)
         if batch.create is None:
             _, fence = fence_params(self.q, key, token, sealed, time.time(), "")
             query, params = Q_STEP_ONE_TRIP, (*fence, *row)
