@@ -33,7 +33,16 @@ def allowed_cpus() -> list[int]:
 
 def check_cpus(cpus: Iterable[int]) -> frozenset[int]:
     """``cpus`` if this process may be pinned to them, else a ``ConfigError`` saying why."""
+    if isinstance(cpus, str):  # iterated, "all" would name CPUs "a" and "l"
+        raise ConfigError(
+            f'cpus={cpus!r} is text: give CPU numbers as a set ({{0}} or {{0, 1}}), "auto" '
+            "to let the worker place itself, or None to leave its threads to the OS (what "
+            "--cpus all means on the command line)"
+        )
     chosen = frozenset(cpus)
+    strays = sorted(repr(c) for c in chosen if not isinstance(c, int) or isinstance(c, bool))
+    if strays:
+        raise ConfigError(f"cpus names {', '.join(strays)}: CPUs are numbers, as in {{0, 1}}")
     if not hasattr(os, "sched_setaffinity"):
         raise ConfigError(
             "pinning a worker to CPUs needs os.sched_setaffinity (Linux); leave cpus unset"
