@@ -18,7 +18,9 @@
    --concurrency 8`` with its default options (``--processes auto``: on two CPUs, two
    processes of 4 slots, each on a CPU of its own), the same with the CPUs left to the OS
    (``--cpus all``), with ``--processes 1`` (the default before 2026-12-07: one process of
-   8 slots on one CPU), and ``--concurrency 16``, the runs queued before the command
+   8 slots on one CPU), ``--concurrency 16``, and with ``--one-thread`` (each process's
+   slots greenlets on one thread: the default layout, left to the OS, and one process left
+   to the OS), the runs queued before the command
    starts, timed from the first node start to the last commit; and so is ``wayline serve
    --workers 8`` (its in-process workers; the API is not used), placed (``--cpus auto``,
    the default) and left to the OS. Beside each: step commits per transaction
@@ -88,16 +90,20 @@ REPO = Path(wayline.__file__).resolve().parent.parent
 """Where the ``wayline`` this script imported lives: worker processes run the same code."""
 GRAPH_FILE = c.BENCH_DIR / "fleet_graph.py"
 CONCURRENCY = (1, 4, 8, 16)
-SQLITE_COMMANDS: tuple[tuple[int, str, int | None], ...] = (
-    (8, "auto", None),
-    (8, "all", None),
-    (8, "auto", 1),
-    (16, "auto", None),
+SQLITE_COMMANDS: tuple[tuple[int, str, int | None, bool], ...] = (
+    (8, "auto", None, False),
+    (8, "all", None, False),
+    (8, "auto", 1, False),
+    (16, "auto", None, False),
+    (8, "auto", None, True),
+    (8, "all", None, True),
+    (8, "all", 1, True),
 )
-"""``wayline worker --concurrency C --cpus X [--processes P]`` cells on SQLite, C slots in
-all: the command's defaults (``--processes auto``: a process a CPU, each with 4 slots or
-more; ``--cpus auto``: each process on a CPU of its own), the same left to the OS
-(``all``), one process (the default before 2026-12-07), and 16 slots."""
+"""``wayline worker --concurrency C --cpus X [--processes P] [--one-thread]`` cells on
+SQLite, C slots in all: the command's defaults (``--processes auto``: a process a CPU, each
+with 4 slots or more; ``--cpus auto``: each process on a CPU of its own), the same left to
+the OS (``all``), one process (the default before 2026-12-07), 16 slots, and with each
+process's slots on one thread (``--one-thread``, ``wayline.worker.hub``)."""
 LEFT_TO_OS = 8
 """The in-process worker at this concurrency also runs with its threads left to the OS
 (``--cpus all``)."""
@@ -210,11 +216,11 @@ def sqlite_section(tmp: Path, runs: int, rounds: int) -> dict[str, Any]:
     arms.append((f"c{LEFT_TO_OS}os", lambda: worker_cell(tmp, LEFT_TO_OS, runs, None)))
     for conc in EFFECT_CONCURRENCY:
         arms.append((f"e{conc}", lambda conc=conc: worker_cell(tmp, conc, runs, graph=fg.effects)))
-    for conc, cpus, procs in SQLITE_COMMANDS:
+    for conc, cpus, procs, one in SQLITE_COMMANDS:
         arms.append(
             (
-                _command_cell(conc, cpus, procs),
-                lambda procs=procs, conc=conc, cpus=cpus: process_cell(
+                _command_cell(conc, cpus, procs, one),
+                lambda procs=procs, conc=conc, cpus=cpus, one=one: process_cell(
                     tmp,
                     c.wayline_url(tmp / f"procs-{uuid.uuid4().hex[:6]}.db"),
                     procs,
@@ -223,6 +229,7 @@ def sqlite_section(tmp: Path, runs: int, rounds: int) -> dict[str, Any]:
                     one_command=True,
                     queued_first=True,
                     cpus=cpus,
+                    flags=("--one-thread",) if one else (),
                 ),
             )
         )
@@ -251,17 +258,19 @@ def sqlite_section(tmp: Path, runs: int, rounds: int) -> dict[str, Any]:
     return samples
 
 
-def _command_cell(concurrency: int, cpus: str, processes: int | None) -> str:
-    return f"cmd{concurrency}{cpus}" + ("" if processes is None else f"p{processes}")
+def _command_cell(concurrency: int, cpus: str, processes: int | None, one: bool) -> str:
+    name = f"cmd{concurrency}{cpus}" + ("" if processes is None else f"p{processes}")
+    return name + ("one" if one else "")
 
 
-def _command_label(concurrency: int, cpus: str, processes: int | None) -> str:
+def _command_label(concurrency: int, cpus: str, processes: int | None, one: bool) -> str:
     """``wayline worker --concurrency 8 (2 processes x 4, a CPU each)``."""
     from wayline.cli.worker_processes import process_count, split_slots
 
     count = processes or process_count("auto", concurrency, cpus, "sqlite:///fleet.db")
     given = "" if processes is None else f" --processes {processes}"
     given += "" if cpus == "auto" else f" --cpus {cpus}"
+    given += " --one-thread" if one else ""
     slots = "/".join(sorted({str(n) for n in split_slots(concurrency, count)}))
     where = ", on one CPU" if count == 1 and cpus == "auto" else PLACED[cpus]
     return f"wayline worker --concurrency {concurrency}{given} ({count} x {slots}{where})"
@@ -296,7 +305,7 @@ def sqlite_table(samples: dict[str, list[Any]]) -> dict[str, Any]:
         (f"e{n}", f"worker, concurrency {n}, an effect a step", 0) for n in EFFECT_CONCURRENCY
     ]
     cells_by_label += [
-        (_command_cell(n, cpus, p), _command_label(n, cpus, p), n) for n, cpus, p in SQLITE_COMMANDS
+        (_command_cell(*cell), _command_label(*cell), cell[0]) for cell in SQLITE_COMMANDS
     ]
     cells_by_label += [
         (f"s{LEFT_TO_OS}{cpus}", f"wayline serve, {LEFT_TO_OS} in-process workers{where}", 0)
@@ -391,6 +400,7 @@ class Proc:
         processes: int | None = 1,
         cpus: str = "auto",
         serve: bool = False,
+        flags: tuple[str, ...] = (),
     ) -> None:
         from wayline.cli.worker_processes import process_count
 
@@ -402,7 +412,7 @@ class Proc:
             cmd = [*cli, "worker", f"{GRAPH_FILE}:fleet", "--db", url]
             cmd += ["--concurrency", str(concurrency)]
             cmd += [] if processes is None else ["--processes", str(processes)]
-        cmd += ["--cpus", cpus]
+        cmd += ["--cpus", cpus, *flags]
         self.processes = processes or process_count("auto", concurrency, cpus, url)
         env = {**os.environ, "COLUMNS": "400", "WAYLINE_FLEET_LOG": str(side)}
         self.log = log
@@ -447,6 +457,7 @@ def process_cell(
     queued_first: bool = False,
     cpus: str = "auto",
     serve: bool = False,
+    flags: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """``processes`` worker processes at ``concurrency`` each (started as that many
     ``wayline worker`` commands, or as one with ``--processes``; None: one command with
@@ -463,7 +474,7 @@ def process_cell(
     each, commands = (processes, 1) if one_command or processes is None else (1, processes)
     ids = [client.start(app, {"n": 0}, run_id=f"r{i}") for i in range(runs)] if queued_first else []
     procs = [
-        Proc(url, logs / f"w-{i}.log", concurrency * (each or 1), side, each, cpus, serve)
+        Proc(url, logs / f"w-{i}.log", concurrency * (each or 1), side, each, cpus, serve, flags)
         for i in range(commands)
     ]
     try:

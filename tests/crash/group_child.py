@@ -1,12 +1,13 @@
 """Child process of ``test_group_crash.py``: a worker at concurrency 4 draining the runs the
 parent queued; it SIGKILLs itself inside a group commit when told to.
 
-    python group_child.py DB EXEC_LOG [--kill-group K --marker PATH]
+    python group_child.py DB EXEC_LOG [--kill-group K --marker PATH] [--one-thread]
 
 Every node execution appends ``run n pid`` to EXEC_LOG (fsync'd) before it returns. With
 ``--kill-group K``, the K-th group transaction carrying two or more runs writes its rows,
 then, before its COMMIT, writes (run, step) of every run in it to PATH and kills its own
-process with SIGKILL: a crash in the middle of a group commit.
+process with SIGKILL: a crash in the middle of a group commit. ``--one-thread``: the slots
+are greenlets on one thread (``WorkerConfig.one_thread``), whose group is every ready run.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, required=True)
     p.add_argument("--kill-group", type=int, default=0)
     p.add_argument("--marker", default="")
+    p.add_argument("--one-thread", action="store_true")
     args = p.parse_args()
     url = f"sqlite:///{args.db}"
     store = wayline.connect(url)
@@ -82,7 +84,9 @@ def main() -> None:
     if args.kill_group:
         assert isinstance(store, SQLStore)
         arm_kill(store, args.kill_group, args.marker)
-    config = WorkerConfig(concurrency=4, lease_seconds=LEASE_S, poll_interval=0.02)
+    config = WorkerConfig(
+        concurrency=4, lease_seconds=LEASE_S, poll_interval=0.02, one_thread=args.one_thread
+    )
     Worker(store, app, config).run(max_runs=args.runs)
 
 

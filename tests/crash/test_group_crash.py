@@ -1,6 +1,7 @@
 """SIGKILL inside a group commit (several runs' steps in one transaction, before COMMIT):
 no committed step of any run is lost, the killed group's steps are not committed, and
-resuming re-runs only the steps that were in flight.
+resuming re-runs only the steps that were in flight; the same with the worker's slots as
+greenlets on one thread (``WorkerConfig.one_thread``) before and after the kill.
 
 A run's node with ``n = j`` starts only after step ``j`` committed (durability sync), so
 every execution the killed worker logged names a step that must still be committed.
@@ -38,13 +39,17 @@ def _executions(tmp: Path) -> list[tuple[str, int, int]]:
     return [(r, int(n), int(pid)) for r, n, pid in (ln.split() for ln in lines)]
 
 
-def test_sigkill_inside_a_group_commit_loses_no_committed_step(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", [[], ["--one-thread"]], ids=["threads", "one-thread"])
+def test_sigkill_inside_a_group_commit_loses_no_committed_step(
+    tmp_path: Path, mode: list[str]
+) -> None:
     store = wayline.connect(f"sqlite:///{tmp_path / 'runs.db'}")
     app = gc.build(str(tmp_path / "exec.log")).compile(store)
     client = Wayline(store)
     ids = [client.start(app, {"n": 0}, run_id=f"run-{i}") for i in range(RUNS)]
 
-    killed = _child(tmp_path, RUNS, "--kill-group", "3", "--marker", str(tmp_path / "marker"))
+    marker = str(tmp_path / "marker")
+    killed = _child(tmp_path, RUNS, "--kill-group", "3", "--marker", marker, *mode)
     try:
         killed.wait(DEADLINE_S)
     finally:
@@ -70,7 +75,8 @@ def test_sigkill_inside_a_group_commit_loses_no_committed_step(tmp_path: Path) -
         deltas = store.load_deltas("default", run_id, -1, 100)
         assert [d.step for d in deltas] == list(range(step))
 
-    resumed = _child(tmp_path, unfinished)  # claims each run once the killed worker's lease expires
+    # It claims each run once the killed worker's lease expires.
+    resumed = _child(tmp_path, unfinished, *mode)
     try:
         assert resumed.wait(DEADLINE_S) == 0, resumed.stdout.read() if resumed.stdout else ""
     finally:

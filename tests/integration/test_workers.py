@@ -161,6 +161,32 @@ def test_by_default_a_command_shares_its_slots_among_a_process_a_cpu(
     assert log.read_bytes().count(b"stopped after") == expected
 
 
+def test_one_thread_worker_processes_run_every_step_once(
+    tmp_path: Path, side: Path, procs: list[Any]
+) -> None:
+    """``--one-thread`` reaches each process of the command: its slots are greenlets on one
+    thread (``wayline.worker.hub``), and every run's steps and its charge happen once."""
+    url = f"sqlite:///{tmp_path / 'one-thread.db'}"
+    log = side / "parent.log"
+    cmd = [sys.executable, "-m", "wayline.cli.main", "worker", GRAPHS, "--db", url]
+    cmd += ["--poll", "0.05", "--concurrency", "4", "--processes", "2", "--one-thread"]
+    with open(log, "wb") as out:
+        parent = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    procs.append(parent)
+    wait_until(
+        lambda: log.read_bytes().count(b"serving") == 2 or parent.poll() is not None,
+        "two one-thread worker processes",
+    )
+    said = " ".join(log.read_text().split())  # rich may wrap a long line
+    assert said.count(", one thread)") == 2, said
+    client = Wayline(url)
+    ids = [client.start(app_for(url), INPUT, run_id=f"o{i}") for i in range(8)]
+    each_done_and_each_step_once(client, url, side, ids)
+    assert len(charges(side)) == 8 and len(set(charges(side))) == 8
+    parent.send_signal(signal.SIGTERM)
+    assert parent.wait(timeout=30) == 0
+
+
 def test_a_killed_workers_run_is_finished_by_another(
     url: str, side: Path, procs: list[Any]
 ) -> None:

@@ -276,6 +276,16 @@ def worker(
             "dashboard's health page reads them).",
         ),
     ] = 10.0,
+    one_thread: Annotated[
+        bool,
+        typer.Option(
+            "--one-thread",
+            help="Drive each process's slots from one thread (greenlets that yield at their "
+            "step commits): no GIL hand-offs, every ready step in one commit, but a node that "
+            "blocks holds up the others. For graphs whose nodes compute or return quickly; "
+            "needs wayline[one-thread].",
+        ),
+    ] = False,
 ) -> None:
     """Claim and execute runs of the given graphs until SIGTERM or SIGINT."""
     explicit = list(graphs or [])
@@ -305,6 +315,7 @@ def worker(
         options = ["--db", db, "--lease", str(lease), "--poll", str(poll), "--processes", "1"]
         options += ["--tenant", tenant] if tenant else []
         options += ["--verify-rate", str(verify_rate), "--metrics-every", str(metrics_every)]
+        options += ["--one-thread"] if one_thread else []
         options += (
             ["--webhook", webhook, "--webhook-secret", webhook_secret or ""] if webhook else []
         )
@@ -342,8 +353,10 @@ def worker(
         cpus=pinned if isinstance(pinned, frozenset) or pinned is None else "auto",
         verify_rate=verify_rate,
         metrics_every=metrics_every,
+        one_thread=one_thread,
     )
-    w = Worker(store, compiled, config)
+    with reported(2):  # one_thread without greenlet: said here, before anything runs
+        w = Worker(store, compiled, config)
     stop_on_signals(w.stop)
     log_to_stderr()
     names = ", ".join(f"{name}@{version}" for name, version in sorted(w.graphs))
@@ -353,6 +366,7 @@ def worker(
         first = w.placement.start(at=pinned if isinstance(pinned, int) else None)
         w.placement.take_process()  # the whole process moves, as it was pinned
         on = f", CPU {first}, left when others keep it busy"
+    on += ", one thread" if one_thread else ""
     console.print(f"worker {w.owner} serving {names} on {where} (concurrency {concurrency}{on})")
     w.run()
     g = w.group.stats

@@ -43,6 +43,7 @@ from wayline.store.records import CommitBatch, RunRecord
 from wayline.worker.affinity import check_cpus, pin_this_thread
 from wayline.worker.engine import Engine, Execution, Lease
 from wayline.worker.engines import engines_for
+from wayline.worker.hub import HubCommit, greenlets, run_hub
 from wayline.worker.notify import Committer, WebhookNotifier, notifying, send_loop
 from wayline.worker.placement import Placement
 from wayline.worker.ticker import tick_schedules
@@ -85,6 +86,12 @@ class WorkerConfig:
     across several. ``"auto"``: on one CPU, the least busy, and another when others take
     it (``wayline.worker.placement``; what ``wayline worker`` does). None: wherever the OS
     schedules them (the default for a worker embedded in an application)."""
+
+    one_thread: bool = False
+    """Drive every slot from one thread, each a greenlet that yields at its step commits
+    (``wayline.worker.hub``): no GIL hand-offs between slots and every ready run in one
+    transaction, but a node that blocks holds up the others. For graphs whose nodes compute
+    or return quickly; needs ``greenlet`` (``wayline[one-thread]``)."""
 
     verify_rate: float = 0.0
     """Finished runs this worker verifies a minute, in turn (``wayline.worker.verifier``:
@@ -162,6 +169,9 @@ class Worker:
         self.stopping = threading.Event()
         self.completed = 0
         self.group = GroupCommit(self.store)
+        if self.config.one_thread:
+            greenlets()  # a missing package refused here, not in the hub's thread
+            self.group = HubCommit(self.store)
         """Step commits of the runs this worker holds that are ready together share one
         transaction (``wayline.store.group``); ``group.stats`` counts commits per fsync."""
         self._held: dict[tuple[str, str], _Held] = {}
@@ -192,6 +202,8 @@ class Worker:
             self._thread(lambda: self._slot(max_runs), f"wayline-slot-{i}")
             for i in range(self.config.concurrency)
         ]
+        if self.config.one_thread:
+            slots = [self._thread(lambda: run_hub(self, max_runs, self._claimed), "wayline-hub")]
         for slot in slots:
             slot.start()
         ticker = self._thread(self._tick, "wayline-schedules", daemon=True)
@@ -332,21 +344,32 @@ class Worker:
             if max_runs is not None and self.completed >= max_runs:
                 self.stopping.set()
                 return
-            try:
-                claimed = self.store.claim_next(
-                    owner=self.owner,
-                    lease_seconds=self.config.lease_seconds,
-                    graphs=self.claims,
-                    tenant_id=self.config.tenant,
-                )
-            except WaylineError as exc:  # a damaged run (left failed, with why) or the store
-                log.error("claim failed: %s", exc)
+            claimed = self._claim()
+            if isinstance(claimed, WaylineError):
                 self.store.wait_for_work(self.config.poll_interval)
                 continue
             if claimed is None:
                 self.store.wait_for_work(self._idle_wait())
                 continue
             self.execute(*claimed)
+
+    def _claim(self) -> tuple[RunRecord, int] | WaylineError | None:
+        """One claim: a run and its fencing token, None (nothing to claim), or the error."""
+        try:
+            return self.store.claim_next(
+                owner=self.owner,
+                lease_seconds=self.config.lease_seconds,
+                graphs=self.claims,
+                tenant_id=self.config.tenant,
+            )
+        except WaylineError as exc:  # a damaged run (left failed, with why) or the store
+            log.error("claim failed: %s", exc)
+            return exc
+
+    def _claimed(self) -> tuple[RunRecord, int] | None:
+        """A claim for the hub (``wayline.worker.hub``): an error is logged, then idle."""
+        claimed = self._claim()
+        return None if isinstance(claimed, WaylineError) else claimed
 
     def _idle_wait(self) -> float:
         """Poll no later than the moment another worker's lease runs out, so a dead
