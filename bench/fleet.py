@@ -38,7 +38,7 @@
    before it starts, timed from the first node start to the last commit; and at P = 1 and
    4 the same runs started while the workers idle, timed from the first ``start`` (one
    client's start rate, and each start's notice waking a slot in every process, are then
-   in the figure). Goals: one process >= min(2x raw, 0.5x the engine), four >= 1.5x one. WAL
+   in the figure), and with ``--one-thread`` (each process's slots on one thread). Goals: one process >= min(2x raw, 0.5x the engine), four >= 1.5x one. WAL
    fsyncs counted by the server (``pg_stat_io``, object ``wal``) over the cell; step
    commits per transaction as the workers report them when stopped; CPU a step of the
    worker processes and of the embedded server's (it shares the cores); latency from the
@@ -116,6 +116,8 @@ placed (``--cpus auto``, the default) and left to the OS."""
 PG_PROCESSES: tuple[int, ...] = (1, 2, 4)
 PG_IDLE: tuple[int, ...] = (1, 4)
 """PostgreSQL cells whose runs are started while the workers idle (beside the queued ones)."""
+PG_ONE_THREAD: tuple[int, ...] = (1, 4)
+"""PostgreSQL cells with each process's slots on one thread (``--one-thread``)."""
 CELL_FIGURES = ("steps_s", "commits_per_tx", "cpu_us", "p50_ms", "p99_ms")
 PLACED = {"auto": ", a CPU each", "all": ", CPUs left to the OS"}
 PG_CONCURRENCY = 8
@@ -592,21 +594,28 @@ def pg_engine_alone(base: str, n: int = 1000) -> float:
     return rate
 
 
+def _pg_processes(arm: str) -> int:
+    """P of a PostgreSQL arm: ``p4``, ``p4idle``, ``p4one``."""
+    return int(arm[1:].removesuffix("idle").removesuffix("one"))
+
+
 def pg_section(tmp: Path, base: str, runs: int, rounds: int) -> dict[str, Any]:
     """Cells ``p{P}``: P processes draining ``runs`` runs each, queued before they start (what
     the workers can do); ``p{P}idle``: the same runs started while they idle (the start rate
     of one client and every start's notice waking a slot in each process are in the figure)."""
     arms = [f"p{p}" for p in PG_PROCESSES] + [f"p{p}idle" for p in PG_IDLE]
+    arms += [f"p{p}one" for p in PG_ONE_THREAD]
     samples: dict[str, list[Any]] = {"raw": [], "engine": [], **{a: [] for a in arms}}
     for r in range(rounds):
         samples["raw"].append(pg_raw_rate(base))
         samples["engine"].append(pg_engine_alone(base))
         for arm in arms[r % len(arms) :] + arms[: r % len(arms)]:
-            p = int(arm[1:].removesuffix("idle"))
+            p = _pg_processes(arm)
             url = schema_url(base, arm)
             cell = process_cell(
                 tmp, url, p, PG_CONCURRENCY, runs * p, base,
                 one_command=True, queued_first=not arm.endswith("idle"),
+                flags=("--one-thread",) if arm.endswith("one") else (),
             )  # fmt: skip
             samples[arm].append(cell)
             print(f"  round {r + 1} pg {arm}: {_brief(cell)}", flush=True)
@@ -622,16 +631,17 @@ def pg_section(tmp: Path, base: str, runs: int, rounds: int) -> dict[str, Any]:
         cells = samples[arm]
         row = {k: c.median([x[k] for x in cells]) for k in cells[0]}
         summary[arm] = row
-        p = int(arm[1:].removesuffix("idle"))
+        p = _pg_processes(arm)
         mark = ""
-        if arm == "p1":
+        kind = arm.removeprefix(f"p{p}")  # "", "idle" or "one"
+        if p == 1 and kind != "idle":
             mark = f"goal >= {c.fmt_num(goal)}: {c.verdict(row['steps_s'] >= goal)}"
-        elif arm == f"p{max(PG_PROCESSES)}" and "p1" in summary and p > 1:
-            one = summary["p1"]["steps_s"]
+        elif p == max(PG_PROCESSES) and kind != "idle" and f"p1{kind}" in summary:
+            one = summary[f"p1{kind}"]["steps_s"]
             mark = f"x one {row['steps_s'] / one:.2f} (goal >= 1.5): "
             mark += c.verdict(row["steps_s"] >= 1.5 * one)
         label = f"{p} worker process(es) x concurrency {PG_CONCURRENCY}"
-        label += ", runs started while idle" if arm.endswith("idle") else ""
+        label += {"idle": ", runs started while idle", "one": ", --one-thread"}.get(kind, "")
         rows.append(
             [
                 label,
