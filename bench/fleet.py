@@ -38,7 +38,8 @@
    before it starts, timed from the first node start to the last commit; and at P = 1 and
    4 the same runs started while the workers idle, timed from the first ``start`` (one
    client's start rate, and each start's notice waking a slot in every process, are then
-   in the figure), and with ``--one-thread`` (each process's slots on one thread). Goals: one process >= min(2x raw, 0.5x the engine), four >= 1.5x one. WAL
+   in the figure), and at P = 1 and 4 with ``--one-thread`` (each process's slots on one
+   thread). Goals: one process >= min(2x raw, 0.5x the engine), four >= 1.5x one. WAL
    fsyncs counted by the server (``pg_stat_io``, object ``wal``) over the cell; step
    commits per transaction as the workers report them when stopped; CPU a step of the
    worker processes and of the embedded server's (it shares the cores); latency from the

@@ -14,11 +14,11 @@ concurrency 8, 128 runs x 51 commits, two alternated rounds): 6,451 and 6,864 st
 us with a thread a slot; 8.0 commits a transaction against 4.7.
 
 The cost: a node runs on the hub's thread, so a node that blocks (a network call, a model
-call, a sleep) holds up every other run of this worker until it returns, and one worker's
-nodes never run in parallel. It suits graphs whose nodes compute or return quickly; the
-default (a thread a slot) suits nodes that wait. Commits from other threads (a step's
-parallel tasks, an async-mode writer) take the ordinary group commit
-(``wayline.store.group``). Needs ``greenlet`` (``pip install 'wayline[one-thread]'``).
+call, a sleep) holds up every other run of this worker until it returns: the runs' steps
+take turns. It suits graphs whose nodes compute or return quickly; the default (a thread a
+slot) suits nodes that wait. Commits from other threads (a step's parallel tasks, an
+async-mode writer) take the ordinary group commit (``wayline.store.group``). Needs
+``greenlet`` (``pip install 'wayline[one-thread]'``).
 """
 
 from __future__ import annotations
