@@ -25,6 +25,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from wayline.store.base import Store
 from wayline.store.records import CommitBatch
@@ -75,6 +77,8 @@ class GroupCommit:
         self._mutex = threading.Lock()
         self._queue: list[_Request] = []
         self._leading = False
+        self._parked: list[_Request] = []
+        """Commits of cooperative callers (``park``), for the next ``drain``."""
 
     def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
         request = _Request(tenant_id, run_id, token, batch)
@@ -117,6 +121,39 @@ class GroupCommit:
                 else:
                     self._leading = False
         return _outcome(request)
+
+    def park(
+        self, tenant_id: str, run_id: str, token: int, batch: CommitBatch, wait: Callable[[], Any]
+    ) -> None:
+        """``commit`` for a caller that yields instead of blocking: the commit waits for the
+        next ``drain`` while ``wait`` gives the thread away, and returns (or raises its
+        error) once ``wait`` returns after that drain (``wayline.worker.hub``'s slots)."""
+        request = _Request(tenant_id, run_id, token, batch)
+        self._parked.append(request)
+        with self._mutex:
+            self.stats.commits += 1
+        wait()
+        assert request.done, "a parked commit resumed before its drain"
+        return _outcome(request)
+
+    def drain(self) -> int:
+        """Commit every parked request in one transaction (the parked callers' own thread
+        calls it, between their turns); how many there were."""
+        group, self._parked = self._parked, []
+        if not group:
+            return 0
+        try:
+            with self.store.write_turn():
+                self._commit_group(group)
+        except BaseException as exc:  # taking or giving back the turn failed
+            for request in group:
+                request.error = request.error or exc
+        with self._mutex:
+            self.stats.transactions += 1
+            self.stats.largest = max(self.stats.largest, len(group))
+        for request in group:
+            request.done = True
+        return len(group)
 
     def _take(self) -> list[_Request]:
         with self._mutex:

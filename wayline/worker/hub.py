@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from wayline.errors import ConfigError
 from wayline.store.base import Store
-from wayline.store.group import GroupCommit, _outcome, _Request
+from wayline.store.group import GroupCommit
 from wayline.store.records import CommitBatch
 
 if TYPE_CHECKING:
@@ -55,14 +55,16 @@ def greenlets() -> Any:
 
 
 class HubCommit(GroupCommit):
-    """The group commit of a one-thread worker: a slot greenlet's commit parks it, and the
-    hub commits what every parked slot asked for together (``drain``)."""
+    """The group commit of a one-thread worker: a slot greenlet's commit parks it (``park``)
+    and gives the thread to the hub, which commits what every parked slot asked for together
+    (``drain``) and resumes them."""
 
     def __init__(self, store: Store, *, max_group: int = 64) -> None:
         super().__init__(store, max_group=max_group)
         self.hub: Any = None
         """The hub's greenlet while it runs (set by ``run_hub``)."""
-        self.parked: list[tuple[_Request, Any]] = []
+        self.waiting: list[Any] = []
+        """The slots parked at a commit, to resume after the next drain."""
 
     def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
         hub = self.hub
@@ -71,34 +73,25 @@ class HubCommit(GroupCommit):
         current = greenlets().getcurrent()
         if current is hub or current.parent is not hub:  # another thread, or the hub itself
             return super().commit(tenant_id, run_id, token, batch)
-        request = _Request(tenant_id, run_id, token, batch)
-        self.parked.append((request, current))
-        with self._mutex:
-            self.stats.commits += 1
-        hub.switch()  # back when ``drain`` committed it
-        return _outcome(request)
+        self.waiting.append(current)
+        return self.park(tenant_id, run_id, token, batch, hub.switch)
 
-    def drain(self) -> list[Any]:
-        """Commit what the parked slots asked for, in one transaction; the slots to resume."""
-        parked, self.parked = self.parked, []
-        group = [request for request, _ in parked]
-        try:
-            with self.store.write_turn():
-                self._commit_group(group)
-        except BaseException as exc:  # taking or giving back the turn failed
-            for request in group:
-                request.error = request.error or exc
-        with self._mutex:
-            self.stats.transactions += 1
-            self.stats.largest = max(self.stats.largest, len(group))
-        for request in group:
-            request.done = True
-        return [slot for _, slot in parked]
+    def resumable(self) -> list[Any]:
+        """Commit what the parked slots asked for; the slots to resume."""
+        self.drain()
+        waiting, self.waiting = self.waiting, []
+        return waiting
 
 
-def run_hub(worker: Worker, max_runs: int | None, claim: Callable[[], Any]) -> None:
+def run_hub(
+    worker: Worker,
+    max_runs: int | None,
+    claim: Callable[[], Any],
+    idle_wait: Callable[[], float],
+) -> None:
     """Drive ``worker.config.concurrency`` slots on this thread until the worker stops (or
-    ``max_runs`` runs were executed). ``claim``: one claim attempt (a claimed run or None)."""
+    ``max_runs`` runs were executed). ``claim``: one claim attempt (a claimed run or None);
+    ``idle_wait``: how long to sleep on the work signal when no slot has anything to do."""
     greenlet = greenlets()
     commits = worker.group
     assert isinstance(commits, HubCommit)
@@ -130,11 +123,11 @@ def run_hub(worker: Worker, max_runs: int | None, claim: Callable[[], Any]) -> N
             if probe is not None and probe not in idle:
                 looked = 0.0  # the one that looked found work: another looks at once
             probe = None
-            ready = commits.drain() if commits.parked else []
+            ready = commits.resumable() if commits.waiting else []
             live = [s for s in slots if not s.dead]
             if idle and (worker.stopping.is_set() or len(idle) == len(live)):
                 if not worker.stopping.is_set():  # nothing runs: sleep on the work signal
-                    worker.store.wait_for_work(worker._idle_wait())
+                    worker.store.wait_for_work(idle_wait())
                 ready += idle
                 idle.clear()
                 looked = time.monotonic()

@@ -168,12 +168,12 @@ class Worker:
         self.owner = owner or default_owner()
         self.stopping = threading.Event()
         self.completed = 0
-        self.group = GroupCommit(self.store)
         if self.config.one_thread:
             greenlets()  # a missing package refused here, not in the hub's thread
-            self.group = HubCommit(self.store)
+        self.group = HubCommit(self.store) if self.config.one_thread else GroupCommit(self.store)
         """Step commits of the runs this worker holds that are ready together share one
-        transaction (``wayline.store.group``); ``group.stats`` counts commits per fsync."""
+        transaction (``wayline.store.group``, ``wayline.worker.hub``); ``group.stats``
+        counts commits per fsync."""
         self._held: dict[tuple[str, str], _Held] = {}
         self._lock = threading.Lock()
         self._rng = random.Random()
@@ -198,12 +198,14 @@ class Worker:
             watcher.start()
         beat = self._thread(self._heartbeats, "wayline-heartbeat", daemon=True)
         beat.start()
-        slots = [
-            self._thread(lambda: self._slot(max_runs), f"wayline-slot-{i}")
-            for i in range(self.config.concurrency)
-        ]
         if self.config.one_thread:
-            slots = [self._thread(lambda: run_hub(self, max_runs, self._claimed), "wayline-hub")]
+            hub = functools.partial(run_hub, self, max_runs, self._claimed, self._idle_wait)
+            slots = [self._thread(hub, "wayline-hub")]
+        else:
+            slots = [
+                self._thread(lambda: self._slot(max_runs), f"wayline-slot-{i}")
+                for i in range(self.config.concurrency)
+            ]
         for slot in slots:
             slot.start()
         ticker = self._thread(self._tick, "wayline-schedules", daemon=True)
