@@ -180,3 +180,35 @@ def test_without_greenlet_the_worker_is_refused_with_what_to_install(
     app = _graph([]).compile(wayline.connect(url))
     with pytest.raises(ConfigError, match=r"pip install 'wayline\[one-thread\]'"):
         Worker(url, app, WorkerConfig(one_thread=True))
+
+
+def test_a_commit_from_inside_an_event_loop_does_not_yield(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """asyncio allows one running loop a thread: a slot parked inside an engine's loop would
+    leave the next slot unable to start its own, so such a commit keeps the thread."""
+    import asyncio
+
+    import greenlet
+
+    from wayline.store.group import GroupCommit
+
+    store = wayline.connect(f"sqlite:///{tmp_path / 'loop.db'}")
+    commits = HubCommit(store)
+    blocking: list[str] = []
+    monkeypatch.setattr(
+        GroupCommit, "commit", lambda self, tenant, run, token, batch: blocking.append(run)
+    )
+
+    async def inside() -> None:
+        commits.commit("default", "in-loop", 1, None)  # type: ignore[arg-type]
+
+    def slot() -> None:
+        asyncio.run(inside())
+        commits.commit("default", "outside", 1, None)  # type: ignore[arg-type]
+
+    commits.hub = greenlet.getcurrent()
+    greenlet.greenlet(slot, parent=commits.hub).switch()  # back here when "outside" parks
+    assert blocking == ["in-loop"]  # the ordinary commit, without yielding
+    assert len(commits.waiting) == 1 and commits._parked[0].run_id == "outside"
+    store.close()

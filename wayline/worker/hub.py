@@ -17,12 +17,14 @@ The cost: a node runs on the hub's thread, so a node that blocks (a network call
 call, a sleep) holds up every other run of this worker until it returns: the runs' steps
 take turns. It suits graphs whose nodes compute or return quickly; the default (a thread a
 slot) suits nodes that wait. Commits from other threads (a step's parallel tasks, an
-async-mode writer) take the ordinary group commit (``wayline.store.group``). Needs
+async-mode writer), and from inside an event loop an engine runs (asyncio allows one loop a
+thread), take the ordinary group commit (``wayline.store.group``) without yielding. Needs
 ``greenlet`` (``pip install 'wayline[one-thread]'``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -73,6 +75,8 @@ class HubCommit(GroupCommit):
         current = greenlets().getcurrent()
         if current is hub or current.parent is not hub:  # another thread, or the hub itself
             return super().commit(tenant_id, run_id, token, batch)
+        if _loop_running():  # a slot inside an event loop (an engine's own) keeps the thread:
+            return super().commit(tenant_id, run_id, token, batch)  # another could not run one
         self.waiting.append(current)
         return self.park(tenant_id, run_id, token, batch, hub.switch)
 
@@ -81,6 +85,16 @@ class HubCommit(GroupCommit):
         self.drain()
         waiting, self.waiting = self.waiting, []
         return waiting
+
+
+def _loop_running() -> bool:
+    """Whether an asyncio loop runs on this thread (asyncio allows one a thread: a slot
+    parked inside one would leave the next slot unable to start its own)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def run_hub(
