@@ -48,6 +48,21 @@ def spawn(procs: list[Any], url: str, side: Path, *, lease: float, name: str) ->
     return proc
 
 
+def command(procs: list[Any], url: str, log: Path, serving: int, *options: str) -> Any:
+    """One ``wayline worker`` command with ``options``, started and waited for until
+    ``serving`` of its processes say they serve (or it exits)."""
+    cmd = [sys.executable, "-m", "wayline.cli.main", "worker", GRAPHS, "--db", url]
+    cmd += ["--poll", "0.05", *options]
+    with open(log, "wb") as out:
+        parent = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    procs.append(parent)
+    wait_until(
+        lambda: log.read_bytes().count(b"serving") == serving or parent.poll() is not None,
+        f"{serving} worker process(es)",
+    )
+    return parent
+
+
 def executions(side: Path) -> collections.Counter[tuple[str, int]]:
     lines = (side / "executions.log").read_text().split("\n")
     return collections.Counter((r, int(n)) for r, n, _ in (ln.split() for ln in lines if ln))
@@ -103,15 +118,7 @@ def test_one_worker_command_runs_several_processes_and_stops_them_all(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'processes.db'}"
     log = side / "parent.log"
-    cmd = [sys.executable, "-m", "wayline.cli.main", "worker", GRAPHS, "--db", url]
-    cmd += ["--poll", "0.05", "--concurrency", "2", "--processes", "2"]
-    with open(log, "wb") as out:
-        parent = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    procs.append(parent)
-    wait_until(
-        lambda: log.read_bytes().count(b"serving") == 2 or parent.poll() is not None,
-        "two worker processes",
-    )
+    parent = command(procs, url, log, 2, "--concurrency", "2", "--processes", "2")
     assert log.read_bytes().count(b"serving") == 2, log.read_text()
     client = Wayline(url)
     app = app_for(url)
@@ -139,16 +146,8 @@ def test_by_default_a_command_shares_its_slots_among_a_process_a_cpu(
     8 on one): the command's total is what it was told."""
     url = f"sqlite:///{tmp_path / 'auto.db'}"
     log = side / "parent.log"
-    cmd = [sys.executable, "-m", "wayline.cli.main", "worker", GRAPHS, "--db", url]
-    cmd += ["--poll", "0.05", "--concurrency", "8"]
-    with open(log, "wb") as out:
-        parent = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    procs.append(parent)
     expected = min(len(allowed_cpus()) or os.cpu_count() or 1, 2)
-    wait_until(
-        lambda: log.read_bytes().count(b"serving") == expected or parent.poll() is not None,
-        "the worker processes",
-    )
+    parent = command(procs, url, log, expected, "--concurrency", "8")
     said = " ".join(log.read_text().split())  # rich may wrap a long line
     assert re.findall(r"\(concurrency (\d+)", said) == [str(8 // expected)] * expected, said
     if expected > 1:  # the parent says what it started
@@ -168,15 +167,8 @@ def test_one_thread_worker_processes_run_every_step_once(
     thread (``wayline.worker.hub``), and every run's steps and its charge happen once."""
     url = f"sqlite:///{tmp_path / 'one-thread.db'}"
     log = side / "parent.log"
-    cmd = [sys.executable, "-m", "wayline.cli.main", "worker", GRAPHS, "--db", url]
-    cmd += ["--poll", "0.05", "--concurrency", "4", "--processes", "2", "--one-thread"]
-    with open(log, "wb") as out:
-        parent = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    procs.append(parent)
-    wait_until(
-        lambda: log.read_bytes().count(b"serving") == 2 or parent.poll() is not None,
-        "two one-thread worker processes",
-    )
+    options = ["--concurrency", "4", "--processes", "2", "--one-thread"]
+    parent = command(procs, url, log, 2, *options)
     said = " ".join(log.read_text().split())  # rich may wrap a long line
     assert said.count(", one thread)") == 2, said
     client = Wayline(url)
