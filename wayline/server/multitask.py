@@ -82,10 +82,16 @@ class Line:
 
 def line_of(store: Store, tables: ServerTables, tenant: str, thread_id: str) -> Line:
     """The thread's line. Without a queue it is its latest API run alone (one read more
-    than before queues existed: the queue's, by the thread's key)."""
+    than before queues existed: the queue's, by the thread's key).
+
+    The latest run is read before the queue: a queued run's record and its queue entry
+    commit together, so a record seen here has its entry seen next. Read the other way, a
+    cron tick committing between the two reads left a line of the tick alone, and the
+    run still holding the thread was read, and recorded, as ended ``success``
+    (tests/server/test_multitask_reads.py)."""
+    latest = tables.latest_run(tenant, thread_id)
     entries = {e.label: e for e in store.queued_inputs(tenant, thread_id)}
     if not entries:
-        latest = tables.latest_run(tenant, thread_id)
         return Line(() if latest is None else (latest,), {})
     runs = list(reversed(tables.list_runs(tenant, thread_id, limit=LINE_READ)))
     for i, rec in enumerate(runs):
