@@ -67,16 +67,17 @@ class HubCommit(GroupCommit):
         """The hub's greenlet while it runs (set by ``run_hub``)."""
         self.waiting: list[Any] = []
         """The slots parked at a commit, to resume after the next drain."""
+        self._current: Callable[[], Any] = greenlets().getcurrent
 
     def commit(self, tenant_id: str, run_id: str, token: int, batch: CommitBatch) -> None:
         hub = self.hub
         if hub is None or hub.dead:  # not driven by a hub now
             return super().commit(tenant_id, run_id, token, batch)
-        current = greenlets().getcurrent()
+        current = self._current()
         if current is hub or current.parent is not hub:  # another thread, or the hub itself
             return super().commit(tenant_id, run_id, token, batch)
-        if _loop_running():  # a slot inside an event loop (an engine's own) keeps the thread:
-            return super().commit(tenant_id, run_id, token, batch)  # another could not run one
+        if asyncio._get_running_loop() is not None:  # inside an engine's own event loop: one
+            return super().commit(tenant_id, run_id, token, batch)  # a thread, so it stays
         self.waiting.append(current)
         return self.park(tenant_id, run_id, token, batch, hub.switch)
 
@@ -85,16 +86,6 @@ class HubCommit(GroupCommit):
         self.drain()
         waiting, self.waiting = self.waiting, []
         return waiting
-
-
-def _loop_running() -> bool:
-    """Whether an asyncio loop runs on this thread (asyncio allows one a thread: a slot
-    parked inside one would leave the next slot unable to start its own)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 def run_hub(
